@@ -1,0 +1,193 @@
+//! Run one command as a supervised job: its own session and process group (setsid through
+//! process-wrap), stdin from a file, stdout+stderr straight into a log file (so output survives a
+//! supervisor crash), a wall limit, a stop control, and a kill-tree at the end, always.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use process_wrap::tokio::{CommandWrap, ProcessSession};
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+
+use super::kill;
+use crate::error::{Error, IoContext, Result};
+
+/// How urgently the supervisor wants the current job gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum StopLevel {
+    /// Keep going.
+    #[default]
+    None,
+    /// Finish the current iteration, then stop (the job is not touched).
+    AfterIteration,
+    /// Stop now: SIGTERM, grace, SIGKILL.
+    Now,
+    /// Stop now without waiting out the grace period.
+    Force,
+}
+
+/// One command to run.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Shell command line, run with `sh -c`.
+    pub command: String,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// A file fed as stdin (none: /dev/null).
+    pub stdin: Option<PathBuf>,
+    /// Where stderr goes (appended), and stdout too unless `stdout` is set.
+    pub log: PathBuf,
+    /// A separate file for stdout (created or truncated), for answers read back.
+    pub stdout: Option<PathBuf>,
+    /// Wall limit.
+    pub limit: Duration,
+    /// SIGTERM-to-SIGKILL grace.
+    pub grace: Duration,
+    /// The per-run token every descendant inherits.
+    pub token: String,
+}
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Ending {
+    /// It exited by itself with this code.
+    Exited {
+        /// Exit code.
+        code: i32,
+    },
+    /// A signal not sent by us ended it.
+    Signaled {
+        /// Signal number.
+        signal: i32,
+    },
+    /// The wall limit ran out and we killed it.
+    TimedOut,
+    /// A stop request killed it.
+    Stopped,
+}
+
+impl Ending {
+    /// Exited with code 0.
+    #[must_use]
+    pub fn success(self) -> bool {
+        self == Ending::Exited { code: 0 }
+    }
+    /// Ended by us or a signal rather than on its own.
+    #[must_use]
+    pub fn killed(self) -> bool {
+        !matches!(self, Ending::Exited { .. })
+    }
+}
+
+/// The result of a job.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How it ended.
+    pub ending: Ending,
+    /// Its pid (= its process group and session id).
+    pub pid: u32,
+    /// Wall time.
+    pub duration: Duration,
+    /// Descendants that needed SIGKILL.
+    pub killed: Vec<i32>,
+}
+
+fn open_log(job: &Job) -> Result<(File, File)> {
+    let err = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&job.log)
+        .at(&job.log, "open log")?;
+    let out = match &job.stdout {
+        Some(p) => File::create(p).at(p, "create stdout file")?,
+        None => err.try_clone().at(&job.log, "clone log handle")?,
+    };
+    Ok((out, err))
+}
+
+/// Spawn the job, tell `on_spawn` its pid, and supervise it to its end.
+pub async fn run(
+    job: &Job,
+    control: &mut watch::Receiver<StopLevel>,
+    on_spawn: impl FnOnce(u32),
+) -> Result<Outcome> {
+    let (out, err) = open_log(job)?;
+    let stdin = match &job.stdin {
+        Some(p) => Stdio::from(File::open(p).at(p, "open stdin file")?),
+        None => Stdio::null(),
+    };
+    let mut cmd = CommandWrap::with_new("sh", |c| {
+        c.arg("-c")
+            .arg(&job.command)
+            .current_dir(&job.cwd)
+            .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env(kill::TOKEN_VAR, &job.token)
+            .stdin(stdin)
+            .stdout(out)
+            .stderr(err);
+    });
+    cmd.wrap(ProcessSession);
+    let started = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|e| Error::runtime(format!("cannot spawn `{}`: {e}", job.command)))?;
+    let pid = child
+        .id()
+        .ok_or_else(|| Error::runtime("spawned job has no pid"))?;
+    let pgid = pid.cast_signed();
+    kill::manage(pgid);
+    on_spawn(pid);
+    // Wait on the leader alone: process-wrap's group wait would block on any lingering member.
+    let mut leader = child.into_inner();
+    let deadline = tokio::time::sleep(job.limit);
+    tokio::pin!(deadline);
+    let status = tokio::select! {
+        s = leader.wait() => Some(s),
+        () = &mut deadline => None,
+        _ = control.wait_for(|l| *l >= StopLevel::Now) => None,
+    };
+    let ending = match status {
+        Some(s) => {
+            let s = s.map_err(|e| Error::runtime(format!("waiting for `{}`: {e}", job.command)))?;
+            match (s.code(), s.signal()) {
+                (Some(code), _) => Ending::Exited { code },
+                (None, Some(signal)) => Ending::Signaled { signal },
+                (None, None) => Ending::Exited { code: -1 },
+            }
+        }
+        None if *control.borrow() >= StopLevel::Now => Ending::Stopped,
+        None => Ending::TimedOut,
+    };
+    let forced = control.clone();
+    let killed = kill::terminate(pgid, &job.token, job.grace, || {
+        *forced.borrow() >= StopLevel::Force
+    })
+    .await;
+    // The leader is dead by now; collect its status through tokio.
+    let reap = leader.wait().await;
+    kill::unmanage(pgid);
+    if let Err(e) = reap {
+        tracing::debug!("reaping {pid}: {e}");
+    }
+    Ok(Outcome {
+        ending,
+        pid,
+        duration: started.elapsed(),
+        killed,
+    })
+}
+
+/// A fresh token for one job.
+#[must_use]
+pub fn new_token(label: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{label}-{}-{nanos}", std::process::id())
+}

@@ -1,0 +1,146 @@
+//! Which agent a loop runs: an `[agents]` entry, a built-in preset, or `--agent-cmd`.
+
+use std::path::Path;
+
+use crate::config::{AgentEntry, AgentTable, OutputFormat, RevisionOutput, Settings};
+use crate::error::{Error, Result};
+
+/// A resolved agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentSpec {
+    /// Its name (`custom` for `--agent-cmd`).
+    pub name: String,
+    /// Its options.
+    pub table: AgentTable,
+}
+
+/// Built-in presets: how each known agent CLI is run non-interactively with our prompt.
+/// See docs/agents.md for the setups behind them.
+#[must_use]
+pub fn preset(name: &str) -> Option<AgentTable> {
+    let (command, stdin, format) = match name {
+        "claude" => (
+            "claude -p --dangerously-skip-permissions --output-format json",
+            true,
+            OutputFormat::ClaudeJson,
+        ),
+        "codex" => (
+            "codex exec --full-auto --skip-git-repo-check -",
+            true,
+            OutputFormat::Codex,
+        ),
+        "gemini" => ("gemini --yolo", true, OutputFormat::Plain),
+        "kiro-cli" => (
+            "kiro-cli chat --no-interactive --trust-all-tools \"$(cat {prompt_file})\"",
+            false,
+            OutputFormat::Plain,
+        ),
+        "aider" => (
+            "aider --yes-always --no-pretty --no-stream --message-file {prompt_file}",
+            false,
+            OutputFormat::Aider,
+        ),
+        "opencode" => (
+            "opencode run \"$(cat {prompt_file})\"",
+            false,
+            OutputFormat::Plain,
+        ),
+        "amp" => ("amp --execute", true, OutputFormat::Plain),
+        _ => return None,
+    };
+    Some(AgentTable {
+        command: command.into(),
+        stdin,
+        revision_output: if format == OutputFormat::Aider {
+            RevisionOutput::File
+        } else {
+            RevisionOutput::Stdout
+        },
+        output_format: format,
+        cwd: None,
+        env: std::collections::BTreeMap::new(),
+    })
+}
+
+/// Names of the presets, for help and errors.
+pub const PRESETS: [&str; 7] = ["claude", "codex", "gemini", "kiro-cli", "aider", "opencode", "amp"];
+
+/// Resolve the agent: `--agent-cmd` wins, then `--agent NAME`, then `[defaults] agent`.
+/// A name is looked up in `[agents]` first, then in the presets.
+pub fn resolve(settings: &Settings, agent: Option<&str>, agent_cmd: Option<&str>) -> Result<AgentSpec> {
+    if let Some(cmd) = agent_cmd {
+        if cmd.trim().is_empty() {
+            return Err(Error::input("--agent-cmd: the command is empty"));
+        }
+        return Ok(AgentSpec {
+            name: "custom".into(),
+            table: AgentEntry::Command(cmd.to_string()).to_table(),
+        });
+    }
+    let (name, origin) = match agent {
+        Some(a) => (a, "--agent"),
+        None => (settings.defaults.agent.as_str(), "[defaults] agent"),
+    };
+    named(settings, name).ok_or_else(|| {
+        let mut known: Vec<&str> = settings.agents.keys().map(String::as_str).collect();
+        known.extend(PRESETS);
+        Error::input(format!(
+            "{origin}: unknown agent `{name}` (known: {})",
+            known.join(", ")
+        ))
+    })
+}
+
+/// An agent by name: `[agents]` entry, else preset.
+#[must_use]
+pub fn named(settings: &Settings, name: &str) -> Option<AgentSpec> {
+    settings
+        .agents
+        .get(name)
+        .map(AgentEntry::to_table)
+        .or_else(|| preset(name))
+        .map(|table| AgentSpec {
+            name: name.to_string(),
+            table,
+        })
+}
+
+/// Single-quote a path for `sh`.
+#[must_use]
+pub fn shell_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+/// The command line with `{prompt_file}` expanded.
+#[must_use]
+pub fn command_line(table: &AgentTable, prompt_file: &Path) -> String {
+    table.command.replace("{prompt_file}", &shell_quote(prompt_file))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_cmd_wins_and_names_resolve() {
+        let mut s = Settings::default();
+        s.agents.insert("mine".into(), AgentEntry::Command("my-agent".into()));
+        assert_eq!(resolve(&s, Some("mine"), Some("x y")).unwrap().table.command, "x y");
+        assert_eq!(resolve(&s, Some("mine"), None).unwrap().table.command, "my-agent");
+        assert!(resolve(&s, Some("claude"), None).unwrap().table.command.starts_with("claude -p"));
+        assert_eq!(resolve(&s, None, None).unwrap().name, "claude");
+    }
+
+    #[test]
+    fn unknown_agent_names_the_flag() {
+        let e = resolve(&Settings::default(), Some("nope"), None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with("--agent: unknown agent `nope`"), "{e}");
+    }
+
+    #[test]
+    fn prompt_file_is_quoted() {
+        let t = AgentEntry::Command("run --file {prompt_file}".into()).to_table();
+        assert_eq!(command_line(&t, Path::new("/a b/it's.md")), r"run --file '/a b/it'\''s.md'");
+    }
+}

@@ -1,0 +1,260 @@
+//! The settings structs (DESIGN §6). Every table refuses unknown keys; every field has a default,
+//! so any one layer may be partial.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// All settings of a loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Loop-wide defaults.
+    pub defaults: Defaults,
+    /// Weights of the built-in heuristic quality metrics.
+    pub quality_metrics: QualityWeights,
+    /// Limits that keep an unattended loop safe.
+    pub safety: Safety,
+    /// Backpressure run after every iteration.
+    pub validation: Validation,
+    /// The Wiggum gate.
+    pub gate: GateSettings,
+    /// How accepted iterations are committed.
+    pub git: GitSettings,
+    /// Named agents: a command line, or a table.
+    pub agents: BTreeMap<String, super::AgentEntry>,
+    /// Named evaluators.
+    pub evaluators: BTreeMap<String, super::EvaluatorEntry>,
+}
+
+/// `[defaults]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Defaults {
+    /// Iteration limit (≥ 1).
+    pub max_iterations: u32,
+    /// Outer-loop quality threshold, 0–1.
+    pub quality_threshold: f64,
+    /// Gate pass threshold, 0–10.
+    pub pass_threshold: f64,
+    /// Gate rounds (≥ 1).
+    pub max_rounds: u32,
+    /// Agent name (an `[agents]` entry or a built-in preset).
+    pub agent: String,
+    /// Evaluator name (an `[evaluators]` entry or `heuristic`).
+    pub evaluator: String,
+    /// Attach the live view after `start`.
+    pub auto_watch: bool,
+    /// The completion promise: a line of agent output equal to this ends the loop.
+    pub promise: String,
+    /// Run the three-persona panel after the evaluator.
+    pub panel: bool,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            max_iterations: 10,
+            quality_threshold: 0.85,
+            pass_threshold: 8.0,
+            max_rounds: 3,
+            agent: "claude".into(),
+            evaluator: "heuristic".into(),
+            auto_watch: false,
+            promise: "<promise>COMPLETE</promise>".into(),
+            panel: false,
+        }
+    }
+}
+
+/// `[quality_metrics]`: weights of the built-in metrics (ADR 0015).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QualityWeights {
+    /// Sections present and substantive.
+    pub completeness_weight: f64,
+    /// Claims backed by evidence.
+    pub verification_weight: f64,
+    /// Readable, structured.
+    pub clarity_weight: f64,
+    /// Concrete steps.
+    pub actionability_weight: f64,
+}
+
+impl Default for QualityWeights {
+    fn default() -> Self {
+        Self {
+            completeness_weight: 0.25,
+            verification_weight: 0.30,
+            clarity_weight: 0.20,
+            actionability_weight: 0.25,
+        }
+    }
+}
+
+/// `[safety]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Safety {
+    /// Stop the loop (reason `budget`) once the agents' reported cost reaches this, in USD.
+    pub max_cost_per_loop: f64,
+    /// Wall limit of one agent run, in seconds.
+    pub max_time_per_iteration: u64,
+    /// Pause before this iteration until `resume` (0 = never).
+    pub require_human_review_at_iteration: u32,
+    /// Seconds between SIGTERM and SIGKILL when an agent is stopped.
+    pub kill_grace_secs: u64,
+    /// Fresh retries of a crashed iteration before the breaker trips.
+    pub max_crash_retries: u32,
+    /// Iterations in a row without any change before the breaker trips.
+    pub max_no_change_iterations: u32,
+}
+
+impl Default for Safety {
+    fn default() -> Self {
+        Self {
+            max_cost_per_loop: 10.0,
+            max_time_per_iteration: 600,
+            require_human_review_at_iteration: 0,
+            kill_grace_secs: 10,
+            max_crash_retries: 2,
+            max_no_change_iterations: 3,
+        }
+    }
+}
+
+/// `[validation]`: backpressure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Validation {
+    /// Shell commands run in the repository after every iteration; any failure rejects it.
+    pub commands: Vec<String>,
+    /// Files (relative to the artifact dir; `{iteration_dir}` expands) that must exist.
+    pub required_files: Vec<String>,
+    /// Wall limit of one validation command, in seconds.
+    pub timeout_secs: u64,
+}
+
+impl Default for Validation {
+    fn default() -> Self {
+        Self {
+            commands: Vec::new(),
+            required_files: Vec::new(),
+            timeout_secs: 600,
+        }
+    }
+}
+
+/// What the gate judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateTarget {
+    /// The iteration's `artifact.md`.
+    #[default]
+    Artifact,
+    /// The iteration's git diff.
+    Diff,
+    /// No gate; validation commands alone.
+    Off,
+}
+
+/// What to do with an iteration the gate failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnGateFail {
+    /// Commit the best round's content and record FAIL.
+    #[default]
+    KeepBest,
+    /// Do not commit; restore the previous accepted artifact.
+    Revert,
+}
+
+/// `[gate]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateSettings {
+    /// What the gate judges.
+    pub target: GateTarget,
+    /// Policy on FAIL (and on ERROR after one retry).
+    pub on_gate_fail: OnGateFail,
+    /// Only dimensions below this are highlighted in the revision prompt.
+    pub focus_threshold: f64,
+    /// Characters of output the evaluator sees (compressed beyond).
+    pub evaluator_input_chars: usize,
+    /// Characters of output each panel persona sees.
+    pub panel_excerpt_chars: usize,
+    /// Evaluator sampling temperature.
+    pub evaluator_temperature: f64,
+    /// Producer temperature in revision rounds.
+    pub revision_temperature: f64,
+    /// Panel temperature.
+    pub panel_temperature: f64,
+    /// Rubric weights by dimension.
+    pub weights: BTreeMap<String, f64>,
+    /// Evaluator pool: when non-empty, md5(run_id) picks one per run.
+    pub pool: Vec<String>,
+    /// The producer of revision rounds (an `[agents]` name); the loop's agent by default.
+    pub producer: Option<String>,
+    /// Custom evaluator prompt template (checked for contamination signals).
+    pub evaluator_template: Option<String>,
+    /// Custom revision prompt template.
+    pub revision_template: Option<String>,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        Self {
+            target: GateTarget::Artifact,
+            on_gate_fail: OnGateFail::KeepBest,
+            focus_threshold: 7.0,
+            evaluator_input_chars: 6000,
+            panel_excerpt_chars: 5000,
+            evaluator_temperature: 0.0,
+            revision_temperature: 0.3,
+            panel_temperature: 0.3,
+            weights: default_weights(),
+            pool: Vec::new(),
+            producer: None,
+            evaluator_template: None,
+            revision_template: None,
+        }
+    }
+}
+
+/// The rubric's default weights (seed 000).
+#[must_use]
+pub fn default_weights() -> BTreeMap<String, f64> {
+    [
+        ("depth", 0.25),
+        ("relevance", 0.20),
+        ("completeness", 0.20),
+        ("grounded", 0.15),
+        ("specificity", 0.10),
+        ("structure", 0.10),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// `[git]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GitSettings {
+    /// Commit accepted iterations.
+    pub commit: bool,
+    /// Author and committer name.
+    pub name: String,
+    /// Author and committer email.
+    pub email: String,
+}
+
+impl Default for GitSettings {
+    fn default() -> Self {
+        Self {
+            commit: true,
+            name: "wiggum-agent".into(),
+            email: "wiggum@studio-agents.local".into(),
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! Every path of a loop in one place (DESIGN §3). Nothing else builds loop paths by hand.
+
+use std::path::{Path, PathBuf};
+
+/// The paths of one loop, rooted at its artifact directory.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    root: PathBuf,
+}
+
+impl Layout {
+    /// A layout for the artifact directory `root` (which should be absolute).
+    #[must_use]
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The artifact directory.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    /// The original artifact, never modified by the loop.
+    #[must_use]
+    pub fn original_artifact(&self) -> PathBuf {
+        self.root.join("artifact.md")
+    }
+    /// Optional delegation metadata.
+    #[must_use]
+    pub fn metadata(&self) -> PathBuf {
+        self.root.join("metadata.json")
+    }
+    /// The loop's own directory.
+    #[must_use]
+    pub fn wiggum(&self) -> PathBuf {
+        self.root.join("wiggum")
+    }
+    /// This loop's settings (the effective config written at start).
+    #[must_use]
+    pub fn config(&self) -> PathBuf {
+        self.wiggum().join("wiggum.toml")
+    }
+    /// A file of the loop's memory (PROMPT.md, AGENT.md, fix_plan.md, ...).
+    #[must_use]
+    pub fn memory(&self, name: &str) -> PathBuf {
+        self.wiggum().join(name)
+    }
+    /// The plan the agent ticks.
+    #[must_use]
+    pub fn fix_plan(&self) -> PathBuf {
+        self.memory("fix_plan.md")
+    }
+    /// `state.json`.
+    #[must_use]
+    pub fn state(&self) -> PathBuf {
+        self.wiggum().join("state.json")
+    }
+    /// The lock file held by the running loop.
+    #[must_use]
+    pub fn lock(&self) -> PathBuf {
+        self.wiggum().join(".lock")
+    }
+    /// The control file through which other shells ask for pause or stop-after-iteration.
+    #[must_use]
+    pub fn control(&self) -> PathBuf {
+        self.wiggum().join("control.json")
+    }
+    /// Append-only run records.
+    #[must_use]
+    pub fn runs(&self) -> PathBuf {
+        self.wiggum().join("runs.jsonl")
+    }
+    /// The daemon's own log.
+    #[must_use]
+    pub fn daemon_log(&self) -> PathBuf {
+        self.wiggum().join("daemon.log")
+    }
+    /// The directory of iteration `n` (1-based).
+    #[must_use]
+    pub fn iteration_dir(&self, n: u32) -> PathBuf {
+        self.wiggum().join(iteration_dir_name(n))
+    }
+    /// The planning phase's directory (its agent log lives there).
+    #[must_use]
+    pub fn planning_dir(&self) -> PathBuf {
+        self.wiggum().join("planning")
+    }
+    /// The final accepted artifact.
+    #[must_use]
+    pub fn final_artifact(&self) -> PathBuf {
+        self.wiggum().join("final").join("artifact.md")
+    }
+
+    /// Paths (relative to the artifact dir) written by the supervisor itself: they are never
+    /// counted as the agent's change, and the runtime ones are never committed.
+    #[must_use]
+    pub fn is_supervisor_path(rel: &Path) -> bool {
+        let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        match parts.as_slice() {
+            ["wiggum", name] => {
+                matches!(
+                    *name,
+                    ".lock" | "state.json" | "control.json" | "runs.jsonl" | "wiggum.toml"
+                ) || name.starts_with("daemon.log")
+                    || name.starts_with("state.json.")
+                    || name.ends_with(".tmp")
+            }
+            ["wiggum", "final", ..] | ["wiggum", "planning", ..] => true,
+            ["wiggum", dir, file] if dir.starts_with("iteration-") => matches!(
+                *file,
+                "agent.log" | "eval.json" | "prompt.md" | "validation.log"
+            ),
+            _ => false,
+        }
+    }
+
+    /// Runtime files that are never committed (the lock, state, logs, control requests).
+    #[must_use]
+    pub fn is_runtime_path(rel: &Path) -> bool {
+        let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        match parts.as_slice() {
+            ["wiggum", name] => {
+                matches!(*name, ".lock" | "state.json" | "control.json" | "runs.jsonl")
+                    || name.starts_with("daemon.log")
+                    || name.starts_with("state.json.")
+                    || name.ends_with(".tmp")
+            }
+            _ => false,
+        }
+    }
+}
+
+/// `iteration-007` for 7.
+#[must_use]
+pub fn iteration_dir_name(n: u32) -> String {
+    format!("iteration-{n:03}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iteration_dirs_are_zero_padded() {
+        let l = Layout::new("/a");
+        assert_eq!(l.iteration_dir(7), Path::new("/a/wiggum/iteration-007"));
+        assert_eq!(l.iteration_dir(1234), Path::new("/a/wiggum/iteration-1234"));
+    }
+
+    #[test]
+    fn supervisor_paths_are_not_agent_changes() {
+        for p in [
+            "wiggum/state.json",
+            "wiggum/.lock",
+            "wiggum/runs.jsonl",
+            "wiggum/daemon.log.2026-01-01",
+            "wiggum/iteration-002/agent.log",
+            "wiggum/final/artifact.md",
+        ] {
+            assert!(Layout::is_supervisor_path(Path::new(p)), "{p}");
+        }
+        for p in [
+            "wiggum/fix_plan.md",
+            "wiggum/AGENT.md",
+            "wiggum/iteration-002/artifact.md",
+            "src/main.rs",
+            "state.json",
+        ] {
+            assert!(!Layout::is_supervisor_path(Path::new(p)), "{p}");
+        }
+    }
+
+    #[test]
+    fn runtime_paths_are_a_subset() {
+        assert!(Layout::is_runtime_path(Path::new("wiggum/state.json")));
+        assert!(!Layout::is_runtime_path(Path::new("wiggum/iteration-001/agent.log")));
+        assert!(!Layout::is_runtime_path(Path::new("wiggum/wiggum.toml")));
+    }
+}

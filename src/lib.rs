@@ -1,0 +1,21 @@
+//! studio-agents: Ralph loops as a daemon. See docs/architecture.md for the theory of operation.
+//!
+//! Decisions are pure functions over data (`ralph::decide`, `ralph::fix_plan`, `ralph::metrics`,
+//! `wiggum::rubric`, `wiggum::extract`, ...); IO lives at the edges (`agent::process`, `vcs`,
+//! `state`, `lock`, `wiggum::http`).
+
+pub mod agent;
+pub mod config;
+pub mod error;
+pub mod failpoint;
+pub mod fsutil;
+pub mod layout;
+pub mod lock;
+pub mod markdown;
+pub mod procs;
+pub mod ralph;
+pub mod registry;
+pub mod runlog;
+pub mod state;
+pub mod vcs;
+pub mod wiggum;

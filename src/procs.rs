@@ -1,0 +1,129 @@
+//! A small `/proc` reader: which processes exist, their parent, group, state and start time, and
+//! whether they carry a given environment token. Linux only; elsewhere every query is empty.
+
+use std::fs;
+
+/// What `/proc/<pid>/stat` says of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// The process.
+    pub pid: i32,
+    /// Its parent.
+    pub ppid: i32,
+    /// Its process group.
+    pub pgrp: i32,
+    /// Its session.
+    pub session: i32,
+    /// The state letter (`R`, `S`, `Z`, ...).
+    pub state: char,
+    /// Start time in clock ticks since boot (identity together with the pid).
+    pub start_ticks: u64,
+}
+
+impl Stat {
+    /// Alive and not a zombie.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.state != 'Z' && self.state != 'X'
+    }
+}
+
+/// Parse the text of `/proc/<pid>/stat` (the command name may hold spaces and parentheses).
+#[must_use]
+pub fn parse_stat(text: &str) -> Option<Stat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text[..open].trim().parse().ok()?;
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] = state (field 3), rest[1] = ppid (4), rest[2] = pgrp (5), rest[3] = session (6),
+    // rest[19] = starttime (22).
+    Some(Stat {
+        pid,
+        state: rest.first()?.chars().next()?,
+        ppid: rest.get(1)?.parse().ok()?,
+        pgrp: rest.get(2)?.parse().ok()?,
+        session: rest.get(3)?.parse().ok()?,
+        start_ticks: rest.get(19)?.parse().ok()?,
+    })
+}
+
+/// The stat of one process, if it exists.
+#[must_use]
+pub fn stat(pid: i32) -> Option<Stat> {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|t| parse_stat(&t))
+}
+
+/// Every process visible in `/proc`.
+#[must_use]
+pub fn all() -> Vec<Stat> {
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(stat)
+        .collect()
+}
+
+/// Running (non-zombie) members of a process group.
+#[must_use]
+pub fn group_members(pgid: i32) -> Vec<Stat> {
+    all()
+        .into_iter()
+        .filter(|s| s.pgrp == pgid && s.is_running())
+        .collect()
+}
+
+/// Whether the process's environment holds `KEY=value` exactly.
+#[must_use]
+pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
+    let Ok(env) = fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{key}={value}");
+    env.split(|b| *b == 0).any(|kv| kv == want.as_bytes())
+}
+
+/// Running processes carrying the token `KEY=value` in their environment.
+#[must_use]
+pub fn with_env(key: &str, value: &str) -> Vec<Stat> {
+    let me = std::process::id().cast_signed();
+    all()
+        .into_iter()
+        .filter(|s| s.pid != me && s.is_running() && has_env(s.pid, key, value))
+        .collect()
+}
+
+/// Children of `parent` (running or zombie).
+#[must_use]
+pub fn children_of(parent: i32) -> Vec<Stat> {
+    all().into_iter().filter(|s| s.ppid == parent).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_with_spaces_and_parens() {
+        let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.pid, s.ppid, s.pgrp, s.session, s.state), (1234, 1, 1234, 1234, 'S'));
+        assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn reads_ourselves() {
+        let me = std::process::id().cast_signed();
+        let s = stat(me).expect("own stat");
+        assert!(s.is_running());
+        assert_eq!(s.pid, me);
+    }
+
+    #[test]
+    fn garbage_does_not_parse() {
+        assert!(parse_stat("").is_none());
+        assert!(parse_stat("12 (x) S").is_none());
+    }
+}

@@ -1,0 +1,228 @@
+//! Exit conditions and breakers (DESIGN §4 step 1), as pure functions over what the loop has
+//! seen. The loop gathers the facts; this decides.
+
+use crate::state::StopReason;
+
+/// Everything the pre-spawn exit check looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    /// A stop was requested (signal, `stop`, or `stop --after-iteration` at a boundary).
+    pub stop_requested: bool,
+    /// Iterations completed so far (accepted, rejected or FAILed; not discarded crashes).
+    pub iterations_done: u32,
+    /// The limit.
+    pub max_iterations: u32,
+    /// Unchecked items in `fix_plan.md`.
+    pub plan_remaining: usize,
+    /// Overall built-in quality of the latest artifact, 0–1, if measured.
+    pub quality: Option<f64>,
+    /// The outer threshold.
+    pub quality_threshold: f64,
+    /// The last iteration's agent printed the promise.
+    pub promise_seen: bool,
+    /// Reported cost so far, USD.
+    pub cost_usd: f64,
+    /// The budget, USD (0 = none).
+    pub max_cost: f64,
+    /// The breaker's verdict, if tripped.
+    pub breaker: Option<String>,
+}
+
+/// The first exit condition that holds, in the order a user would want it reported.
+#[must_use]
+pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
+    if f.stop_requested {
+        return Some((StopReason::UserStop, "stop requested".into()));
+    }
+    if let Some(why) = &f.breaker {
+        return Some((StopReason::Breaker, why.clone()));
+    }
+    if f.promise_seen {
+        return Some((StopReason::Promise, "the agent printed the completion promise".into()));
+    }
+    if f.plan_remaining == 0 {
+        return Some((StopReason::PlanEmpty, "fix_plan.md has no unchecked items".into()));
+    }
+    if let Some(q) = f.quality
+        && q >= f.quality_threshold
+    {
+        return Some((
+            StopReason::ThresholdMet,
+            format!("quality {q:.2} reached the threshold {:.2}", f.quality_threshold),
+        ));
+    }
+    if f.max_cost > 0.0 && f.cost_usd >= f.max_cost {
+        return Some((
+            StopReason::Budget,
+            format!("cost ${:.2} reached the budget ${:.2}", f.cost_usd, f.max_cost),
+        ));
+    }
+    if f.iterations_done >= f.max_iterations {
+        return Some((
+            StopReason::MaxIterations,
+            format!("{} iterations done", f.iterations_done),
+        ));
+    }
+    None
+}
+
+/// How one agent run ended, as the breaker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKind {
+    /// Ran to its end and changed something.
+    Changed,
+    /// Ran to its end (exit 0) and changed nothing.
+    NoChange,
+    /// Killed, timed out, or failed without changes: the iteration is discarded and retried.
+    Crashed,
+}
+
+/// Classify an agent run: killed (signal or timeout) or non-zero with no change is a crash.
+#[must_use]
+pub fn classify(exit_ok: bool, killed: bool, changed: bool) -> RunKind {
+    if killed || (!exit_ok && !changed) {
+        RunKind::Crashed
+    } else if changed {
+        RunKind::Changed
+    } else {
+        RunKind::NoChange
+    }
+}
+
+/// The circuit breaker: consecutive no-change iterations and crash retries of one iteration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Breaker {
+    /// Iterations in a row that changed nothing.
+    pub no_change: u32,
+    /// Crashes of the current iteration.
+    pub crashes: u32,
+}
+
+/// What to do after an agent run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Go on with validation, gate and commit.
+    Proceed,
+    /// Discard the iteration and run it again with a fresh process.
+    Retry,
+    /// Stop the loop with `breaker`.
+    Trip(String),
+}
+
+impl Breaker {
+    /// Record a run and say what comes next.
+    pub fn record(&mut self, kind: RunKind, max_no_change: u32, max_retries: u32) -> Next {
+        match kind {
+            RunKind::Crashed => {
+                self.crashes += 1;
+                if self.crashes > max_retries {
+                    Next::Trip(format!(
+                        "the agent crashed {} times in a row on the same iteration",
+                        self.crashes
+                    ))
+                } else {
+                    Next::Retry
+                }
+            }
+            RunKind::NoChange => {
+                self.crashes = 0;
+                self.no_change += 1;
+                if self.no_change >= max_no_change {
+                    Next::Trip(format!(
+                        "{} iterations in a row changed nothing",
+                        self.no_change
+                    ))
+                } else {
+                    Next::Proceed
+                }
+            }
+            RunKind::Changed => {
+                self.crashes = 0;
+                self.no_change = 0;
+                Next::Proceed
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Facts {
+        Facts {
+            max_iterations: 5,
+            plan_remaining: 3,
+            quality_threshold: 0.85,
+            max_cost: 10.0,
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn nothing_holds_on_a_fresh_loop() {
+        assert_eq!(exit_reason(&base()), None);
+    }
+
+    #[test]
+    fn each_condition_ends_the_loop_with_its_reason() {
+        let cases: Vec<(Facts, StopReason)> = vec![
+            (Facts { stop_requested: true, ..base() }, StopReason::UserStop),
+            (Facts { breaker: Some("x".into()), ..base() }, StopReason::Breaker),
+            (Facts { promise_seen: true, ..base() }, StopReason::Promise),
+            (Facts { plan_remaining: 0, ..base() }, StopReason::PlanEmpty),
+            (Facts { quality: Some(0.9), ..base() }, StopReason::ThresholdMet),
+            (Facts { cost_usd: 10.0, ..base() }, StopReason::Budget),
+            (Facts { iterations_done: 5, ..base() }, StopReason::MaxIterations),
+        ];
+        for (f, want) in cases {
+            assert_eq!(exit_reason(&f).map(|r| r.0), Some(want), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn quality_below_threshold_and_zero_budget_do_not_stop() {
+        assert_eq!(exit_reason(&Facts { quality: Some(0.84), ..base() }), None);
+        assert_eq!(exit_reason(&Facts { cost_usd: 99.0, max_cost: 0.0, ..base() }), None);
+    }
+
+    #[test]
+    fn a_user_stop_wins_over_everything() {
+        let f = Facts { stop_requested: true, plan_remaining: 0, promise_seen: true, ..base() };
+        assert_eq!(exit_reason(&f).unwrap().0, StopReason::UserStop);
+    }
+
+    #[test]
+    fn classify_runs() {
+        assert_eq!(classify(true, false, true), RunKind::Changed);
+        assert_eq!(classify(true, false, false), RunKind::NoChange);
+        assert_eq!(classify(false, false, false), RunKind::Crashed);
+        assert_eq!(classify(false, false, true), RunKind::Changed);
+        assert_eq!(classify(true, true, true), RunKind::Crashed);
+    }
+
+    #[test]
+    fn three_idle_iterations_trip_the_breaker() {
+        let mut b = Breaker::default();
+        assert_eq!(b.record(RunKind::NoChange, 3, 2), Next::Proceed);
+        assert_eq!(b.record(RunKind::NoChange, 3, 2), Next::Proceed);
+        assert!(matches!(b.record(RunKind::NoChange, 3, 2), Next::Trip(_)));
+    }
+
+    #[test]
+    fn a_change_resets_the_idle_count() {
+        let mut b = Breaker::default();
+        b.record(RunKind::NoChange, 3, 2);
+        b.record(RunKind::NoChange, 3, 2);
+        b.record(RunKind::Changed, 3, 2);
+        assert_eq!(b.record(RunKind::NoChange, 3, 2), Next::Proceed);
+    }
+
+    #[test]
+    fn crashes_retry_twice_then_trip() {
+        let mut b = Breaker::default();
+        assert_eq!(b.record(RunKind::Crashed, 3, 2), Next::Retry);
+        assert_eq!(b.record(RunKind::Crashed, 3, 2), Next::Retry);
+        assert!(matches!(b.record(RunKind::Crashed, 3, 2), Next::Trip(_)));
+    }
+}

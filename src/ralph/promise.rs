@@ -1,0 +1,55 @@
+//! Completion-promise detection. A promise counts only as a line of the agent's own output
+//! equal to the promise, and never when that line is also a line of the prompt the agent was fed
+//! (agents such as codex echo their prompt). Pure.
+
+use std::collections::HashSet;
+
+/// Whether `output` contains the promise as its own line, not echoed from `prompt`.
+#[must_use]
+pub fn seen(output: &str, prompt: &str, promise: &str) -> bool {
+    let promise = promise.trim();
+    if promise.is_empty() {
+        return false;
+    }
+    let prompt_lines: HashSet<&str> = prompt.lines().map(str::trim).collect();
+    if prompt_lines.contains(promise) {
+        // The prompt itself carries the promise line: an echo is indistinguishable from the
+        // agent's word unless it appears more often in the output than in the prompt.
+        let in_prompt = prompt.lines().filter(|l| l.trim() == promise).count();
+        let in_output = output.lines().filter(|l| l.trim() == promise).count();
+        return in_output > in_prompt;
+    }
+    output.lines().any(|l| l.trim() == promise)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "<promise>COMPLETE</promise>";
+
+    #[test]
+    fn a_line_equal_to_the_promise_counts() {
+        assert!(seen("work done\n<promise>COMPLETE</promise>\n", "do work", P));
+        assert!(seen("  <promise>COMPLETE</promise>  ", "do work", P));
+    }
+
+    #[test]
+    fn the_promise_inside_a_line_does_not_count() {
+        assert!(!seen("I will print <promise>COMPLETE</promise> later", "x", P));
+    }
+
+    #[test]
+    fn an_echoed_prompt_does_not_count() {
+        let prompt = "Do one thing.\nWhen all is done print:\n<promise>COMPLETE</promise>\n";
+        let echo = format!("user\n{prompt}\nassistant\nI did a thing.\n");
+        assert!(!seen(&echo, prompt, P));
+        let real = format!("{echo}<promise>COMPLETE</promise>\n");
+        assert!(seen(&real, prompt, P));
+    }
+
+    #[test]
+    fn empty_promise_never_matches() {
+        assert!(!seen("\n\n", "", ""));
+    }
+}

@@ -1,0 +1,282 @@
+//! `state.json`: the loop's `LoopState`, rewritten atomically after every change, read by
+//! `status`/`list` from any shell without the daemon's help. A corrupt file is moved aside,
+//! never overwritten blindly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IoContext, Result};
+use crate::fsutil;
+
+/// Where the loop is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Writing `fix_plan.md` before iteration 1.
+    #[default]
+    Planning,
+    /// Iterating.
+    Running,
+    /// Waiting at an iteration boundary for `resume`.
+    Paused,
+    /// A stop was requested; the current agent is being stopped.
+    Stopping,
+    /// Stopped by the user (or a budget).
+    Stopped,
+    /// Ended on its own exit condition.
+    Completed,
+    /// Ended by a breaker or an error.
+    Failed,
+}
+
+impl Status {
+    /// Whether a process should be holding the lock in this status.
+    #[must_use]
+    pub fn is_live(self) -> bool {
+        matches!(
+            self,
+            Status::Planning | Status::Running | Status::Paused | Status::Stopping
+        )
+    }
+
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Planning => "planning",
+            Status::Running => "running",
+            Status::Paused => "paused",
+            Status::Stopping => "stopping",
+            Status::Stopped => "stopped",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// `fix_plan.md` has no `- [ ]` left.
+    PlanEmpty,
+    /// The built-in quality metrics reached the threshold.
+    ThresholdMet,
+    /// The iteration limit was reached.
+    MaxIterations,
+    /// The agent printed the completion promise.
+    Promise,
+    /// Someone ran `stop` (or sent SIGTERM/SIGINT).
+    UserStop,
+    /// The cost budget was spent.
+    Budget,
+    /// A circuit breaker tripped (no change, repeated crashes).
+    Breaker,
+    /// An unrecoverable error.
+    Error,
+}
+
+impl StopReason {
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::PlanEmpty => "plan_empty",
+            StopReason::ThresholdMet => "threshold_met",
+            StopReason::MaxIterations => "max_iterations",
+            StopReason::Promise => "promise",
+            StopReason::UserStop => "user_stop",
+            StopReason::Budget => "budget",
+            StopReason::Breaker => "breaker",
+            StopReason::Error => "error",
+        }
+    }
+
+    /// The final status a loop ending for this reason has.
+    #[must_use]
+    pub fn final_status(self) -> Status {
+        match self {
+            StopReason::PlanEmpty
+            | StopReason::ThresholdMet
+            | StopReason::MaxIterations
+            | StopReason::Promise => Status::Completed,
+            StopReason::UserStop | StopReason::Budget => Status::Stopped,
+            StopReason::Breaker | StopReason::Error => Status::Failed,
+        }
+    }
+}
+
+/// The loop's state, as stored in `state.json` (a documented contract, see docs/json.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoopState {
+    /// The loop's topic.
+    pub topic: String,
+    /// The artifact directory.
+    pub artifact_path: PathBuf,
+    /// Where the loop is.
+    pub status: Status,
+    /// Why it ended, once it has.
+    pub stop_reason: Option<StopReason>,
+    /// A one-line explanation of the stop (the error, the breaker's reason).
+    pub stop_detail: Option<String>,
+    /// The iteration in progress, or the last one run.
+    pub current_iteration: u32,
+    /// The last iteration that was committed (accepted), 0 if none.
+    pub last_committed_iteration: u32,
+    /// The iteration limit.
+    pub max_iterations: u32,
+    /// The outer loop's quality threshold (0–1).
+    pub quality_threshold: f64,
+    /// Built-in quality metrics of the latest artifact (0–1 overall).
+    pub last_quality: Option<f64>,
+    /// When the loop (this run of it) started.
+    pub started_at: DateTime<Utc>,
+    /// When this file was last written.
+    pub updated_at: DateTime<Utc>,
+    /// The supervisor's pid.
+    pub pid: u32,
+    /// The agent's name or command.
+    pub agent: String,
+    /// The running agent's pid, while one runs.
+    pub agent_pid: Option<u32>,
+    /// The running agent's process group, while one runs (killed by the next start after a crash).
+    pub agent_pgid: Option<i32>,
+    /// The gate's last per-dimension scores.
+    pub last_scores: BTreeMap<String, f64>,
+    /// The gate's last weighted score (0–10).
+    pub last_gate_score: Option<f64>,
+    /// Unchecked items left in `fix_plan.md`.
+    pub items_remaining: Option<usize>,
+    /// Cost reported by the agent so far, in USD.
+    pub cost_usd: f64,
+}
+
+impl Default for LoopState {
+    fn default() -> Self {
+        let now = Utc::now();
+        Self {
+            topic: String::new(),
+            artifact_path: PathBuf::new(),
+            status: Status::Planning,
+            stop_reason: None,
+            stop_detail: None,
+            current_iteration: 0,
+            last_committed_iteration: 0,
+            max_iterations: 0,
+            quality_threshold: 0.0,
+            last_quality: None,
+            started_at: now,
+            updated_at: now,
+            pid: 0,
+            agent: String::new(),
+            agent_pid: None,
+            agent_pgid: None,
+            last_scores: BTreeMap::new(),
+            last_gate_score: None,
+            items_remaining: None,
+            cost_usd: 0.0,
+        }
+    }
+}
+
+/// What reading `state.json` found.
+#[derive(Debug)]
+pub enum Loaded {
+    /// No state file yet.
+    Missing,
+    /// A good state.
+    Ok(LoopState),
+    /// The file did not parse; it was moved to the given path.
+    MovedAside(PathBuf, String),
+}
+
+/// Write the state atomically, stamping `updated_at`.
+pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
+    state.updated_at = Utc::now();
+    let mut json = serde_json::to_string_pretty(state)
+        .map_err(|e| crate::error::Error::runtime(format!("serialise state: {e}")))?;
+    json.push('\n');
+    fsutil::atomic_write(path, json.as_bytes())
+}
+
+/// Read the state without touching it (for `status`, `list`). A corrupt file is an error here.
+pub fn read(path: &Path) -> Result<Option<LoopState>> {
+    let Some(text) = fsutil::read_opt(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        crate::error::Error::runtime(format!("{} is not valid state: {e}", path.display()))
+    })
+}
+
+/// Read the state for a (re)start: a corrupt file is moved aside to
+/// `state.json.corrupt-<timestamp>` so the evidence survives.
+pub fn load_for_start(path: &Path) -> Result<Loaded> {
+    let Some(text) = fsutil::read_opt(path)? else {
+        return Ok(Loaded::Missing);
+    };
+    match serde_json::from_str(&text) {
+        Ok(s) => Ok(Loaded::Ok(s)),
+        Err(e) => {
+            let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+            let aside = path.with_file_name(format!("state.json.corrupt-{stamp}"));
+            std::fs::rename(path, &aside).at(path, "move aside corrupt state")?;
+            Ok(Loaded::MovedAside(aside, e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        let mut s = LoopState {
+            topic: "t".into(),
+            stop_reason: Some(StopReason::PlanEmpty),
+            ..LoopState::default()
+        };
+        save(&p, &mut s).unwrap();
+        let back = read(&p).unwrap().unwrap();
+        assert_eq!(back, s);
+        let raw = std::fs::read_to_string(&p).unwrap();
+        assert!(raw.contains("\"stop_reason\": \"plan_empty\""), "{raw}");
+    }
+
+    #[test]
+    fn corrupt_state_is_moved_aside_not_lost() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, "{ not json").unwrap();
+        let Loaded::MovedAside(aside, _) = load_for_start(&p).unwrap() else {
+            panic!("expected moved aside")
+        };
+        assert!(!p.exists());
+        assert_eq!(std::fs::read_to_string(aside).unwrap(), "{ not json");
+    }
+
+    #[test]
+    fn older_state_with_fewer_fields_still_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, r#"{"topic":"old","status":"running","current_iteration":3}"#).unwrap();
+        let s = read(&p).unwrap().unwrap();
+        assert_eq!(s.topic, "old");
+        assert_eq!(s.status, Status::Running);
+        assert_eq!(s.current_iteration, 3);
+    }
+
+    #[test]
+    fn stop_reasons_map_to_final_status() {
+        assert_eq!(StopReason::PlanEmpty.final_status(), Status::Completed);
+        assert_eq!(StopReason::UserStop.final_status(), Status::Stopped);
+        assert_eq!(StopReason::Breaker.final_status(), Status::Failed);
+    }
+}

@@ -1,0 +1,246 @@
+//! The Wiggum gate's round loop (seed 000): evaluate → PASS, or revise with a fresh producer
+//! call → re-evaluate, up to max rounds; cycling and unchanged revisions stop early; the best
+//! round's content is returned whatever the verdict.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+use super::rubric::{self, Dims};
+use super::{Evaluation, prompts, text};
+use crate::error::Result;
+
+/// The gate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    /// Score reached the threshold.
+    Pass,
+    /// Rounds exhausted, cycling, or nothing to revise with.
+    Fail,
+    /// The evaluator or producer failed.
+    Error,
+}
+
+/// Why the gate stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    /// Score ≥ threshold.
+    Pass,
+    /// Max rounds reached.
+    RoundsExhausted,
+    /// Every dimension equal to the previous round's.
+    Cycling,
+    /// The revision came back unchanged (no evaluation spent on it).
+    Unchanged,
+    /// No producer to revise with.
+    NoProducer,
+    /// Evaluator or producer failure.
+    Error,
+}
+
+/// The gate's knobs.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    /// Pass threshold, 0–10.
+    pub pass_threshold: f64,
+    /// Rounds (≥ 1).
+    pub max_rounds: u32,
+    /// Dimensions below this are named in the revision prompt.
+    pub focus_threshold: f64,
+    /// Rubric weights.
+    pub weights: BTreeMap<String, f64>,
+    /// Characters of output the evaluator sees.
+    pub input_chars: usize,
+    /// The revision prompt template.
+    pub revision_template: String,
+}
+
+/// One evaluated round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// 1-based.
+    pub round: u32,
+    /// Weighted score, 0–10.
+    pub score: f64,
+    /// Dimensions after the stub penalty.
+    pub dims: Dims,
+    /// The evaluator's issues (plus the panel's, prefixed).
+    pub issues: Vec<String>,
+    /// Depth points docked for hallucination stubs.
+    pub stub_penalty: usize,
+    /// Dimensions below the focus threshold.
+    pub focus: Vec<String>,
+}
+
+/// The gate's record, as stored in `runs.jsonl` and printed by `gate --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    /// PASS, FAIL or ERROR.
+    #[serde(rename = "final")]
+    pub verdict: Verdict,
+    /// Why it stopped.
+    pub termination: Termination,
+    /// Rounds evaluated.
+    pub rounds: u32,
+    /// The first round's score.
+    pub wiggum_r1: Option<f64>,
+    /// The best round's score (the content kept).
+    pub final_score: Option<f64>,
+    /// Which round's content was kept.
+    pub best_round: Option<u32>,
+    /// Dimensions by round: `{"r1": {...}, "r2": {...}}`.
+    pub wiggum_scores: BTreeMap<String, Dims>,
+    /// Issues by round.
+    pub issues: BTreeMap<String, Vec<String>>,
+    /// The evaluator used.
+    pub evaluator: String,
+    /// The panel's reviews by round, when it ran.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub panel_reviews: BTreeMap<String, Vec<super::panel::Review>>,
+    /// The evaluator and producer are the same model, or a template looked contaminated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contamination_warning: Option<String>,
+    /// The failure, for ERROR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What the gate returns.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The best content seen (the input itself on ERROR before any round).
+    pub best: String,
+    /// The record.
+    pub record: GateRecord,
+    /// Every round, in order.
+    pub rounds: Vec<Round>,
+}
+
+/// Scores an output. Sees only the task, its type and the output (seed 002).
+pub trait Judge {
+    /// A label for records (`heuristic`, `command:judge`, `openai:local`, ...).
+    fn label(&self) -> String;
+    /// Evaluate.
+    fn judge(&self, task: &str, task_type: &str, output: &str) -> impl Future<Output = Result<Evaluation>>;
+    /// Extra issues from the panel for this round (none by default).
+    fn panel(&self, _task: &str, _output: &str) -> impl Future<Output = Vec<super::panel::Review>> {
+        async { Vec::new() }
+    }
+}
+
+/// Writes revisions.
+pub trait Producer {
+    /// Whether there is anyone to revise with.
+    fn available(&self) -> bool;
+    /// Return the complete revised document for `prompt`.
+    fn revise(&mut self, round: u32, prompt: &str) -> impl Future<Output = Result<String>>;
+}
+
+struct Best {
+    content: String,
+    score: f64,
+    round: u32,
+}
+
+/// Run the gate on `content`.
+pub async fn run<J: Judge, P: Producer>(
+    task: &str,
+    task_type: &str,
+    content: &str,
+    judge: &J,
+    producer: &mut P,
+    opts: &Opts,
+    mut on_round: impl FnMut(&Round),
+) -> Outcome {
+    let mut rounds: Vec<Round> = Vec::new();
+    let mut best: Option<Best> = None;
+    let mut panel_reviews = BTreeMap::new();
+    let mut output = text::strip_thinking(content);
+    let mut r = 0;
+    let (termination, error) = loop {
+        r += 1;
+        let shown = text::compress(&output, opts.input_chars);
+        let ev = match judge.judge(task, task_type, &shown).await {
+            Ok(ev) => ev,
+            Err(e) => break (Termination::Error, Some(format!("evaluator: {e}"))),
+        };
+        let mut dims = ev.dims;
+        let stub_penalty = rubric::apply_stub_penalty(&mut dims, &output);
+        let score = rubric::weighted(&dims, &opts.weights);
+        let mut issues = ev.issues;
+        let reviews = judge.panel(task, &output).await;
+        if !reviews.is_empty() {
+            issues = super::panel::merge_issues(issues, &reviews);
+            panel_reviews.insert(format!("r{r}"), reviews);
+        }
+        let round = Round {
+            round: r,
+            score,
+            focus: rubric::focus_dims(&dims, opts.focus_threshold),
+            dims,
+            issues,
+            stub_penalty,
+        };
+        on_round(&round);
+        if best.as_ref().is_none_or(|b| score > b.score) {
+            best = Some(Best { content: output.clone(), score, round: r });
+        }
+        let cycling = rounds.last().is_some_and(|p: &Round| rubric::is_cycling(&p.dims, &round.dims));
+        rounds.push(round);
+        let round = &rounds[rounds.len() - 1];
+        if score >= opts.pass_threshold {
+            break (Termination::Pass, None);
+        }
+        if r >= opts.max_rounds {
+            break (Termination::RoundsExhausted, None);
+        }
+        if cycling {
+            break (Termination::Cycling, None);
+        }
+        if !producer.available() {
+            break (Termination::NoProducer, None);
+        }
+        let prompt = prompts::revision(&opts.revision_template, task, &output, &round.issues, &round.focus, &round.dims);
+        let revised = match producer.revise(r + 1, &prompt).await {
+            Ok(t) => text::strip_thinking(&t),
+            Err(e) => break (Termination::Error, Some(format!("producer: {e}"))),
+        };
+        if revised.trim().is_empty() {
+            break (Termination::Error, Some("producer: empty revision".into()));
+        }
+        if rubric::same_text(&revised, &output) {
+            break (Termination::Unchanged, None);
+        }
+        output = revised;
+    };
+    let verdict = match termination {
+        Termination::Pass => Verdict::Pass,
+        Termination::Error => Verdict::Error,
+        _ => Verdict::Fail,
+    };
+    let record = GateRecord {
+        verdict,
+        termination,
+        rounds: u32::try_from(rounds.len()).unwrap_or(u32::MAX),
+        wiggum_r1: rounds.first().map(|r| r.score),
+        final_score: best.as_ref().map(|b| b.score),
+        best_round: best.as_ref().map(|b| b.round),
+        wiggum_scores: rounds.iter().map(|r| (format!("r{}", r.round), r.dims.clone())).collect(),
+        issues: rounds.iter().map(|r| (format!("r{}", r.round), r.issues.clone())).collect(),
+        evaluator: judge.label(),
+        panel_reviews,
+        contamination_warning: None,
+        error,
+    };
+    Outcome {
+        best: best.map_or_else(|| content.to_string(), |b| b.content),
+        record,
+        rounds,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,204 @@
+//! The HTTP evaluator backends: an OpenAI-compatible `/v1/chat/completions` (with
+//! `response_format: json_schema` built from the rubric, so a supporting server must answer
+//! parseable JSON) and Ollama's `/api/chat` (`format` = the same schema). Timeouts and bounded
+//! retries; every error names the URL.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::config::{EvaluatorEntry, EvaluatorKind};
+use crate::error::{Error, Result};
+
+/// The JSON schema of an answer: one number per dimension and a list of issues.
+#[must_use]
+pub fn rubric_schema(dims: &[String]) -> Value {
+    let mut props = serde_json::Map::new();
+    for d in dims {
+        props.insert(d.clone(), json!({"type": "number", "minimum": 0, "maximum": 10}));
+    }
+    props.insert("issues".into(), json!({"type": "array", "items": {"type": "string"}}));
+    let mut required: Vec<String> = dims.to_vec();
+    required.push("issues".into());
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+fn client(timeout: Duration) -> Result<reqwest::Client> {
+    // Installing twice is harmless: the first provider stays.
+    let _already = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(Duration::from_secs(5).min(timeout))
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot build an HTTP client: {e}")))
+}
+
+/// The endpoint and request body for a backend.
+#[must_use]
+pub fn request(entry: &EvaluatorEntry, prompt: &str, temperature: f64, dims: &[String], schema: bool) -> (String, Value) {
+    let model = entry.model.clone().unwrap_or_default();
+    let messages = json!([{"role": "user", "content": prompt}]);
+    match entry.kind {
+        EvaluatorKind::Ollama => {
+            let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:11434");
+            let format = if schema { rubric_schema(dims) } else { json!("json") };
+            (
+                format!("{}/api/chat", base.trim_end_matches('/')),
+                json!({"model": model, "messages": messages, "stream": false, "format": format,
+                       "options": {"temperature": temperature}}),
+            )
+        }
+        _ => {
+            let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:8080/v1");
+            let mut body = json!({"model": model, "messages": messages, "temperature": temperature, "stream": false});
+            if schema {
+                body["response_format"] = json!({"type": "json_schema", "json_schema":
+                    {"name": "rubric", "strict": true, "schema": rubric_schema(dims)}});
+            }
+            (format!("{}/chat/completions", base.trim_end_matches('/')), body)
+        }
+    }
+}
+
+/// The answer text out of a response body.
+pub fn answer_text(kind: EvaluatorKind, body: &Value) -> Option<String> {
+    let v = match kind {
+        EvaluatorKind::Ollama => body.pointer("/message/content"),
+        _ => body.pointer("/choices/0/message/content"),
+    };
+    v.and_then(Value::as_str).map(str::to_string)
+}
+
+enum Attempt {
+    Done(String),
+    Retry(String),
+    Fatal(String),
+}
+
+async fn attempt(c: &reqwest::Client, url: &str, body: &Value, kind: EvaluatorKind, key: Option<&str>) -> Attempt {
+    let mut req = c.post(url).json(body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    let resp = match req.send().await {
+        Ok(r) => r,
+        Err(e) if e.is_timeout() => return Attempt::Retry("timed out".into()),
+        Err(e) => return Attempt::Retry(format!("cannot connect ({})", root_cause(&e))),
+    };
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    if status.is_server_error() || status.as_u16() == 429 {
+        return Attempt::Retry(format!("HTTP {status}: {}", short(&text)));
+    }
+    if !status.is_success() {
+        return Attempt::Fatal(format!("HTTP {status}: {}", short(&text)));
+    }
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return Attempt::Fatal(format!("the response is not JSON: {}", short(&text)));
+    };
+    match answer_text(kind, &v) {
+        Some(t) => Attempt::Done(t),
+        None => Attempt::Fatal(format!("no message content in the response: {}", short(&text))),
+    }
+}
+
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+fn short(s: &str) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    one.chars().take(160).collect()
+}
+
+/// Ask the evaluator model; retries transient failures (connect, timeout, 5xx, 429) with backoff.
+/// A 4xx to a schema request is retried once without the schema (servers that lack it).
+pub async fn chat(entry: &EvaluatorEntry, prompt: &str, temperature: f64, dims: &[String]) -> Result<String> {
+    let c = client(Duration::from_secs(entry.timeout_secs.max(1)))?;
+    let key = entry.api_key_env.as_deref().and_then(|k| std::env::var(k).ok());
+    let mut schema = true;
+    let mut last = String::new();
+    let (mut url, _) = request(entry, prompt, temperature, dims, schema);
+    let mut tries = 0;
+    while tries <= entry.retries {
+        let (u, body) = request(entry, prompt, temperature, dims, schema);
+        url = u;
+        match attempt(&c, &url, &body, entry.kind, key.as_deref()).await {
+            Attempt::Done(t) => return Ok(t),
+            Attempt::Fatal(m) if schema && m.starts_with("HTTP 4") => {
+                tracing::warn!("{url}: {m}; retrying without a response schema");
+                schema = false;
+                last = m;
+            }
+            Attempt::Fatal(m) => return Err(Error::runtime(format!("POST {url}: {m}"))),
+            Attempt::Retry(m) => {
+                tries += 1;
+                last = m;
+                if tries <= entry.retries {
+                    tokio::time::sleep(Duration::from_millis(250 * (1 << tries.min(5)))).await;
+                }
+            }
+        }
+    }
+    Err(Error::runtime(format!(
+        "POST {url}: {last} (after {} attempts)",
+        entry.retries + 1
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: EvaluatorKind) -> EvaluatorEntry {
+        EvaluatorEntry {
+            kind,
+            model: Some("m".into()),
+            url: Some("http://127.0.0.1:1/v1/".into()),
+            ..EvaluatorEntry::heuristic()
+        }
+    }
+
+    #[test]
+    fn openai_request_carries_the_rubric_schema() {
+        let dims = vec!["depth".to_string(), "structure".to_string()];
+        let (url, body) = request(&entry(EvaluatorKind::Openai), "P", 0.0, &dims, true);
+        assert_eq!(url, "http://127.0.0.1:1/v1/chat/completions");
+        let schema = &body["response_format"]["json_schema"]["schema"];
+        assert_eq!(schema["required"], json!(["depth", "structure", "issues"]));
+        assert_eq!(body["temperature"], json!(0.0));
+        let (_, plain) = request(&entry(EvaluatorKind::Openai), "P", 0.0, &dims, false);
+        assert!(plain.get("response_format").is_none());
+    }
+
+    #[test]
+    fn ollama_request_shape() {
+        let (url, body) = request(&entry(EvaluatorKind::Ollama), "P", 0.3, &["depth".into()], false);
+        assert_eq!(url, "http://127.0.0.1:1/v1/api/chat");
+        assert_eq!(body["format"], json!("json"));
+        assert_eq!(body["options"]["temperature"], json!(0.3));
+        assert_eq!(body["stream"], json!(false));
+    }
+
+    #[test]
+    fn answers_are_read_per_protocol() {
+        let o = json!({"choices": [{"message": {"content": "{}"}}]});
+        assert_eq!(answer_text(EvaluatorKind::Openai, &o).as_deref(), Some("{}"));
+        let l = json!({"message": {"role": "assistant", "content": "hi"}});
+        assert_eq!(answer_text(EvaluatorKind::Ollama, &l).as_deref(), Some("hi"));
+    }
+
+    #[tokio::test]
+    async fn a_server_that_is_down_names_the_url() {
+        let mut e = entry(EvaluatorKind::Openai);
+        e.retries = 1;
+        e.timeout_secs = 2;
+        let err = chat(&e, "p", 0.0, &["depth".into()]).await.unwrap_err().to_string();
+        assert!(err.starts_with("POST http://127.0.0.1:1/v1/chat/completions: cannot connect"), "{err}");
+        assert!(err.ends_with("(after 2 attempts)"), "{err}");
+    }
+}
