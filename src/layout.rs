@@ -105,7 +105,7 @@ impl Layout {
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
-            ["wiggum", "final", ..] | ["wiggum", "planning", ..] => true,
+            ["wiggum", "final" | "planning" | "discarded", ..] => true,
             ["wiggum", dir, file] if dir.starts_with("iteration-") => matches!(
                 *file,
                 "agent.log" | "eval.json" | "prompt.md" | "validation.log"
@@ -120,11 +120,14 @@ impl Layout {
         let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
         match parts.as_slice() {
             ["wiggum", name] => {
-                matches!(*name, ".lock" | "state.json" | "control.json" | "runs.jsonl")
-                    || name.starts_with("daemon.log")
+                matches!(
+                    *name,
+                    ".lock" | "state.json" | "control.json" | "runs.jsonl"
+                ) || name.starts_with("daemon.log")
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
+            ["wiggum", "discarded", ..] => true,
             _ => false,
         }
     }
@@ -173,7 +176,9 @@ mod tests {
     #[test]
     fn runtime_paths_are_a_subset() {
         assert!(Layout::is_runtime_path(Path::new("wiggum/state.json")));
-        assert!(!Layout::is_runtime_path(Path::new("wiggum/iteration-001/agent.log")));
+        assert!(!Layout::is_runtime_path(Path::new(
+            "wiggum/iteration-001/agent.log"
+        )));
         assert!(!Layout::is_runtime_path(Path::new("wiggum/wiggum.toml")));
     }
 }

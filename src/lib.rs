@@ -5,7 +5,10 @@
 //! `state`, `lock`, `wiggum::http`).
 
 pub mod agent;
+pub mod cli;
 pub mod config;
+pub mod control;
+pub mod daemon;
 pub mod error;
 pub mod failpoint;
 pub mod fsutil;

@@ -98,7 +98,8 @@ pub fn acquire(path: &Path, what: &str) -> Result<Guard> {
     let json = serde_json::to_string(&me()).unwrap_or_default();
     file.set_len(0).at(path, "truncate lock file")?;
     file.rewind().at(path, "rewind lock file")?;
-    file.write_all(json.as_bytes()).at(path, "write lock file")?;
+    file.write_all(json.as_bytes())
+        .at(path, "write lock file")?;
     file.sync_data().at(path, "fsync lock file")?;
     Ok(Guard {
         _file: file,
@@ -138,7 +139,11 @@ mod tests {
         let g = acquire(&p, "loop t").unwrap();
         let e = acquire(&p, "loop t").unwrap_err();
         assert_eq!(e.exit_code(), 3);
-        assert!(e.to_string().contains(&format!("pid {}", std::process::id())), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("pid {}", std::process::id())),
+            "{e}"
+        );
         let h = holder(&p).unwrap().unwrap();
         assert_eq!(h.pid, std::process::id());
         assert!(h.is_same_process());

@@ -1,1 +1,28 @@
-fn main() {}
+//! The `studio-agents` binary: parse, dispatch, map errors to exit codes (DESIGN §2).
+
+use clap::Parser;
+use studio_agents::cli::{Cli, Top, Wiggum, control, gate, start, status};
+
+fn main() {
+    let cli = Cli::parse();
+    let config = cli.config.clone();
+    let result = match &cli.command {
+        Top::Wiggum(w) => match w {
+            Wiggum::Start(a) => start::run(a, config),
+            Wiggum::Stop(a) => control::stop(a),
+            Wiggum::Pause(a) => control::pause(&a.topic, true),
+            Wiggum::Resume(a) => control::pause(&a.topic, false),
+            Wiggum::Status(a) => status::status(a),
+            Wiggum::List(a) => status::list(a),
+            Wiggum::Gate(a) => gate::run(a, config),
+        },
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}

@@ -51,9 +51,7 @@ pub fn sections(doc: &str) -> Vec<Section> {
         if t.starts_with("```") || t.starts_with("~~~") {
             in_fence = !in_fence;
         }
-        if !in_fence
-            && let Some((level, title)) = heading(line)
-        {
+        if !in_fence && let Some((level, title)) = heading(line) {
             out.push(Section {
                 level,
                 title: title.to_string(),

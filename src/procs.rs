@@ -109,7 +109,10 @@ mod tests {
     fn parses_names_with_spaces_and_parens() {
         let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
         let s = parse_stat(line).unwrap();
-        assert_eq!((s.pid, s.ppid, s.pgrp, s.session, s.state), (1234, 1, 1234, 1234, 'S'));
+        assert_eq!(
+            (s.pid, s.ppid, s.pgrp, s.session, s.state),
+            (1234, 1, 1234, 1234, 'S')
+        );
         assert_eq!(s.start_ticks, 98765);
     }
 

@@ -119,7 +119,10 @@ mod tests {
         let b = tempfile::tempdir().unwrap();
         std::fs::create_dir(a.path().join("wiggum")).unwrap();
         register(h.path(), "t", a.path()).unwrap();
-        assert_eq!(register(h.path(), "t", b.path()).unwrap_err().exit_code(), 2);
+        assert_eq!(
+            register(h.path(), "t", b.path()).unwrap_err().exit_code(),
+            2
+        );
     }
 
     #[test]

@@ -152,13 +152,19 @@ mod tests {
         let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         std::io::Write::write_all(&mut f, b"{\"record\":\"iteration\",\"itera").unwrap();
         let got = read(&p).unwrap();
-        assert_eq!(got.iter().map(|r| r.iteration).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(
+            got.iter().map(|r| r.iteration).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
     }
 
     #[test]
     fn agent_exit_serialises_as_tagged() {
         let s = serde_json::to_string(&rec(1)).unwrap();
-        assert!(s.contains(r#""agent_exit":{"kind":"exited","code":0}"#), "{s}");
+        assert!(
+            s.contains(r#""agent_exit":{"kind":"exited","code":0}"#),
+            "{s}"
+        );
         assert!(s.contains(r#""outcome":"accepted""#), "{s}");
     }
 }

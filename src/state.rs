@@ -145,6 +145,8 @@ pub struct LoopState {
     pub agent_pid: Option<u32>,
     /// The running agent's process group, while one runs (killed by the next start after a crash).
     pub agent_pgid: Option<i32>,
+    /// The running agent's kill-tree token (finds its setsid'd helpers after a crash).
+    pub agent_token: Option<String>,
     /// The gate's last per-dimension scores.
     pub last_scores: BTreeMap<String, f64>,
     /// The gate's last weighted score (0–10).
@@ -153,6 +155,8 @@ pub struct LoopState {
     pub items_remaining: Option<usize>,
     /// Cost reported by the agent so far, in USD.
     pub cost_usd: f64,
+    /// The human-review pause (`require_human_review_at_iteration`) already happened.
+    pub reviewed: bool,
 }
 
 impl Default for LoopState {
@@ -175,10 +179,12 @@ impl Default for LoopState {
             agent: String::new(),
             agent_pid: None,
             agent_pgid: None,
+            agent_token: None,
             last_scores: BTreeMap::new(),
             last_gate_score: None,
             items_remaining: None,
             cost_usd: 0.0,
+            reviewed: false,
         }
     }
 }
@@ -189,7 +195,7 @@ pub enum Loaded {
     /// No state file yet.
     Missing,
     /// A good state.
-    Ok(LoopState),
+    Ok(Box<LoopState>),
     /// The file did not parse; it was moved to the given path.
     MovedAside(PathBuf, String),
 }
@@ -220,7 +226,7 @@ pub fn load_for_start(path: &Path) -> Result<Loaded> {
         return Ok(Loaded::Missing);
     };
     match serde_json::from_str(&text) {
-        Ok(s) => Ok(Loaded::Ok(s)),
+        Ok(s) => Ok(Loaded::Ok(Box::new(s))),
         Err(e) => {
             let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
             let aside = path.with_file_name(format!("state.json.corrupt-{stamp}"));
@@ -266,7 +272,11 @@ mod tests {
     fn older_state_with_fewer_fields_still_reads() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("state.json");
-        std::fs::write(&p, r#"{"topic":"old","status":"running","current_iteration":3}"#).unwrap();
+        std::fs::write(
+            &p,
+            r#"{"topic":"old","status":"running","current_iteration":3}"#,
+        )
+        .unwrap();
         let s = read(&p).unwrap().unwrap();
         assert_eq!(s.topic, "old");
         assert_eq!(s.status, Status::Running);

@@ -32,7 +32,12 @@ impl Snapshot {
             .files
             .iter()
             .filter(|(p, oid)| before.files.get(*p) != Some(oid))
-            .chain(before.files.iter().filter(|(p, _)| !self.files.contains_key(*p)))
+            .chain(
+                before
+                    .files
+                    .iter()
+                    .filter(|(p, _)| !self.files.contains_key(*p)),
+            )
             .map(|(p, _)| p.display().to_string())
             .collect();
         out.sort();
@@ -59,7 +64,10 @@ impl Repo {
         let canon = artifact
             .canonicalize()
             .map_err(|e| Error::runtime(format!("canonicalise {}: {e}", artifact.display())))?;
-        let scope = canon.strip_prefix(&workdir).unwrap_or(Path::new("")).to_path_buf();
+        let scope = canon
+            .strip_prefix(&workdir)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
         Ok(Repo {
             repo,
             workdir,
@@ -136,7 +144,11 @@ impl Repo {
             }
         };
         index
-            .add_all(spec.iter(), IndexAddOption::DEFAULT, Some(&mut skip_runtime))
+            .add_all(
+                spec.iter(),
+                IndexAddOption::DEFAULT,
+                Some(&mut skip_runtime),
+            )
             .git_at(wd, "stage changes")?;
         index
             .update_all(spec.iter(), Some(&mut skip_runtime))
@@ -233,11 +245,20 @@ mod tests {
         std::fs::write(root.join("wiggum/runs.jsonl"), "{}\n").unwrap();
         assert!(repo.snapshot().unwrap().changed_since(&s0).is_empty());
         std::fs::write(root.join("notes.md"), "x").unwrap();
-        assert_eq!(repo.snapshot().unwrap().changed_since(&s0), vec!["notes.md"]);
-        let sha = repo.commit("first", "wiggum-agent", "w@x").unwrap().unwrap();
+        assert_eq!(
+            repo.snapshot().unwrap().changed_since(&s0),
+            vec!["notes.md"]
+        );
+        let sha = repo
+            .commit("first", "wiggum-agent", "w@x")
+            .unwrap()
+            .unwrap();
         assert_eq!(sha.len(), 40);
         let patch = repo.commit_patch(&sha).unwrap();
-        assert!(patch.contains("notes.md") && !patch.contains("state.json"), "{patch}");
+        assert!(
+            patch.contains("notes.md") && !patch.contains("state.json"),
+            "{patch}"
+        );
         // Nothing new: no commit.
         assert_eq!(repo.commit("again", "w", "w@x").unwrap(), None);
     }

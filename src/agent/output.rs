@@ -39,12 +39,14 @@ pub fn parse(format: OutputFormat, log: &str) -> Report {
 }
 
 fn claude_json(log: &str) -> Report {
-    let value = serde_json::from_str::<serde_json::Value>(log.trim()).ok().or_else(|| {
-        log.lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-            .find(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
-    });
+    let value = serde_json::from_str::<serde_json::Value>(log.trim())
+        .ok()
+        .or_else(|| {
+            log.lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
+                .find(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
+        });
     let Some(v) = value else {
         return Report {
             text: log.to_string(),
@@ -52,7 +54,11 @@ fn claude_json(log: &str) -> Report {
         };
     };
     let usage = v.get("usage");
-    let tok = |k: &str| usage.and_then(|u| u.get(k)).and_then(serde_json::Value::as_u64);
+    let tok = |k: &str| {
+        usage
+            .and_then(|u| u.get(k))
+            .and_then(serde_json::Value::as_u64)
+    };
     let tokens_in = match (
         tok("input_tokens"),
         tok("cache_read_input_tokens"),
@@ -70,7 +76,10 @@ fn claude_json(log: &str) -> Report {
         cost_usd: v.get("total_cost_usd").and_then(serde_json::Value::as_f64),
         tokens_in,
         tokens_out: tok("output_tokens"),
-        is_error: v.get("is_error").and_then(serde_json::Value::as_bool).unwrap_or(false),
+        is_error: v
+            .get("is_error")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
         agent_commits: Vec::new(),
     }
 }
@@ -128,8 +137,10 @@ fn aider(log: &str) -> Report {
 mod tests {
     use super::*;
 
-    const CLAUDE1: &str = include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.1.json");
-    const CLAUDE2: &str = include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.2.json");
+    const CLAUDE1: &str =
+        include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.1.json");
+    const CLAUDE2: &str =
+        include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.2.json");
     const CODEX1: &str = include_str!("../../tests/fixtures/agent-output/codex-exec-plain.1.txt");
     const AIDER1: &str = include_str!("../../tests/fixtures/agent-output/aider-message.1.txt");
 
@@ -166,7 +177,11 @@ mod tests {
         let with_promise_prompt = format!("{prompt}\n<promise>COMPLETE</promise>");
         let log = CODEX1.replace(prompt, &with_promise_prompt);
         let r = parse(OutputFormat::Codex, &log);
-        assert!(!crate::ralph::promise::seen(&r.text, &with_promise_prompt, "<promise>COMPLETE</promise>"));
+        assert!(!crate::ralph::promise::seen(
+            &r.text,
+            &with_promise_prompt,
+            "<promise>COMPLETE</promise>"
+        ));
     }
 
     #[test]

@@ -63,11 +63,17 @@ pub fn preset(name: &str) -> Option<AgentTable> {
 }
 
 /// Names of the presets, for help and errors.
-pub const PRESETS: [&str; 7] = ["claude", "codex", "gemini", "kiro-cli", "aider", "opencode", "amp"];
+pub const PRESETS: [&str; 7] = [
+    "claude", "codex", "gemini", "kiro-cli", "aider", "opencode", "amp",
+];
 
 /// Resolve the agent: `--agent-cmd` wins, then `--agent NAME`, then `[defaults] agent`.
 /// A name is looked up in `[agents]` first, then in the presets.
-pub fn resolve(settings: &Settings, agent: Option<&str>, agent_cmd: Option<&str>) -> Result<AgentSpec> {
+pub fn resolve(
+    settings: &Settings,
+    agent: Option<&str>,
+    agent_cmd: Option<&str>,
+) -> Result<AgentSpec> {
     if let Some(cmd) = agent_cmd {
         if cmd.trim().is_empty() {
             return Err(Error::input("--agent-cmd: the command is empty"));
@@ -114,7 +120,9 @@ pub fn shell_quote(p: &Path) -> String {
 /// The command line with `{prompt_file}` expanded.
 #[must_use]
 pub fn command_line(table: &AgentTable, prompt_file: &Path) -> String {
-    table.command.replace("{prompt_file}", &shell_quote(prompt_file))
+    table
+        .command
+        .replace("{prompt_file}", &shell_quote(prompt_file))
 }
 
 #[cfg(test)]
@@ -124,10 +132,26 @@ mod tests {
     #[test]
     fn agent_cmd_wins_and_names_resolve() {
         let mut s = Settings::default();
-        s.agents.insert("mine".into(), AgentEntry::Command("my-agent".into()));
-        assert_eq!(resolve(&s, Some("mine"), Some("x y")).unwrap().table.command, "x y");
-        assert_eq!(resolve(&s, Some("mine"), None).unwrap().table.command, "my-agent");
-        assert!(resolve(&s, Some("claude"), None).unwrap().table.command.starts_with("claude -p"));
+        s.agents
+            .insert("mine".into(), AgentEntry::Command("my-agent".into()));
+        assert_eq!(
+            resolve(&s, Some("mine"), Some("x y"))
+                .unwrap()
+                .table
+                .command,
+            "x y"
+        );
+        assert_eq!(
+            resolve(&s, Some("mine"), None).unwrap().table.command,
+            "my-agent"
+        );
+        assert!(
+            resolve(&s, Some("claude"), None)
+                .unwrap()
+                .table
+                .command
+                .starts_with("claude -p")
+        );
         assert_eq!(resolve(&s, None, None).unwrap().name, "claude");
     }
 
@@ -135,12 +159,18 @@ mod tests {
     fn unknown_agent_names_the_flag() {
         let e = resolve(&Settings::default(), Some("nope"), None).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().starts_with("--agent: unknown agent `nope`"), "{e}");
+        assert!(
+            e.to_string().starts_with("--agent: unknown agent `nope`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn prompt_file_is_quoted() {
         let t = AgentEntry::Command("run --file {prompt_file}".into()).to_table();
-        assert_eq!(command_line(&t, Path::new("/a b/it's.md")), r"run --file '/a b/it'\''s.md'");
+        assert_eq!(
+            command_line(&t, Path::new("/a b/it's.md")),
+            r"run --file '/a b/it'\''s.md'"
+        );
     }
 }

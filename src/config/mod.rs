@@ -56,9 +56,12 @@ pub fn load(sources: &Sources) -> Result<Settings> {
         };
         deep_merge(&mut merged, table);
     }
-    let settings: Settings = toml::Value::Table(merged)
-        .try_into()
-        .map_err(|e: toml::de::Error| Error::input(format!("settings: {}", one_line(e.message()))))?;
+    let settings: Settings =
+        toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                Error::input(format!("settings: {}", one_line(e.message())))
+            })?;
     check(&settings, "settings", None)?;
     Ok(settings)
 }
@@ -160,7 +163,11 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
         .map_err(|m| fail("safety", "max_time_per_iteration", m))?;
     check_positive(s.validation.timeout_secs).map_err(|m| fail("validation", "timeout_secs", m))?;
     if s.safety.max_cost_per_loop < 0.0 {
-        return Err(fail("safety", "max_cost_per_loop", "must not be negative".into()));
+        return Err(fail(
+            "safety",
+            "max_cost_per_loop",
+            "must not be negative".into(),
+        ));
     }
     check_score(s.gate.focus_threshold).map_err(|m| fail("gate", "focus_threshold", m))?;
     let q = &s.quality_metrics;
@@ -193,15 +200,16 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
 
 /// The 1-based line where `key = ...` (or a `[table]` header) first appears.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    text.lines().position(|l| {
-        let l = l.trim_start();
-        if key.starts_with('[') {
-            return l.starts_with(key);
-        }
-        l.strip_prefix(key)
-            .is_some_and(|rest| rest.trim_start().starts_with('='))
-    })
-    .map(|i| i + 1)
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            if key.starts_with('[') {
+                return l.starts_with(key);
+            }
+            l.strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
 }
 
 /// The effective settings as TOML (written to the loop's `wiggum.toml` at start).

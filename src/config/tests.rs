@@ -20,7 +20,11 @@ fn defaults_match_the_contract() {
 #[test]
 fn layers_override_in_order() {
     let d = tempfile::tempdir().unwrap();
-    let home = write(d.path(), "home.toml", "[defaults]\nmax_iterations = 4\nmax_rounds = 2\n");
+    let home = write(
+        d.path(),
+        "home.toml",
+        "[defaults]\nmax_iterations = 4\nmax_rounds = 2\n",
+    );
     let lp = write(d.path(), "loop.toml", "[defaults]\nmax_iterations = 6\n");
     let s = load(&Sources {
         home: Some(home),
@@ -35,7 +39,11 @@ fn layers_override_in_order() {
 #[test]
 fn unknown_key_names_file_line_and_key() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "w.toml", "[defaults]\nmax_iterations = 4\nmax_iteration = 5\n");
+    let p = write(
+        d.path(),
+        "w.toml",
+        "[defaults]\nmax_iterations = 4\nmax_iteration = 5\n",
+    );
     let e = load(&Sources {
         explicit: Some(p.clone()),
         ..Sources::default()
@@ -51,9 +59,16 @@ fn unknown_key_names_file_line_and_key() {
 #[test]
 fn out_of_range_value_names_key_and_line() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "w.toml", "\n[defaults]\nquality_threshold = 1.5\n");
+    let p = write(
+        d.path(),
+        "w.toml",
+        "\n[defaults]\nquality_threshold = 1.5\n",
+    );
     let msg = parse_layer(&p, true).unwrap_err().to_string();
-    assert!(msg.contains(":3: [defaults] quality_threshold must be between 0 and 1"), "{msg}");
+    assert!(
+        msg.contains(":3: [defaults] quality_threshold must be between 0 and 1"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -84,7 +99,11 @@ fn agents_accept_strings_and_tables_and_refuse_unknown_keys() {
     assert!(!y.stdin);
     assert_eq!(y.revision_output, RevisionOutput::File);
 
-    let bad = write(d.path(), "b.toml", "[agents]\ny = { command = \"r\", stdn = true }\n");
+    let bad = write(
+        d.path(),
+        "b.toml",
+        "[agents]\ny = { command = \"r\", stdn = true }\n",
+    );
     let msg = parse_layer(&bad, true).unwrap_err().to_string();
     assert!(msg.contains(":2:") && msg.contains("stdn"), "{msg}");
 }
@@ -92,9 +111,16 @@ fn agents_accept_strings_and_tables_and_refuse_unknown_keys() {
 #[test]
 fn evaluator_needs_its_fields() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "e.toml", "[evaluators.judge]\nkind = \"command\"\n");
+    let p = write(
+        d.path(),
+        "e.toml",
+        "[evaluators.judge]\nkind = \"command\"\n",
+    );
     let msg = parse_layer(&p, true).unwrap_err().to_string();
-    assert!(msg.contains(":1: [evaluators.judge] kind = \"command\" needs `command`"), "{msg}");
+    assert!(
+        msg.contains(":1: [evaluators.judge] kind = \"command\" needs `command`"),
+        "{msg}"
+    );
 }
 
 #[test]

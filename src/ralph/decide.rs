@@ -38,23 +38,35 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
         return Some((StopReason::Breaker, why.clone()));
     }
     if f.promise_seen {
-        return Some((StopReason::Promise, "the agent printed the completion promise".into()));
+        return Some((
+            StopReason::Promise,
+            "the agent printed the completion promise".into(),
+        ));
     }
     if f.plan_remaining == 0 {
-        return Some((StopReason::PlanEmpty, "fix_plan.md has no unchecked items".into()));
+        return Some((
+            StopReason::PlanEmpty,
+            "fix_plan.md has no unchecked items".into(),
+        ));
     }
     if let Some(q) = f.quality
         && q >= f.quality_threshold
     {
         return Some((
             StopReason::ThresholdMet,
-            format!("quality {q:.2} reached the threshold {:.2}", f.quality_threshold),
+            format!(
+                "quality {q:.2} reached the threshold {:.2}",
+                f.quality_threshold
+            ),
         ));
     }
     if f.max_cost > 0.0 && f.cost_usd >= f.max_cost {
         return Some((
             StopReason::Budget,
-            format!("cost ${:.2} reached the budget ${:.2}", f.cost_usd, f.max_cost),
+            format!(
+                "cost ${:.2} reached the budget ${:.2}",
+                f.cost_usd, f.max_cost
+            ),
         ));
     }
     if f.iterations_done >= f.max_iterations {
@@ -167,13 +179,55 @@ mod tests {
     #[test]
     fn each_condition_ends_the_loop_with_its_reason() {
         let cases: Vec<(Facts, StopReason)> = vec![
-            (Facts { stop_requested: true, ..base() }, StopReason::UserStop),
-            (Facts { breaker: Some("x".into()), ..base() }, StopReason::Breaker),
-            (Facts { promise_seen: true, ..base() }, StopReason::Promise),
-            (Facts { plan_remaining: 0, ..base() }, StopReason::PlanEmpty),
-            (Facts { quality: Some(0.9), ..base() }, StopReason::ThresholdMet),
-            (Facts { cost_usd: 10.0, ..base() }, StopReason::Budget),
-            (Facts { iterations_done: 5, ..base() }, StopReason::MaxIterations),
+            (
+                Facts {
+                    stop_requested: true,
+                    ..base()
+                },
+                StopReason::UserStop,
+            ),
+            (
+                Facts {
+                    breaker: Some("x".into()),
+                    ..base()
+                },
+                StopReason::Breaker,
+            ),
+            (
+                Facts {
+                    promise_seen: true,
+                    ..base()
+                },
+                StopReason::Promise,
+            ),
+            (
+                Facts {
+                    plan_remaining: 0,
+                    ..base()
+                },
+                StopReason::PlanEmpty,
+            ),
+            (
+                Facts {
+                    quality: Some(0.9),
+                    ..base()
+                },
+                StopReason::ThresholdMet,
+            ),
+            (
+                Facts {
+                    cost_usd: 10.0,
+                    ..base()
+                },
+                StopReason::Budget,
+            ),
+            (
+                Facts {
+                    iterations_done: 5,
+                    ..base()
+                },
+                StopReason::MaxIterations,
+            ),
         ];
         for (f, want) in cases {
             assert_eq!(exit_reason(&f).map(|r| r.0), Some(want), "{f:?}");
@@ -182,13 +236,31 @@ mod tests {
 
     #[test]
     fn quality_below_threshold_and_zero_budget_do_not_stop() {
-        assert_eq!(exit_reason(&Facts { quality: Some(0.84), ..base() }), None);
-        assert_eq!(exit_reason(&Facts { cost_usd: 99.0, max_cost: 0.0, ..base() }), None);
+        assert_eq!(
+            exit_reason(&Facts {
+                quality: Some(0.84),
+                ..base()
+            }),
+            None
+        );
+        assert_eq!(
+            exit_reason(&Facts {
+                cost_usd: 99.0,
+                max_cost: 0.0,
+                ..base()
+            }),
+            None
+        );
     }
 
     #[test]
     fn a_user_stop_wins_over_everything() {
-        let f = Facts { stop_requested: true, plan_remaining: 0, promise_seen: true, ..base() };
+        let f = Facts {
+            stop_requested: true,
+            plan_remaining: 0,
+            promise_seen: true,
+            ..base()
+        };
         assert_eq!(exit_reason(&f).unwrap().0, StopReason::UserStop);
     }
 

@@ -23,24 +23,56 @@ pub struct Metrics {
 
 const PLACEHOLDERS: [&str; 6] = ["todo", "tbd", "lorem ipsum", "coming soon", "fixme", "xxx"];
 const ACTION_HEADINGS: [&str; 8] = [
-    "recommend", "next step", "action", "remediation", "how to", "steps", "fix", "plan",
+    "recommend",
+    "next step",
+    "action",
+    "remediation",
+    "how to",
+    "steps",
+    "fix",
+    "plan",
 ];
 const VERBS: [&str; 24] = [
-    "add", "remove", "run", "set", "use", "install", "configure", "create", "update", "replace",
-    "enable", "disable", "check", "verify", "grant", "restart", "deploy", "write", "move",
-    "rename", "open", "call", "test", "document",
+    "add",
+    "remove",
+    "run",
+    "set",
+    "use",
+    "install",
+    "configure",
+    "create",
+    "update",
+    "replace",
+    "enable",
+    "disable",
+    "check",
+    "verify",
+    "grant",
+    "restart",
+    "deploy",
+    "write",
+    "move",
+    "rename",
+    "open",
+    "call",
+    "test",
+    "document",
 ];
 
 /// Compute the metrics of a document with the given weights.
 #[must_use]
 pub fn compute(doc: &str, w: &QualityWeights) -> Metrics {
     let sections = markdown::sections(doc);
-    let all_blocks: Vec<Block> = sections.iter().flat_map(|s| markdown::blocks(&s.body)).collect();
+    let all_blocks: Vec<Block> = sections
+        .iter()
+        .flat_map(|s| markdown::blocks(&s.body))
+        .collect();
     let completeness = completeness(&sections);
     let verification = verification(&all_blocks);
     let clarity = clarity(&sections, &all_blocks);
     let actionability = actionability(&sections, &all_blocks);
-    let total = w.completeness_weight + w.verification_weight + w.clarity_weight + w.actionability_weight;
+    let total =
+        w.completeness_weight + w.verification_weight + w.clarity_weight + w.actionability_weight;
     let overall = if total > 0.0 {
         (completeness * w.completeness_weight
             + verification * w.verification_weight
@@ -78,7 +110,8 @@ fn placeholder_count(text: &str) -> usize {
                 .filter(|(i, _)| {
                     let before = lower[..*i].chars().next_back();
                     let after = lower[i + p.len()..].chars().next();
-                    !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+                    !before.is_some_and(char::is_alphanumeric)
+                        && !after.is_some_and(char::is_alphanumeric)
                 })
                 .count()
         })
@@ -86,7 +119,10 @@ fn placeholder_count(text: &str) -> usize {
 }
 
 fn completeness(sections: &[markdown::Section]) -> f64 {
-    let headed: Vec<_> = sections.iter().filter(|s| s.level >= 2 || sections.len() == 1).collect();
+    let headed: Vec<_> = sections
+        .iter()
+        .filter(|s| s.level >= 2 || sections.len() == 1)
+        .collect();
     let total = headed.len();
     let substantive = headed
         .iter()
@@ -109,7 +145,8 @@ fn has_evidence(text: &str) -> bool {
 
 fn citation(text: &str) -> bool {
     let b = text.as_bytes();
-    b.windows(3).any(|w| w[0] == b'[' && w[1].is_ascii_digit() && w[2] == b']')
+    b.windows(3)
+        .any(|w| w[0] == b'[' && w[1].is_ascii_digit() && w[2] == b']')
 }
 
 fn verification(blocks: &[Block]) -> f64 {
@@ -147,15 +184,25 @@ fn clarity(sections: &[markdown::Section], blocks: &[Block]) -> f64 {
         .count()
         .max(1);
     let avg = markdown::word_count(&text) as f64 / sentences as f64;
-    let sentence_score = if avg <= 20.0 { 1.0 } else { ((45.0 - avg) / 25.0).max(0.0) };
+    let sentence_score = if avg <= 20.0 {
+        1.0
+    } else {
+        ((45.0 - avg) / 25.0).max(0.0)
+    };
     let headings = sections.iter().filter(|s| s.level > 0).count();
     let structure = match headings {
         0 => 0.0,
         1 => 0.5,
         _ => 1.0,
     };
-    let paras: Vec<&&str> = prose.iter().filter(|p| markdown::word_count(p) > 0).collect();
-    let short = paras.iter().filter(|p| markdown::word_count(p) <= 120).count();
+    let paras: Vec<&&str> = prose
+        .iter()
+        .filter(|p| markdown::word_count(p) > 0)
+        .collect();
+    let short = paras
+        .iter()
+        .filter(|p| markdown::word_count(p) <= 120)
+        .count();
     0.4 * sentence_score + 0.3 * structure + 0.3 * ratio(short, paras.len())
 }
 
@@ -199,7 +246,8 @@ mod tests {
     use super::*;
 
     const GOOD: &str = include_str!("../../tests/fixtures/good-artifact.md");
-    const POOR: &str = "# Report\n\n## Summary\nThings are bad. TODO.\n\n## Recommendations\nAdd permissions.\n";
+    const POOR: &str =
+        "# Report\n\n## Summary\nThings are bad. TODO.\n\n## Recommendations\nAdd permissions.\n";
 
     fn m(doc: &str) -> Metrics {
         compute(doc, &QualityWeights::default())
@@ -219,7 +267,13 @@ mod tests {
         for d in ["", "#", "```\nunclosed", GOOD, POOR] {
             let a = m(d);
             assert_eq!(a, m(d));
-            for v in [a.completeness, a.verification, a.clarity, a.actionability, a.overall] {
+            for v in [
+                a.completeness,
+                a.verification,
+                a.clarity,
+                a.actionability,
+                a.overall,
+            ] {
                 assert!((0.0..=1.0).contains(&v), "{d:?} {a:?}");
             }
         }

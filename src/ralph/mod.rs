@@ -1,7 +1,13 @@
 //! The outer (Ralph) loop: pure decisions (`decide`, `fix_plan`, `metrics`, `promise`) and the
-//! driver that performs them (`run`, `iteration`).
+//! driver that performs them (`driver`, `iteration`, `accept`, `runner`, `start`).
 
+pub mod accept;
 pub mod decide;
+pub mod driver;
 pub mod fix_plan;
+pub mod iteration;
 pub mod metrics;
 pub mod promise;
+pub mod runner;
+pub mod start;
+pub mod templates;

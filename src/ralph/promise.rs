@@ -30,13 +30,21 @@ mod tests {
 
     #[test]
     fn a_line_equal_to_the_promise_counts() {
-        assert!(seen("work done\n<promise>COMPLETE</promise>\n", "do work", P));
+        assert!(seen(
+            "work done\n<promise>COMPLETE</promise>\n",
+            "do work",
+            P
+        ));
         assert!(seen("  <promise>COMPLETE</promise>  ", "do work", P));
     }
 
     #[test]
     fn the_promise_inside_a_line_does_not_count() {
-        assert!(!seen("I will print <promise>COMPLETE</promise> later", "x", P));
+        assert!(!seen(
+            "I will print <promise>COMPLETE</promise> later",
+            "x",
+            P
+        ));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::gate::Judge;
+use super::panel::{self, Review};
 use super::{Evaluation, extract, heuristic, http, prompts};
 use crate::agent::process::{self, Job, StopLevel};
 use crate::config::{EvaluatorEntry, EvaluatorKind, Settings};
@@ -19,6 +20,7 @@ pub struct Evaluator {
     template: String,
     dims: Vec<String>,
     temperature: f64,
+    panel: Option<PanelOpts>,
     work: PathBuf,
     control: watch::Receiver<StopLevel>,
 }
@@ -44,7 +46,10 @@ pub fn resolve(
             )));
         }
     };
-    let template_path = entry.template.as_deref().or(settings.gate.evaluator_template.as_deref());
+    let template_path = entry
+        .template
+        .as_deref()
+        .or(settings.gate.evaluator_template.as_deref());
     let template = prompts::load(template_path, prompts::DEFAULT_EVALUATOR)?;
     Ok(Evaluator {
         name: name.to_string(),
@@ -52,12 +57,67 @@ pub fn resolve(
         template,
         dims: settings.gate.weights.keys().cloned().collect(),
         temperature: settings.gate.evaluator_temperature,
+        panel: None,
         work,
         control,
     })
 }
 
+/// Panel settings.
+#[derive(Debug, Clone)]
+struct PanelOpts {
+    excerpt_chars: usize,
+    temperature: f64,
+}
+
 impl Evaluator {
+    /// Turn on the three-persona panel (model backends only: the heuristic has no personas).
+    pub fn enable_panel(&mut self, settings: &Settings) -> Result<()> {
+        if self.entry.kind == EvaluatorKind::Heuristic {
+            return Err(Error::input(
+                "--panel: the panel needs a model evaluator (kind = command, ollama or openai); the heuristic evaluator has no personas",
+            ));
+        }
+        self.panel = Some(PanelOpts {
+            excerpt_chars: settings.gate.panel_excerpt_chars,
+            temperature: settings.gate.panel_temperature,
+        });
+        Ok(())
+    }
+
+    async fn ask(
+        &self,
+        prompt: &str,
+        temperature: f64,
+        schema: &serde_json::Value,
+    ) -> Result<String> {
+        match self.entry.kind {
+            EvaluatorKind::Command => {
+                let cmd = self.entry.command.as_deref().unwrap_or_default();
+                self.run_command(cmd, prompt).await
+            }
+            _ => http::chat(&self.entry, prompt, temperature, schema).await,
+        }
+    }
+
+    async fn persona(
+        &self,
+        name: &str,
+        lens: &str,
+        task: &str,
+        excerpt: &str,
+        t: f64,
+    ) -> Option<Review> {
+        let prompt = panel::prompt(lens, task, excerpt);
+        match self.ask(&prompt, t, &panel::schema()).await {
+            Ok(answer) => Some(panel::parse(name, &answer)),
+            Err(e) => {
+                tracing::warn!("panel persona {name} failed: {e}");
+                None
+            }
+        }
+    }
+
     /// The backend kind.
     #[must_use]
     pub fn kind(&self) -> EvaluatorKind {
@@ -67,7 +127,10 @@ impl Evaluator {
     /// The model (or command) behind it, to compare with the producer's.
     #[must_use]
     pub fn model(&self) -> Option<String> {
-        self.entry.model.clone().or_else(|| self.entry.command.clone())
+        self.entry
+            .model
+            .clone()
+            .or_else(|| self.entry.command.clone())
     }
 
     /// Where to keep this evaluator's logs.
@@ -77,7 +140,9 @@ impl Evaluator {
 
     async fn run_command(&self, command: &str, prompt: &str) -> Result<String> {
         crate::fsutil::create_dir_all(&self.work)?;
-        let stamp = chrono::Utc::now().format("%H%M%S%f");
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stamp = format!("{}-{seq}", chrono::Utc::now().format("%H%M%S%f"));
         let input = self.work.join(format!("eval-{stamp}.prompt.md"));
         let answer = self.work.join(format!("eval-{stamp}.answer.md"));
         crate::fsutil::atomic_write(&input, prompt.as_bytes())?;
@@ -95,8 +160,8 @@ impl Evaluator {
         let mut control = self.control.clone();
         let out = process::run(&job, &mut control, |_| {}).await?;
         let text = crate::fsutil::read(&answer)?;
-        let _ = std::fs::remove_file(&input);
-        let _ = std::fs::remove_file(&answer);
+        crate::fsutil::remove_file_opt(&input)?;
+        crate::fsutil::remove_file_opt(&answer)?;
         if !out.ending.success() {
             return Err(Error::runtime(format!(
                 "evaluator command `{command}` ended {:?} (log: {})",
@@ -116,27 +181,29 @@ impl Judge for Evaluator {
         }
     }
 
+    async fn panel(&self, task: &str, output: &str) -> Vec<Review> {
+        let Some(p) = &self.panel else {
+            return Vec::new();
+        };
+        let excerpt: String = output.chars().take(p.excerpt_chars).collect();
+        let [a, b, c] = panel::PERSONAS;
+        let (ra, rb, rc) = tokio::join!(
+            self.persona(a.0, a.1, task, &excerpt, p.temperature),
+            self.persona(b.0, b.1, task, &excerpt, p.temperature),
+            self.persona(c.0, c.1, task, &excerpt, p.temperature),
+        );
+        [ra, rb, rc].into_iter().flatten().collect()
+    }
+
     async fn judge(&self, task: &str, task_type: &str, output: &str) -> Result<Evaluation> {
         if self.entry.kind == EvaluatorKind::Heuristic {
             return Ok(heuristic::evaluate(task, output));
         }
         let prompt = prompts::evaluator(&self.template, task, task_type, output, &self.dims);
-        let answer = match self.entry.kind {
-            EvaluatorKind::Command => {
-                let cmd = self.entry.command.as_deref().unwrap_or_default();
-                self.run_command(cmd, &prompt).await?
-            }
-            EvaluatorKind::Ollama | EvaluatorKind::Openai => {
-                http::chat(&self.entry, &prompt, self.temperature, &self.dims).await?
-            }
-            EvaluatorKind::Heuristic => unreachable_heuristic(),
-        };
+        let schema = http::rubric_schema(&self.dims);
+        let answer = self.ask(&prompt, self.temperature, &schema).await?;
         extract::extract(&answer, &self.dims).map_err(Error::runtime)
     }
-}
-
-fn unreachable_heuristic() -> String {
-    String::new()
 }
 
 /// Pick one evaluator of a pool for a run, reproducibly: md5(run_id) mod len.
@@ -149,6 +216,11 @@ pub fn pick_from_pool<'a>(pool: &'a [String], run_id: &str) -> Option<&'a String
     let n = u128::from_be_bytes(digest);
     let len = u128::try_from(pool.len()).ok()?;
     pool.get(usize::try_from(n % len).ok()?)
+}
+
+fn md5_digest(bytes: &[u8]) -> [u8; 16] {
+    use md5::Digest;
+    md5::Md5::digest(bytes).into()
 }
 
 #[cfg(test)]
@@ -164,12 +236,10 @@ mod tests {
             usize::try_from(u128::from_be_bytes(d) % 3).unwrap()
         };
         assert_eq!(pick_from_pool(&pool, "run-1"), Some(&pool[want]));
-        assert_eq!(pick_from_pool(&pool, "run-1"), pick_from_pool(&pool, "run-1"));
+        assert_eq!(
+            pick_from_pool(&pool, "run-1"),
+            pick_from_pool(&pool, "run-1")
+        );
         assert_eq!(pick_from_pool(&[], "x"), None);
     }
-}
-
-fn md5_digest(bytes: &[u8]) -> [u8; 16] {
-    use md5::Digest;
-    md5::Md5::digest(bytes).into()
 }

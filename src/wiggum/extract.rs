@@ -25,7 +25,19 @@ pub fn extract(answer: &str, dims: &[String]) -> Result<Evaluation, String> {
         return Ok(ev);
     }
     let head: String = answer.chars().take(80).collect();
-    Err(format!("no scores in the evaluator's answer (it began: {head:?})"))
+    Err(format!(
+        "no scores in the evaluator's answer (it began: {head:?})"
+    ))
+}
+
+/// The first JSON object (leniently repaired) found in an answer.
+#[must_use]
+pub fn first_object(answer: &str) -> Option<Value> {
+    let answer = strip_thinking(answer);
+    candidates(&answer)
+        .iter()
+        .filter_map(|c| parse_lenient(c))
+        .find(Value::is_object)
 }
 
 /// Fenced blocks first, then every balanced `{...}` span, outermost first.
@@ -35,7 +47,9 @@ fn candidates(text: &str) -> Vec<String> {
     while let Some(start) = rest.find("```") {
         let after = &rest[start + 3..];
         let body_start = after.find('\n').map_or(0, |i| i + 1);
-        let Some(end) = after[body_start..].find("```") else { break };
+        let Some(end) = after[body_start..].find("```") else {
+            break;
+        };
         out.push(after[body_start..body_start + end].to_string());
         rest = &after[body_start + end + 3..];
     }
@@ -160,7 +174,9 @@ fn number(v: &Value) -> Option<f64> {
 }
 
 fn get_ci<'a>(obj: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
-    obj.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v)
+    obj.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
 }
 
 fn from_value(v: &Value, dims: &[String]) -> Option<Evaluation> {
@@ -177,7 +193,9 @@ fn from_value(v: &Value, dims: &[String]) -> Option<Evaluation> {
     }
     // The seed-002 schema scores on 0–1.
     let unit_scale = get_ci(obj, "pass").is_some()
-        || get_ci(obj, "score").and_then(number).is_some_and(|s| s <= 1.0);
+        || get_ci(obj, "score")
+            .and_then(number)
+            .is_some_and(|s| s <= 1.0);
     if found.is_empty()
         && let Some(score) = get_ci(obj, "score").and_then(number)
     {
@@ -202,7 +220,10 @@ fn from_value(v: &Value, dims: &[String]) -> Option<Evaluation> {
     for x in found.values_mut() {
         *x = x.clamp(0.0, 10.0);
     }
-    Some(Evaluation { dims: found, issues })
+    Some(Evaluation {
+        dims: found,
+        issues,
+    })
 }
 
 fn issues_of(obj: &serde_json::Map<String, Value>) -> Vec<String> {
@@ -226,26 +247,32 @@ fn issues_of(obj: &serde_json::Map<String, Value>) -> Vec<String> {
         out.push(s.to_string());
     }
     for k in ["feedback", "suggested_fix"] {
-        if let Some(s) = get_ci(obj, k).and_then(Value::as_str).filter(|s| !s.trim().is_empty()) {
+        if let Some(s) = get_ci(obj, k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+        {
             out.push(s.trim().to_string());
         }
     }
     out
 }
 
+static PAIR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r#"(?i)\b([a-z_]+)\b\W{0,4}[:=\-]\s*["']?(\d+(?:\.\d+)?)"#).ok());
+
 fn regex_fallback(text: &str, dims: &[String]) -> Option<Evaluation> {
+    let re = PAIR.as_ref()?;
     let mut found = Dims::new();
-    for d in dims {
-        let re = Regex::new(&format!(
-            r#"(?i)\b{}\b\W{{0,4}}[:=\-]\s*["']?(\d+(?:\.\d+)?)"#,
-            regex::escape(d)
-        ))
-        .ok()?;
-        if let Some(x) = re.captures(text).and_then(|c| c[1].parse::<f64>().ok()) {
+    for c in re.captures_iter(text) {
+        let name = c[1].to_lowercase();
+        if let Some(d) = dims.iter().find(|d| d.eq_ignore_ascii_case(&name))
+            && !found.contains_key(d)
+            && let Ok(x) = c[2].parse::<f64>()
+        {
             found.insert(d.clone(), x.clamp(0.0, 10.0));
         }
     }
-    if found.len() * 2 < dims.len() || found.is_empty() {
+    if found.is_empty() || found.len() * 2 < dims.len() {
         return None;
     }
     let mut issues: Vec<String> = Vec::new();
@@ -254,7 +281,10 @@ fn regex_fallback(text: &str, dims: &[String]) -> Option<Evaluation> {
         issues.push(format!("the evaluator gave no score for {d}"));
         found.insert(d.clone(), 0.0);
     }
-    Some(Evaluation { dims: found, issues })
+    Some(Evaluation {
+        dims: found,
+        issues,
+    })
 }
 
 #[cfg(test)]

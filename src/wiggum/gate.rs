@@ -124,7 +124,12 @@ pub trait Judge {
     /// A label for records (`heuristic`, `command:judge`, `openai:local`, ...).
     fn label(&self) -> String;
     /// Evaluate.
-    fn judge(&self, task: &str, task_type: &str, output: &str) -> impl Future<Output = Result<Evaluation>>;
+    fn judge(
+        &self,
+        task: &str,
+        task_type: &str,
+        output: &str,
+    ) -> impl Future<Output = Result<Evaluation>>;
     /// Extra issues from the panel for this round (none by default).
     fn panel(&self, _task: &str, _output: &str) -> impl Future<Output = Vec<super::panel::Review>> {
         async { Vec::new() }
@@ -186,9 +191,15 @@ pub async fn run<J: Judge, P: Producer>(
         };
         on_round(&round);
         if best.as_ref().is_none_or(|b| score > b.score) {
-            best = Some(Best { content: output.clone(), score, round: r });
+            best = Some(Best {
+                content: output.clone(),
+                score,
+                round: r,
+            });
         }
-        let cycling = rounds.last().is_some_and(|p: &Round| rubric::is_cycling(&p.dims, &round.dims));
+        let cycling = rounds
+            .last()
+            .is_some_and(|p: &Round| rubric::is_cycling(&p.dims, &round.dims));
         rounds.push(round);
         let round = &rounds[rounds.len() - 1];
         if score >= opts.pass_threshold {
@@ -203,7 +214,14 @@ pub async fn run<J: Judge, P: Producer>(
         if !producer.available() {
             break (Termination::NoProducer, None);
         }
-        let prompt = prompts::revision(&opts.revision_template, task, &output, &round.issues, &round.focus, &round.dims);
+        let prompt = prompts::revision(
+            &opts.revision_template,
+            task,
+            &output,
+            &round.issues,
+            &round.focus,
+            &round.dims,
+        );
         let revised = match producer.revise(r + 1, &prompt).await {
             Ok(t) => text::strip_thinking(&t),
             Err(e) => break (Termination::Error, Some(format!("producer: {e}"))),
@@ -228,8 +246,14 @@ pub async fn run<J: Judge, P: Producer>(
         wiggum_r1: rounds.first().map(|r| r.score),
         final_score: best.as_ref().map(|b| b.score),
         best_round: best.as_ref().map(|b| b.round),
-        wiggum_scores: rounds.iter().map(|r| (format!("r{}", r.round), r.dims.clone())).collect(),
-        issues: rounds.iter().map(|r| (format!("r{}", r.round), r.issues.clone())).collect(),
+        wiggum_scores: rounds
+            .iter()
+            .map(|r| (format!("r{}", r.round), r.dims.clone()))
+            .collect(),
+        issues: rounds
+            .iter()
+            .map(|r| (format!("r{}", r.round), r.issues.clone()))
+            .collect(),
         evaluator: judge.label(),
         panel_reviews,
         contamination_warning: None,

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeSet;
 
-use super::rubric::Dims;
 use super::Evaluation;
+use super::rubric::Dims;
 use crate::config::QualityWeights;
 use crate::markdown::{self, Block};
 use crate::ralph::metrics;
@@ -32,12 +32,23 @@ fn to10(v: f64) -> f64 {
 pub fn evaluate(task: &str, output: &str) -> Evaluation {
     let m = metrics::compute(output, &QualityWeights::default());
     let sections = markdown::sections(output);
-    let blocks: Vec<Block> = sections.iter().flat_map(|s| markdown::blocks(&s.body)).collect();
+    let blocks: Vec<Block> = sections
+        .iter()
+        .flat_map(|s| markdown::blocks(&s.body))
+        .collect();
     let n_words = markdown::word_count(output).max(1) as f64;
-    let code = blocks.iter().filter(|b| matches!(b, Block::Code(_))).count() as f64;
-    let items = blocks.iter().filter(|b| matches!(b, Block::Item(_))).count() as f64;
+    let code = blocks
+        .iter()
+        .filter(|b| matches!(b, Block::Code(_)))
+        .count() as f64;
+    let items = blocks
+        .iter()
+        .filter(|b| matches!(b, Block::Item(_)))
+        .count() as f64;
 
-    let depth = 0.4 * (n_words / 600.0).min(1.0) + 0.3 * (code / 2.0).min(1.0) + 0.3 * (items / 8.0).min(1.0);
+    let depth = 0.4 * (n_words / 600.0).min(1.0)
+        + 0.3 * (code / 2.0).min(1.0)
+        + 0.3 * (items / 8.0).min(1.0);
     let task_words: BTreeSet<String> = words(task).collect();
     let doc_words: BTreeSet<String> = words(output).collect();
     let relevance = if task_words.is_empty() {
@@ -46,7 +57,10 @@ pub fn evaluate(task: &str, output: &str) -> Evaluation {
         task_words.intersection(&doc_words).count() as f64 / task_words.len() as f64
     };
     let specifics = output.matches('`').count() as f64 / 2.0
-        + output.split_whitespace().filter(|w| w.chars().any(|c| c.is_ascii_digit())).count() as f64;
+        + output
+            .split_whitespace()
+            .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .count() as f64;
     let specificity = (specifics / n_words * 12.0).min(1.0);
     let headings = sections.iter().filter(|s| s.level > 0).count() as f64;
     let structure = 0.5 * (headings / 4.0).min(1.0) + 0.5 * m.clarity;
@@ -72,9 +86,13 @@ pub fn evaluate(task: &str, output: &str) -> Evaluation {
 
 fn advice(dim: &str) -> &'static str {
     match dim {
-        "depth" => "add concrete implementation steps, working examples or configs (code blocks, commands)",
+        "depth" => {
+            "add concrete implementation steps, working examples or configs (code blocks, commands)"
+        }
         "relevance" => "address the task's own terms directly and stay on its topic",
-        "completeness" => "give every section a substantive body and remove placeholders (TODO, TBD)",
+        "completeness" => {
+            "give every section a substantive body and remove placeholders (TODO, TBD)"
+        }
         "grounded" => "back claims with evidence: links, file paths, logs, citations",
         "specificity" => "name tools, versions, commands and numbers instead of generic wording",
         "structure" => "organise the document under clear ## headings with short paragraphs",

@@ -1,6 +1,6 @@
 //! The HTTP evaluator backends: an OpenAI-compatible `/v1/chat/completions` (with
 //! `response_format: json_schema` built from the rubric, so a supporting server must answer
-//! parseable JSON) and Ollama's `/api/chat` (`format` = the same schema). Timeouts and bounded
+//! parseable JSON) and Ollama's `/api/chat` (`format: json`). Timeouts and bounded
 //! retries; every error names the URL.
 
 use std::time::Duration;
@@ -15,9 +15,15 @@ use crate::error::{Error, Result};
 pub fn rubric_schema(dims: &[String]) -> Value {
     let mut props = serde_json::Map::new();
     for d in dims {
-        props.insert(d.clone(), json!({"type": "number", "minimum": 0, "maximum": 10}));
+        props.insert(
+            d.clone(),
+            json!({"type": "number", "minimum": 0, "maximum": 10}),
+        );
     }
-    props.insert("issues".into(), json!({"type": "array", "items": {"type": "string"}}));
+    props.insert(
+        "issues".into(),
+        json!({"type": "array", "items": {"type": "string"}}),
+    );
     let mut required: Vec<String> = dims.to_vec();
     required.push("issues".into());
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
@@ -35,13 +41,19 @@ fn client(timeout: Duration) -> Result<reqwest::Client> {
 
 /// The endpoint and request body for a backend.
 #[must_use]
-pub fn request(entry: &EvaluatorEntry, prompt: &str, temperature: f64, dims: &[String], schema: bool) -> (String, Value) {
+pub fn request(
+    entry: &EvaluatorEntry,
+    prompt: &str,
+    temperature: f64,
+    schema: Option<&Value>,
+) -> (String, Value) {
     let model = entry.model.clone().unwrap_or_default();
     let messages = json!([{"role": "user", "content": prompt}]);
     match entry.kind {
         EvaluatorKind::Ollama => {
             let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:11434");
-            let format = if schema { rubric_schema(dims) } else { json!("json") };
+            // Ollama's JSON mode; the extractor copes with whatever shape comes back.
+            let format = json!("json");
             (
                 format!("{}/api/chat", base.trim_end_matches('/')),
                 json!({"model": model, "messages": messages, "stream": false, "format": format,
@@ -51,11 +63,14 @@ pub fn request(entry: &EvaluatorEntry, prompt: &str, temperature: f64, dims: &[S
         _ => {
             let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:8080/v1");
             let mut body = json!({"model": model, "messages": messages, "temperature": temperature, "stream": false});
-            if schema {
+            if let Some(s) = schema {
                 body["response_format"] = json!({"type": "json_schema", "json_schema":
-                    {"name": "rubric", "strict": true, "schema": rubric_schema(dims)}});
+                    {"name": "answer", "strict": true, "schema": s}});
             }
-            (format!("{}/chat/completions", base.trim_end_matches('/')), body)
+            (
+                format!("{}/chat/completions", base.trim_end_matches('/')),
+                body,
+            )
         }
     }
 }
@@ -75,7 +90,13 @@ enum Attempt {
     Fatal(String),
 }
 
-async fn attempt(c: &reqwest::Client, url: &str, body: &Value, kind: EvaluatorKind, key: Option<&str>) -> Attempt {
+async fn attempt(
+    c: &reqwest::Client,
+    url: &str,
+    body: &Value,
+    kind: EvaluatorKind,
+    key: Option<&str>,
+) -> Attempt {
     let mut req = c.post(url).json(body);
     if let Some(k) = key {
         req = req.bearer_auth(k);
@@ -98,7 +119,10 @@ async fn attempt(c: &reqwest::Client, url: &str, body: &Value, kind: EvaluatorKi
     };
     match answer_text(kind, &v) {
         Some(t) => Attempt::Done(t),
-        None => Attempt::Fatal(format!("no message content in the response: {}", short(&text))),
+        None => Attempt::Fatal(format!(
+            "no message content in the response: {}",
+            short(&text)
+        )),
     }
 }
 
@@ -117,21 +141,29 @@ fn short(s: &str) -> String {
 
 /// Ask the evaluator model; retries transient failures (connect, timeout, 5xx, 429) with backoff.
 /// A 4xx to a schema request is retried once without the schema (servers that lack it).
-pub async fn chat(entry: &EvaluatorEntry, prompt: &str, temperature: f64, dims: &[String]) -> Result<String> {
+pub async fn chat(
+    entry: &EvaluatorEntry,
+    prompt: &str,
+    temperature: f64,
+    schema: &Value,
+) -> Result<String> {
     let c = client(Duration::from_secs(entry.timeout_secs.max(1)))?;
-    let key = entry.api_key_env.as_deref().and_then(|k| std::env::var(k).ok());
-    let mut schema = true;
+    let key = entry
+        .api_key_env
+        .as_deref()
+        .and_then(|k| std::env::var(k).ok());
+    let mut schema = Some(schema);
     let mut last = String::new();
-    let (mut url, _) = request(entry, prompt, temperature, dims, schema);
+    let (mut url, _) = request(entry, prompt, temperature, schema);
     let mut tries = 0;
     while tries <= entry.retries {
-        let (u, body) = request(entry, prompt, temperature, dims, schema);
+        let (u, body) = request(entry, prompt, temperature, schema);
         url = u;
         match attempt(&c, &url, &body, entry.kind, key.as_deref()).await {
             Attempt::Done(t) => return Ok(t),
-            Attempt::Fatal(m) if schema && m.starts_with("HTTP 4") => {
+            Attempt::Fatal(m) if schema.is_some() && m.starts_with("HTTP 4") => {
                 tracing::warn!("{url}: {m}; retrying without a response schema");
-                schema = false;
+                schema = None;
                 last = m;
             }
             Attempt::Fatal(m) => return Err(Error::runtime(format!("POST {url}: {m}"))),
@@ -166,18 +198,20 @@ mod tests {
     #[test]
     fn openai_request_carries_the_rubric_schema() {
         let dims = vec!["depth".to_string(), "structure".to_string()];
-        let (url, body) = request(&entry(EvaluatorKind::Openai), "P", 0.0, &dims, true);
+        let schema = rubric_schema(&dims);
+        let (url, body) = request(&entry(EvaluatorKind::Openai), "P", 0.0, Some(&schema));
         assert_eq!(url, "http://127.0.0.1:1/v1/chat/completions");
         let schema = &body["response_format"]["json_schema"]["schema"];
         assert_eq!(schema["required"], json!(["depth", "structure", "issues"]));
         assert_eq!(body["temperature"], json!(0.0));
-        let (_, plain) = request(&entry(EvaluatorKind::Openai), "P", 0.0, &dims, false);
+        let (_, plain) = request(&entry(EvaluatorKind::Openai), "P", 0.0, None);
         assert!(plain.get("response_format").is_none());
     }
 
     #[test]
     fn ollama_request_shape() {
-        let (url, body) = request(&entry(EvaluatorKind::Ollama), "P", 0.3, &["depth".into()], false);
+        let schema = rubric_schema(&["depth".into()]);
+        let (url, body) = request(&entry(EvaluatorKind::Ollama), "P", 0.3, Some(&schema));
         assert_eq!(url, "http://127.0.0.1:1/v1/api/chat");
         assert_eq!(body["format"], json!("json"));
         assert_eq!(body["options"]["temperature"], json!(0.3));
@@ -187,9 +221,15 @@ mod tests {
     #[test]
     fn answers_are_read_per_protocol() {
         let o = json!({"choices": [{"message": {"content": "{}"}}]});
-        assert_eq!(answer_text(EvaluatorKind::Openai, &o).as_deref(), Some("{}"));
+        assert_eq!(
+            answer_text(EvaluatorKind::Openai, &o).as_deref(),
+            Some("{}")
+        );
         let l = json!({"message": {"role": "assistant", "content": "hi"}});
-        assert_eq!(answer_text(EvaluatorKind::Ollama, &l).as_deref(), Some("hi"));
+        assert_eq!(
+            answer_text(EvaluatorKind::Ollama, &l).as_deref(),
+            Some("hi")
+        );
     }
 
     #[tokio::test]
@@ -197,8 +237,14 @@ mod tests {
         let mut e = entry(EvaluatorKind::Openai);
         e.retries = 1;
         e.timeout_secs = 2;
-        let err = chat(&e, "p", 0.0, &["depth".into()]).await.unwrap_err().to_string();
-        assert!(err.starts_with("POST http://127.0.0.1:1/v1/chat/completions: cannot connect"), "{err}");
+        let err = chat(&e, "p", 0.0, &rubric_schema(&["depth".into()]))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("POST http://127.0.0.1:1/v1/chat/completions: cannot connect"),
+            "{err}"
+        );
         assert!(err.ends_with("(after 2 attempts)"), "{err}");
     }
 }

@@ -23,8 +23,14 @@ pub const CONTAMINATION_SIGNALS: [&str; 5] = [
 
 /// Refuse a template with a contamination signal, naming the file and the signal.
 pub fn check_contamination(origin: &str, template: &str) -> Result<()> {
-    if let Some(sig) = CONTAMINATION_SIGNALS.iter().find(|s| template.contains(**s)) {
-        let line = template.lines().position(|l| l.contains(sig)).map_or(0, |i| i + 1);
+    if let Some(sig) = CONTAMINATION_SIGNALS
+        .iter()
+        .find(|s| template.contains(**s))
+    {
+        let line = template
+            .lines()
+            .position(|l| l.contains(sig))
+            .map_or(0, |i| i + 1);
         return Err(Error::input(format!(
             "{origin}:{line}: evaluator template contains `{sig}`: the evaluator must see only the task, task type and output"
         )));
@@ -45,7 +51,13 @@ pub fn load(path: Option<&str>, builtin: &str) -> Result<String> {
 
 /// The evaluator prompt: only `{{task}}`, `{{task_type}}`, `{{output}}` and `{{dimensions}}`.
 #[must_use]
-pub fn evaluator(template: &str, task: &str, task_type: &str, output: &str, dims: &[String]) -> String {
+pub fn evaluator(
+    template: &str,
+    task: &str,
+    task_type: &str,
+    output: &str,
+    dims: &[String],
+) -> String {
     template
         .replace("{{task}}", task)
         .replace("{{task_type}}", task_type)
@@ -56,17 +68,28 @@ pub fn evaluator(template: &str, task: &str, task_type: &str, output: &str, dims
 /// The revision prompt: the task, the current output and only the issues, with the
 /// dimensions below the focus threshold named.
 #[must_use]
-pub fn revision(template: &str, task: &str, output: &str, issues: &[String], focus: &[String], dims: &Dims) -> String {
+pub fn revision(
+    template: &str,
+    task: &str,
+    output: &str,
+    issues: &[String],
+    focus: &[String],
+    dims: &Dims,
+) -> String {
     let mut issue_list = String::new();
     for i in issues {
-        let _ = writeln!(issue_list, "- {i}");
+        let _infallible = writeln!(issue_list, "- {i}");
     }
     if issue_list.is_empty() {
         issue_list.push_str("- (no specific issues given; raise the weakest dimensions)\n");
     }
     let mut focus_list = String::new();
     for f in focus {
-        let _ = writeln!(focus_list, "- {f} ({:.1}/10)", dims.get(f).copied().unwrap_or(0.0));
+        let _infallible = writeln!(
+            focus_list,
+            "- {f} ({:.1}/10)",
+            dims.get(f).copied().unwrap_or(0.0)
+        );
     }
     if focus_list.is_empty() {
         focus_list.push_str("- (none below the focus threshold)\n");
@@ -85,7 +108,13 @@ mod tests {
     #[test]
     fn builtin_templates_are_clean_and_isolated() {
         check_contamination("builtin", DEFAULT_EVALUATOR).unwrap();
-        let p = evaluator(DEFAULT_EVALUATOR, "TASK", "research", "OUTPUT", &["depth".into()]);
+        let p = evaluator(
+            DEFAULT_EVALUATOR,
+            "TASK",
+            "research",
+            "OUTPUT",
+            &["depth".into()],
+        );
         assert!(p.contains("TASK") && p.contains("OUTPUT") && p.contains("depth"));
         assert!(!p.contains("{{"), "{p}");
     }
@@ -103,7 +132,14 @@ mod tests {
     #[test]
     fn revision_names_focus_dims_and_issues_only() {
         let dims: Dims = [("depth".to_string(), 5.0), ("structure".to_string(), 9.0)].into();
-        let p = revision(DEFAULT_REVISION, "T", "OUT", &["fix x".into()], &["depth".into()], &dims);
+        let p = revision(
+            DEFAULT_REVISION,
+            "T",
+            "OUT",
+            &["fix x".into()],
+            &["depth".into()],
+            &dims,
+        );
         assert!(p.contains("- fix x") && p.contains("- depth (5.0/10)") && p.contains("OUT"));
         assert!(!p.contains("structure"), "{p}");
     }

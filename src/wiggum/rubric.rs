@@ -9,12 +9,68 @@ use regex::Regex;
 /// Scores by dimension, 0–10.
 pub type Dims = BTreeMap<String, f64>;
 
+/// The default rubric's dimensions, in the seed's order.
+pub const DIMENSIONS: [&str; 6] = [
+    "depth",
+    "relevance",
+    "completeness",
+    "grounded",
+    "specificity",
+    "structure",
+];
+
+/// Dimensions from six scores in [`DIMENSIONS`] order (tests and fixtures).
+#[must_use]
+pub fn six(v: [f64; 6]) -> Dims {
+    DIMENSIONS
+        .iter()
+        .zip(v)
+        .map(|(k, v)| ((*k).to_string(), v))
+        .collect()
+}
+
 /// Objects whose long method names are real (standard modules and common handles).
 const WHITELIST: [&str; 40] = [
-    "os", "sys", "re", "json", "np", "pd", "torch", "tf", "subprocess", "asyncio", "logging",
-    "datetime", "math", "random", "time", "pathlib", "self", "cls", "str", "dict", "list",
-    "collections", "itertools", "functools", "typing", "shutil", "socket", "threading", "std",
-    "tokio", "serde", "fs", "io", "path", "plt", "sklearn", "unittest", "pytest", "boto3", "requests",
+    "os",
+    "sys",
+    "re",
+    "json",
+    "np",
+    "pd",
+    "torch",
+    "tf",
+    "subprocess",
+    "asyncio",
+    "logging",
+    "datetime",
+    "math",
+    "random",
+    "time",
+    "pathlib",
+    "self",
+    "cls",
+    "str",
+    "dict",
+    "list",
+    "collections",
+    "itertools",
+    "functools",
+    "typing",
+    "shutil",
+    "socket",
+    "threading",
+    "std",
+    "tokio",
+    "serde",
+    "fs",
+    "io",
+    "path",
+    "plt",
+    "sklearn",
+    "unittest",
+    "pytest",
+    "boto3",
+    "requests",
 ];
 
 static STUB: LazyLock<Option<Regex>> =
@@ -103,11 +159,7 @@ mod tests {
     use crate::config::default_weights;
 
     fn dims(v: [f64; 6]) -> Dims {
-        ["depth", "relevance", "completeness", "grounded", "specificity", "structure"]
-            .iter()
-            .zip(v)
-            .map(|(k, v)| ((*k).to_string(), v))
-            .collect()
+        six(v)
     }
 
     #[test]
@@ -142,7 +194,10 @@ mod tests {
 
     #[test]
     fn whitelisted_and_short_names_are_not_stubs() {
-        assert_eq!(stub_count("os.path_exists_really() self.initialize_everything() a.short()"), 0);
+        assert_eq!(
+            stub_count("os.path_exists_really() self.initialize_everything() a.short()"),
+            0
+        );
         assert_eq!(stub_count("subprocess.check_output_text(x)"), 0);
     }
 

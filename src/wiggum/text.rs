@@ -8,7 +8,10 @@ use regex::Regex;
 use crate::markdown;
 
 static THINK: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?is)<(think|thinking|reasoning|scratchpad)>.*?</(think|thinking|reasoning|scratchpad)>").ok()
+    Regex::new(
+        r"(?is)<(think|thinking|reasoning|scratchpad)>.*?</(think|thinking|reasoning|scratchpad)>",
+    )
+    .ok()
 });
 static OPEN_THINK: LazyLock<Option<Regex>> =
     LazyLock::new(|| Regex::new(r"(?is)^\s*<(think|thinking|reasoning)>.*$").ok());
@@ -49,7 +52,10 @@ pub fn compress(text: &str, limit: usize) -> String {
         return text.to_string();
     }
     let sections = markdown::sections(text);
-    let heading_chars: usize = sections.iter().map(|s| s.heading_line.chars().count() + 1).sum();
+    let heading_chars: usize = sections
+        .iter()
+        .map(|s| s.heading_line.chars().count() + 1)
+        .sum();
     if heading_chars >= limit {
         // Headings alone overflow: keep as many headings as fit.
         let mut out = String::new();
@@ -84,8 +90,14 @@ mod tests {
 
     #[test]
     fn strips_thinking_blocks() {
-        assert_eq!(strip_thinking("<think>secret plan</think>\n# Doc\nbody"), "# Doc\nbody");
-        assert_eq!(strip_thinking("# A\n<THINKING>x\ny</THINKING>\nb"), "# A\n\nb");
+        assert_eq!(
+            strip_thinking("<think>secret plan</think>\n# Doc\nbody"),
+            "# Doc\nbody"
+        );
+        assert_eq!(
+            strip_thinking("# A\n<THINKING>x\ny</THINKING>\nb"),
+            "# A\n\nb"
+        );
         assert_eq!(strip_thinking("<think>never closed"), "");
         assert_eq!(strip_thinking("plain"), "plain");
     }
@@ -99,19 +111,27 @@ mod tests {
     fn compression_keeps_every_heading_within_budget() {
         let mut doc = String::from("# Title\n");
         for i in 0..12 {
-            doc.push_str(&format!("## Section {i}\n{}\n\n", "A sentence of body text. ".repeat(60)));
+            doc.push_str(&format!(
+                "## Section {i}\n{}\n\n",
+                "A sentence of body text. ".repeat(60)
+            ));
         }
         let out = compress(&doc, 6000);
         assert!(out.chars().count() <= 6000, "{}", out.len());
         for i in 0..12 {
-            assert!(out.contains(&format!("## Section {i}\n")), "lost heading {i}");
+            assert!(
+                out.contains(&format!("## Section {i}\n")),
+                "lost heading {i}"
+            );
         }
         assert!(out.contains("A sentence of body text."));
     }
 
     #[test]
     fn headings_alone_overflowing_still_fit() {
-        let doc: String = (0..500).map(|i| format!("## Heading number {i}\n")).collect();
+        let doc: String = (0..500)
+            .map(|i| format!("## Heading number {i}\n"))
+            .collect();
         let out = compress(&doc, 1000);
         assert!(out.chars().count() <= 1000);
         assert!(out.starts_with("## Heading number 0\n"));

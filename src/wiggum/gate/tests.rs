@@ -13,16 +13,15 @@ struct Scripted {
 }
 
 fn dims(v: [f64; 6]) -> Dims {
-    ["depth", "relevance", "completeness", "grounded", "specificity", "structure"]
-        .iter()
-        .zip(v)
-        .map(|(k, v)| ((*k).to_string(), v))
-        .collect()
+    rubric::six(v)
 }
 
 impl Scripted {
     fn new(a: Vec<Result<[f64; 6]>>) -> Self {
-        Self { answers: RefCell::new(a.into()), seen: RefCell::new(vec![]) }
+        Self {
+            answers: RefCell::new(a.into()),
+            seen: RefCell::new(vec![]),
+        }
     }
 }
 
@@ -32,8 +31,15 @@ impl Judge for Scripted {
     }
     async fn judge(&self, _t: &str, _tt: &str, output: &str) -> Result<Evaluation> {
         self.seen.borrow_mut().push(output.to_string());
-        let a = self.answers.borrow_mut().pop_front().expect("more evaluations than scripted")?;
-        Ok(Evaluation { dims: dims(a), issues: vec![format!("issue after {} chars", output.len())] })
+        let a = self
+            .answers
+            .borrow_mut()
+            .pop_front()
+            .expect("more evaluations than scripted")?;
+        Ok(Evaluation {
+            dims: dims(a),
+            issues: vec![format!("issue after {} chars", output.len())],
+        })
     }
 }
 
@@ -48,7 +54,9 @@ impl Producer for Revisions {
     }
     async fn revise(&mut self, _round: u32, prompt: &str) -> Result<String> {
         self.prompts.push(prompt.to_string());
-        self.outputs.pop_front().ok_or_else(|| Error::runtime("no more revisions"))
+        self.outputs
+            .pop_front()
+            .ok_or_else(|| Error::runtime("no more revisions"))
     }
 }
 
@@ -64,21 +72,40 @@ fn opts() -> Opts {
 }
 
 fn producer(outs: &[&str]) -> Revisions {
-    Revisions { outputs: outs.iter().map(|s| (*s).to_string()).collect(), prompts: vec![] }
+    Revisions {
+        outputs: outs.iter().map(|s| (*s).to_string()).collect(),
+        prompts: vec![],
+    }
 }
 
 #[tokio::test]
 async fn passes_at_round_two_and_the_issues_reach_the_producer() {
-    let j = Scripted::new(vec![Ok([7.0, 8.0, 7.0, 6.0, 6.0, 9.0]), Ok([8.0, 9.0, 8.0, 8.0, 8.0, 9.0])]);
+    let j = Scripted::new(vec![
+        Ok([7.0, 8.0, 7.0, 6.0, 6.0, 9.0]),
+        Ok([8.0, 9.0, 8.0, 8.0, 8.0, 9.0]),
+    ]);
     let mut p = producer(&["# Doc v2\nbetter"]);
-    let out = run("task", "research", "# Doc v1\n", &j, &mut p, &opts(), |_| {}).await;
+    let out = run(
+        "task",
+        "research",
+        "# Doc v1\n",
+        &j,
+        &mut p,
+        &opts(),
+        |_| {},
+    )
+    .await;
     assert_eq!(out.record.verdict, Verdict::Pass);
     assert_eq!(out.record.rounds, 2);
     assert_eq!(out.record.wiggum_r1, Some(7.15));
     assert_eq!(out.record.final_score, Some(8.3));
     assert_eq!(out.best, "# Doc v2\nbetter");
     assert!(p.prompts[0].contains("issue after"), "{}", p.prompts[0]);
-    assert!(p.prompts[0].contains("grounded"), "focus dims named: {}", p.prompts[0]);
+    assert!(
+        p.prompts[0].contains("grounded"),
+        "focus dims named: {}",
+        p.prompts[0]
+    );
     assert!(!p.prompts[0].contains("- structure"), "{}", p.prompts[0]);
 }
 
@@ -136,7 +163,13 @@ async fn producer_failure_is_error_but_keeps_the_best_round() {
     let mut p = producer(&[]);
     let out = run("t", "r", "# original", &j, &mut p, &opts(), |_| {}).await;
     assert_eq!(out.record.verdict, Verdict::Error);
-    assert!(out.record.error.as_deref().unwrap().starts_with("producer:"));
+    assert!(
+        out.record
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("producer:")
+    );
     assert_eq!(out.best, "# original");
 }
 
@@ -145,7 +178,19 @@ async fn stubs_are_docked_before_weighting_and_thinking_is_stripped() {
     let j = Scripted::new(vec![Ok([8.0; 6])]);
     let mut p = producer(&[]);
     let doc = "<think>plan it</think>\n# Doc\nclient.generate_contextual_embedding_chain()\n";
-    let out = run("t", "r", doc, &j, &mut p, &Opts { max_rounds: 1, ..opts() }, |_| {}).await;
+    let out = run(
+        "t",
+        "r",
+        doc,
+        &j,
+        &mut p,
+        &Opts {
+            max_rounds: 1,
+            ..opts()
+        },
+        |_| {},
+    )
+    .await;
     assert_eq!(out.rounds[0].stub_penalty, 1);
     assert!((out.rounds[0].dims["depth"] - 7.0).abs() < 1e-9);
     assert!(!j.seen.borrow()[0].contains("plan it"));
@@ -155,7 +200,9 @@ async fn stubs_are_docked_before_weighting_and_thinking_is_stripped() {
 async fn long_outputs_reach_the_evaluator_compressed() {
     let j = Scripted::new(vec![Ok([9.0; 6])]);
     let mut p = producer(&[]);
-    let doc: String = (0..40).map(|i| format!("## S{i}\n{}\n", "words here. ".repeat(50))).collect();
+    let doc: String = (0..40)
+        .map(|i| format!("## S{i}\n{}\n", "words here. ".repeat(50)))
+        .collect();
     run("t", "r", &doc, &j, &mut p, &opts(), |_| {}).await;
     let shown = &j.seen.borrow()[0];
     assert!(shown.chars().count() <= 6000);

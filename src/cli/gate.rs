@@ -1,0 +1,236 @@
+//! `wiggum gate <task> <file>`: the inner loop alone on one document. The best round's content
+//! is written back to the file (never on ERROR); per-round scores are printed, or the record
+//! with `--json`. Exit 0 on PASS, 1 on FAIL or ERROR.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use tokio::sync::watch;
+
+use crate::agent::process::{self, Job, StopLevel};
+use crate::agent::spec::{self, AgentSpec};
+use crate::config::{self, RevisionOutput, Sources};
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::wiggum::gate::{self, Producer};
+use crate::wiggum::{Verdict, evaluator, prompts};
+
+/// Flags of `gate`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// What the document is for (the evaluator sees this, the task type and the document only).
+    pub task: String,
+    /// The document (Markdown).
+    pub file: PathBuf,
+    /// Evaluator: an [evaluators] entry or `heuristic`.
+    #[arg(long, value_name = "NAME")]
+    pub evaluator: Option<String>,
+    /// Producer of revisions: an [agents] entry or preset (none: evaluate once).
+    #[arg(long, value_name = "NAME")]
+    pub producer: Option<String>,
+    /// Task type shown to the evaluator.
+    #[arg(long, default_value = "document")]
+    pub task_type: String,
+    /// Pass threshold, 0–10.
+    #[arg(long, value_name = "S")]
+    pub pass_threshold: Option<f64>,
+    /// Rounds (≥ 1).
+    #[arg(long, value_name = "R")]
+    pub max_rounds: Option<u32>,
+    /// Run the three-persona panel after the evaluator (also WIGGUM_PANEL=1).
+    #[arg(long)]
+    pub panel: bool,
+    /// Print the result record as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+struct CommandProducer {
+    spec: Option<AgentSpec>,
+    file: PathBuf,
+    work: tempfile::TempDir,
+    control: watch::Receiver<StopLevel>,
+    limit: Duration,
+}
+
+impl Producer for CommandProducer {
+    fn available(&self) -> bool {
+        self.spec.is_some()
+    }
+
+    async fn revise(&mut self, round: u32, prompt: &str) -> Result<String> {
+        let Some(spec) = &self.spec else {
+            return Err(Error::runtime("no producer"));
+        };
+        let dir = self.work.path();
+        let prompt_file = dir.join(format!("revision-r{round}.prompt.md"));
+        let answer = dir.join(format!("revision-r{round}.md"));
+        fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
+        let job = Job {
+            command: spec::command_line(&spec.table, &prompt_file),
+            cwd: self
+                .file
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            env: vec![
+                ("WIGGUM_PHASE".into(), "revision".into()),
+                ("ITERATION".into(), round.to_string()),
+            ],
+            stdin: spec.table.stdin.then(|| prompt_file.clone()),
+            log: dir.join("producer.log"),
+            stdout: Some(answer.clone()),
+            limit: self.limit,
+            grace: Duration::from_secs(5),
+            token: process::new_token("gate-producer"),
+        };
+        let out = process::run(&job, &mut self.control, |_| {}).await?;
+        if !out.ending.success() {
+            let log = fsutil::read_opt(&job.log)?.unwrap_or_default();
+            let tail: String = log.lines().last().unwrap_or_default().to_string();
+            return Err(Error::runtime(format!(
+                "`{}` ended {:?}: {tail}",
+                spec.name, out.ending
+            )));
+        }
+        match spec.table.revision_output {
+            RevisionOutput::Stdout => Ok(crate::agent::output::parse(
+                spec.table.output_format,
+                &fsutil::read(&answer)?,
+            )
+            .text),
+            RevisionOutput::File => fsutil::read(&self.file),
+        }
+    }
+}
+
+/// Run `gate`.
+pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
+    let home = config::home_dir()?;
+    let mut settings = config::load(&Sources {
+        home: Some(home.join("wiggum.toml")),
+        loop_file: None,
+        explicit: config_file,
+    })?;
+    if let Some(v) = a.pass_threshold {
+        config::check_score(v).map_err(|m| Error::input(format!("--pass-threshold {m}")))?;
+        settings.defaults.pass_threshold = v;
+    }
+    if let Some(v) = a.max_rounds {
+        config::check_positive(v.into()).map_err(|m| Error::input(format!("--max-rounds {m}")))?;
+        settings.defaults.max_rounds = v;
+    }
+    let content = std::fs::read_to_string(&a.file).map_err(|e| {
+        Error::input(format!(
+            "{}: cannot read the document: {e}",
+            a.file.display()
+        ))
+    })?;
+    let name = a
+        .evaluator
+        .clone()
+        .unwrap_or_else(|| settings.defaults.evaluator.clone());
+    let origin = if a.evaluator.is_some() {
+        "--evaluator"
+    } else {
+        "[defaults] evaluator"
+    };
+    let (_tx, rx) = watch::channel(StopLevel::None);
+    let work =
+        tempfile::tempdir().map_err(|e| Error::runtime(format!("cannot make a temp dir: {e}")))?;
+    let mut judge = evaluator::resolve(
+        &settings,
+        &name,
+        origin,
+        work.path().to_path_buf(),
+        rx.clone(),
+    )?;
+    if a.panel || settings.defaults.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1") {
+        judge.enable_panel(&settings)?;
+    }
+    let producer_name = a
+        .producer
+        .clone()
+        .or_else(|| settings.gate.producer.clone());
+    let spec = match &producer_name {
+        Some(n) => Some(
+            spec::named(&settings, n)
+                .ok_or_else(|| Error::input(format!("--producer: unknown agent `{n}`")))?,
+        ),
+        None => None,
+    };
+    if let (Some(s), Some(m)) = (&spec, judge.model())
+        && s.table.command.contains(&m)
+    {
+        eprintln!(
+            "warning: the evaluator and the producer use the same model ({m}); the gate is not independent"
+        );
+    }
+    let opts = gate::Opts {
+        pass_threshold: settings.defaults.pass_threshold,
+        max_rounds: settings.defaults.max_rounds,
+        focus_threshold: settings.gate.focus_threshold,
+        weights: settings.gate.weights.clone(),
+        input_chars: settings.gate.evaluator_input_chars,
+        revision_template: prompts::load(
+            settings.gate.revision_template.as_deref(),
+            prompts::DEFAULT_REVISION,
+        )?,
+    };
+    let mut producer = CommandProducer {
+        spec,
+        file: a.file.clone(),
+        work,
+        control: rx,
+        limit: Duration::from_secs(settings.safety.max_time_per_iteration),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    let json = a.json;
+    let out = rt.block_on(gate::run(
+        &a.task,
+        &a.task_type,
+        &content,
+        &judge,
+        &mut producer,
+        &opts,
+        |r| {
+            if !json {
+                eprintln!(
+                    "[wiggum r{}] score={:.2} issues={} focus={}",
+                    r.round,
+                    r.score,
+                    r.issues.len(),
+                    r.focus.join(",")
+                );
+            }
+        },
+    ));
+    if out.record.verdict != Verdict::Error && out.best != content {
+        fsutil::atomic_write(&a.file, out.best.as_bytes())?;
+    }
+    if json {
+        let v = serde_json::json!({"record": out.record, "rounds": out.rounds, "file": a.file});
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        let r = &out.record;
+        match r.verdict {
+            Verdict::Error => println!("ERROR: {}", r.error.as_deref().unwrap_or("unknown")),
+            v => println!(
+                "{} after {} round(s) ({:?}): r1 {:.2}, kept round {} at {:.2}",
+                serde_json::to_value(v)
+                    .ok()
+                    .and_then(|x| x.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                r.rounds,
+                r.termination,
+                r.wiggum_r1.unwrap_or(0.0),
+                r.best_round.unwrap_or(0),
+                r.final_score.unwrap_or(0.0)
+            ),
+        }
+    }
+    Ok(i32::from(out.record.verdict != Verdict::Pass))
+}

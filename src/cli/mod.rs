@@ -1,0 +1,77 @@
+//! Command-line definitions (clap). One module per subcommand; no business logic here beyond
+//! turning flags into library calls.
+
+pub mod control;
+pub mod gate;
+pub mod start;
+pub mod status;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Ralph loops as a daemon: a fresh agent process per iteration, memory on disk, an isolated
+/// evaluator gate, and a git commit per accepted iteration.
+#[derive(Debug, Parser)]
+#[command(name = "studio-agents", version, propagate_version = true)]
+#[command(
+    after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./artifacts/research\n  studio-agents wiggum status\n  studio-agents wiggum stop research"
+)]
+pub struct Cli {
+    /// Settings file layered over $STUDIO_AGENTS_HOME/wiggum.toml and the loop's wiggum.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Top,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Top {
+    /// Ralph loops with the Wiggum gate.
+    #[command(subcommand)]
+    Wiggum(Wiggum),
+}
+
+/// `wiggum` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Wiggum {
+    /// Start a loop (detached unless --foreground).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./art --agent claude\n  studio-agents wiggum start demo --artifact-path /tmp/demo --agent-cmd ./my-agent.sh --foreground\n  studio-agents wiggum start docs --artifact-path ./docs-loop --max-iterations 5 --evaluator judge --panel"
+    )]
+    Start(start::StartArgs),
+    /// Stop a running loop: SIGTERM to the supervisor, which stops its agent (grace, then SIGKILL).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum stop research\n  studio-agents wiggum stop research --after-iteration\n  studio-agents wiggum stop research --timeout 30"
+    )]
+    Stop(control::StopArgs),
+    /// Pause a running loop at the next iteration boundary.
+    #[command(after_help = "Example:\n  studio-agents wiggum pause research")]
+    Pause(TopicArg),
+    /// Resume a paused loop.
+    #[command(after_help = "Example:\n  studio-agents wiggum resume research")]
+    Resume(TopicArg),
+    /// Show one loop (or all) from the state on disk.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum status research\n  studio-agents wiggum status --json"
+    )]
+    Status(status::StatusArgs),
+    /// List every registered loop.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum list\n  studio-agents wiggum list --json"
+    )]
+    List(status::ListArgs),
+    /// Run the Wiggum gate alone on one document; the best round's content is written back.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum gate \"Explain flock\" notes.md\n  studio-agents wiggum gate \"Explain flock\" notes.md --evaluator judge --producer mine --json"
+    )]
+    Gate(gate::GateArgs),
+}
+
+/// Just a topic.
+#[derive(Debug, Args)]
+pub struct TopicArg {
+    /// The loop's topic.
+    pub topic: String,
+}

@@ -1,0 +1,76 @@
+//! `wiggum start`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::daemon;
+use crate::error::Result;
+use crate::ralph::start::StartOpts;
+
+/// Flags of `start`.
+#[derive(Debug, Args, Clone)]
+pub struct StartArgs {
+    /// The loop's name (letters, digits, '-', '_', '.').
+    pub topic: String,
+    /// The artifact directory (holds artifact.md; wiggum/ is created inside).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_path: PathBuf,
+    /// Iteration limit (≥ 1).
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Outer-loop quality threshold, 0–1.
+    #[arg(long, value_name = "F")]
+    pub quality_threshold: Option<f64>,
+    /// Gate pass threshold, 0–10.
+    #[arg(long, value_name = "S")]
+    pub pass_threshold: Option<f64>,
+    /// Gate rounds per iteration (≥ 1).
+    #[arg(long, value_name = "R")]
+    pub max_rounds: Option<u32>,
+    /// Agent: an [agents] entry or a preset (claude, codex, gemini, kiro-cli, aider, opencode, amp).
+    #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd")]
+    pub agent: Option<String>,
+    /// Any command as the agent (run with sh -c; prompt on stdin).
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<String>,
+    /// Evaluator: an [evaluators] entry or `heuristic`.
+    #[arg(long, value_name = "NAME")]
+    pub evaluator: Option<String>,
+    /// Run the three-persona panel after the evaluator.
+    #[arg(long)]
+    pub panel: bool,
+    /// Run in this process instead of detaching.
+    #[arg(long)]
+    pub foreground: bool,
+}
+
+impl StartArgs {
+    /// The library's view of the flags.
+    #[must_use]
+    pub fn opts(&self, config: Option<PathBuf>) -> StartOpts {
+        StartOpts {
+            topic: self.topic.clone(),
+            artifact_path: self.artifact_path.clone(),
+            max_iterations: self.max_iterations,
+            quality_threshold: self.quality_threshold,
+            pass_threshold: self.pass_threshold,
+            max_rounds: self.max_rounds,
+            agent: self.agent.clone(),
+            agent_cmd: self.agent_cmd.clone(),
+            evaluator: self.evaluator.clone(),
+            panel: self.panel,
+            config,
+        }
+    }
+}
+
+/// Run `start`; returns the exit code.
+pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
+    let opts = args.opts(config);
+    if args.foreground {
+        daemon::run_foreground(&opts)
+    } else {
+        daemon::detach(&opts)
+    }
+}

@@ -1,0 +1,222 @@
+//! Running a loop: in this process (`--foreground`) or detached as a daemon (its own session, no
+//! terminal, stdin from /dev/null, output to `wiggum/daemon.log`). Either way the supervisor holds
+//! the loop's lock for its whole life, is a child subreaper, and turns SIGTERM/SIGINT into a
+//! graceful stop (the second one forces).
+
+use std::fs::OpenOptions;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+use crate::agent::kill;
+use crate::agent::process::StopLevel;
+use crate::config;
+use crate::control;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::Layout;
+use crate::lock;
+use crate::ralph::start::{self, Prepared, StartOpts};
+use crate::state::Status;
+
+/// Set in the detached child so it logs to `daemon.log`.
+const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
+const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
+
+fn check_not_running(p: &Prepared) -> Result<()> {
+    if let Some(h) = lock::holder(&p.layout.lock())? {
+        return Err(Error::AlreadyRunning(format!(
+            "loop `{}` is already running (pid {}, since {}); stop it with: studio-agents wiggum stop {}",
+            p.topic, h.pid, h.since, p.topic
+        )));
+    }
+    Ok(())
+}
+
+/// Run the loop in this process. Returns the exit code.
+pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
+    let home = config::home_dir()?;
+    let p = start::prepare(opts, &home)?;
+    check_not_running(&p)?;
+    start::init(&p)?;
+    let daemonized = std::env::var_os(DAEMON_ENV).is_some();
+    init_logging(&p.layout, daemonized)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    rt.block_on(serve(p))
+}
+
+async fn serve(p: Prepared) -> Result<i32> {
+    let _guard = lock::acquire(&p.layout.lock(), &format!("loop `{}`", p.topic))?;
+    kill::become_subreaper();
+    let (tx, rx) = watch::channel(StopLevel::None);
+    spawn_signal_handler(tx, p.layout.control())?;
+    let mut lp = start::open(p, rx).await?;
+    let reason = match lp.run().await {
+        Ok(r) => r,
+        Err(e) => {
+            lp.runner.state.status = Status::Failed;
+            lp.runner.state.stop_reason = Some(crate::state::StopReason::Error);
+            lp.runner.state.stop_detail = Some(e.to_string());
+            lp.runner.save()?;
+            return Err(e);
+        }
+    };
+    kill::reap_adopted();
+    Ok(match reason.final_status() {
+        Status::Failed => 1,
+        _ => 0,
+    })
+}
+
+fn spawn_signal_handler(
+    tx: watch::Sender<StopLevel>,
+    control_path: std::path::PathBuf,
+) -> Result<()> {
+    let sig = |k: SignalKind| {
+        signal(k).map_err(|e| Error::runtime(format!("cannot install a signal handler: {e}")))
+    };
+    let mut term = sig(SignalKind::terminate())?;
+    let mut int = sig(SignalKind::interrupt())?;
+    let mut hup = sig(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        let mut count = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => { tracing::info!("SIGHUP ignored"); continue; }
+            }
+            count += 1;
+            if count == 1 {
+                tracing::info!("stop requested: stopping the agent (a second signal forces)");
+                let _sent = tx.send(StopLevel::Now);
+                if let Some(g) = control::read(&control_path).stop_grace_secs {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(g)).await;
+                        let _sent = tx.send(StopLevel::Force);
+                    });
+                }
+            } else {
+                tracing::warn!("second stop signal: forcing");
+                let _sent = tx.send(StopLevel::Force);
+            }
+        }
+    });
+    Ok(())
+}
+
+fn init_logging(layout: &Layout, daemonized: bool) -> Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter =
+        EnvFilter::try_from_env("STUDIO_AGENTS_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    if daemonized {
+        let appender = tracing_appender::rolling::never(layout.wiggum(), "daemon.log");
+        let _already = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(appender)
+            .try_init();
+    } else {
+        let _already = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+    Ok(())
+}
+
+/// Keep `daemon.log` bounded: past the size, shift it to `.1` (… `.3`) before a new daemon starts.
+fn rotate_log(path: &Path) -> Result<()> {
+    let big = std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES);
+    if !big {
+        return Ok(());
+    }
+    for i in (1..3).rev() {
+        let from = path.with_extension(format!("log.{i}"));
+        if from.exists() {
+            std::fs::rename(&from, path.with_extension(format!("log.{}", i + 1)))
+                .at(&from, "rotate")?;
+        }
+    }
+    std::fs::rename(path, path.with_extension("log.1")).at(path, "rotate")
+}
+
+/// Start the loop as a daemon and return once it holds its lock (within about a second).
+pub fn detach(opts: &StartOpts) -> Result<i32> {
+    let home = config::home_dir()?;
+    let p = start::prepare(opts, &home)?;
+    check_not_running(&p)?;
+    start::init(&p)?;
+    let log_path = p.layout.daemon_log();
+    rotate_log(&log_path)?;
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .at(&log_path, "open")?;
+    let err = log.try_clone().at(&log_path, "clone handle")?;
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    args.push("--foreground".into());
+    let mut cmd = process_wrap::std::CommandWrap::with_new(&exe, |c| {
+        c.args(&args)
+            .env(DAEMON_ENV, "1")
+            .current_dir("/")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err);
+    });
+    cmd.wrap(process_wrap::std::ProcessSession);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| Error::runtime(format!("daemon: {e}")))?
+        {
+            let last = crate::fsutil::read_opt(&log_path)?
+                .and_then(|t| {
+                    t.lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(str::to_string)
+                })
+                .unwrap_or_default();
+            let code = status.code().unwrap_or(1);
+            let msg = last.trim_start_matches("error: ").to_string();
+            return Err(match code {
+                2 => Error::input(msg),
+                3 => Error::AlreadyRunning(msg),
+                _ => Error::runtime(format!("the daemon exited at once ({status}): {msg}")),
+            });
+        }
+        if lock::holder(&p.layout.lock())?.is_some_and(|h| h.pid == pid) {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::runtime(format!(
+                "the daemon (pid {pid}) did not take its lock within 10 s; see {}",
+                log_path.display()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20)); // allow: parent poll before exit
+    }
+    let t = &p.topic;
+    println!("started loop `{t}` (pid {pid})");
+    println!("  artifact: {}", p.layout.root().display());
+    println!("  log:      {}", log_path.display());
+    println!("  watch:    studio-agents wiggum watch {t}");
+    println!("  status:   studio-agents wiggum status {t}");
+    println!("  stop:     studio-agents wiggum stop {t}");
+    Ok(0)
+}

@@ -1,0 +1,229 @@
+//! After an agent changed something: validate (backpressure), gate, and commit. Each step
+//! decides from data and records what it saw.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::driver::Loop;
+use super::runner::Phase;
+use crate::agent::process::{self, Job};
+use crate::agent::spec::AgentSpec;
+use crate::config::{GateTarget, OnGateFail, RevisionOutput};
+use crate::error::Result;
+use crate::fsutil;
+use crate::wiggum::gate::{self, Producer};
+use crate::wiggum::{GateRecord, Verdict, evaluator, prompts};
+
+/// The first failing validation: a missing required file or a failing command.
+pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
+    let root = lp.runner.layout.root().to_path_buf();
+    for f in &lp.settings.validation.required_files {
+        let rel = f.replace("{iteration_dir}", &dir.display().to_string());
+        if !root.join(&rel).exists() {
+            return Ok(Some(format!("required file {rel} is missing")));
+        }
+    }
+    for cmd in lp.settings.validation.commands.clone() {
+        let job = Job {
+            command: cmd.clone(),
+            cwd: lp.repo.workdir().to_path_buf(),
+            env: vec![("WIGGUM_PHASE".into(), "validation".into())],
+            stdin: None,
+            log: dir.join("validation.log"),
+            stdout: None,
+            limit: Duration::from_secs(lp.settings.validation.timeout_secs),
+            grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
+            token: process::new_token("validation"),
+        };
+        fsutil::append_line(&job.log, &format!("$ {cmd}"))?;
+        let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
+        if !out.ending.success() {
+            return Ok(Some(format!("`{cmd}` failed ({:?})", out.ending)));
+        }
+    }
+    Ok(None)
+}
+
+/// Revisions by the loop's agent (or `[gate] producer`), one fresh process per round.
+struct AgentProducer<'a> {
+    lp: &'a mut Loop,
+    spec: AgentSpec,
+    dir: &'a Path,
+    iteration: u32,
+}
+
+impl Producer for AgentProducer<'_> {
+    fn available(&self) -> bool {
+        true
+    }
+
+    async fn revise(&mut self, round: u32, prompt: &str) -> Result<String> {
+        let stem = format!("revision-r{round}.prompt");
+        let answer = self.dir.join(format!("revision-r{round}.md"));
+        let phase = Phase {
+            name: "revision",
+            iteration: self.iteration,
+            dir: self.dir,
+            stem: &stem,
+            stdout: Some(answer.clone()),
+        };
+        let run = self.lp.runner.run_agent(&self.spec, &phase, prompt).await?;
+        if !run.outcome.ending.success() {
+            return Err(crate::error::Error::runtime(format!(
+                "the producer ended {:?}",
+                run.outcome.ending
+            )));
+        }
+        match self.spec.table.revision_output {
+            RevisionOutput::Stdout => Ok(run.report.text),
+            RevisionOutput::File => fsutil::read(&self.dir.join("artifact.md")),
+        }
+    }
+}
+
+/// Run the gate on the iteration's output. Returns the record (None when the gate is off) and
+/// whether to commit. Writes the kept content back to the artifact.
+pub async fn gate(
+    lp: &mut Loop,
+    n: u32,
+    dir: &Path,
+    task: &str,
+) -> Result<(Option<GateRecord>, bool)> {
+    let target = lp.settings.gate.target;
+    if target == GateTarget::Off {
+        return Ok((None, true));
+    }
+    let artifact = dir.join("artifact.md");
+    let (content, max_rounds) = match target {
+        GateTarget::Diff => (lp.repo.worktree_patch()?, 1),
+        _ => (
+            fsutil::read_opt(&artifact)?.unwrap_or_default(),
+            lp.settings.defaults.max_rounds,
+        ),
+    };
+    let ev_name = lp.evaluator_for_run();
+    let mut judge = evaluator::resolve(
+        &lp.settings,
+        &ev_name,
+        "[defaults] evaluator",
+        dir.to_path_buf(),
+        lp.runner.control.clone(),
+    )?;
+    judge.set_work(dir.to_path_buf());
+    if lp.settings.defaults.panel {
+        judge.enable_panel(&lp.settings)?;
+    }
+    let opts = gate::Opts {
+        pass_threshold: lp.settings.defaults.pass_threshold,
+        max_rounds,
+        focus_threshold: lp.settings.gate.focus_threshold,
+        weights: lp.settings.gate.weights.clone(),
+        input_chars: lp.settings.gate.evaluator_input_chars,
+        revision_template: prompts::load(
+            lp.settings.gate.revision_template.as_deref(),
+            prompts::DEFAULT_REVISION,
+        )?,
+    };
+    let task_type = lp.task_type.clone();
+    let runs = lp.runner.layout.runs();
+    let spec = lp.producer.clone();
+    let mut attempts = 0;
+    let outcome = loop {
+        attempts += 1;
+        let mut producer = AgentProducer {
+            lp,
+            spec: spec.clone(),
+            dir,
+            iteration: n,
+        };
+        let out = gate::run(task, &task_type, &content, &judge, &mut producer, &opts, |r| {
+            let rec = serde_json::json!({"record": "gate_round", "iteration": n, "round": r.round,
+                "score": r.score, "dims": r.dims, "issues": r.issues, "stub_penalty": r.stub_penalty,
+                "focus": r.focus, "at": chrono::Utc::now()});
+            if let Err(e) = crate::runlog::append(&runs, &rec) {
+                tracing::error!("{e}");
+            }
+        })
+        .await;
+        if out.record.verdict != Verdict::Error || attempts >= 2 {
+            break out;
+        }
+        tracing::warn!(
+            "gate ERROR ({:?}); retrying the evaluation once",
+            out.record.error
+        );
+    };
+    let mut record = outcome.record.clone();
+    if let Some(m) = judge.model()
+        && lp.producer.table.command.contains(&m)
+    {
+        record.contamination_warning = Some(format!(
+            "the evaluator and the producer use the same model ({m})"
+        ));
+    }
+    let keep = match (record.verdict, lp.settings.gate.on_gate_fail) {
+        (Verdict::Pass, _) | (_, OnGateFail::KeepBest) => true,
+        (_, OnGateFail::Revert) => false,
+    };
+    if target == GateTarget::Artifact {
+        let content = if keep {
+            outcome.best.clone()
+        } else {
+            seed_of(lp, n)?
+        };
+        if fsutil::read_opt(&artifact)?.as_deref() != Some(content.as_str()) {
+            fsutil::atomic_write(&artifact, content.as_bytes())?;
+        }
+    }
+    let json = serde_json::to_string_pretty(
+        &serde_json::json!({"gate": record, "rounds": outcome.rounds}),
+    )
+    .unwrap_or_default();
+    fsutil::atomic_write(&dir.join("eval.json"), json.as_bytes())?;
+    Ok((Some(record), keep))
+}
+
+/// The artifact an iteration starts from: the previous iteration's, else the original.
+pub fn seed_of(lp: &Loop, n: u32) -> Result<String> {
+    let layout = &lp.runner.layout;
+    let prev = (1..n)
+        .rev()
+        .map(|i| layout.iteration_dir(i).join("artifact.md"))
+        .find(|p| p.exists());
+    let path = prev.unwrap_or_else(|| layout.original_artifact());
+    Ok(fsutil::read_opt(&path)?.unwrap_or_default())
+}
+
+/// The commit message: `Wiggum iteration N: <first line of review.md>`.
+#[must_use]
+pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
+    let first = review
+        .and_then(|r| {
+            r.lines()
+                .map(|l| l.trim().trim_start_matches('#').trim())
+                .find(|l| !l.is_empty())
+        })
+        .unwrap_or(fallback);
+    format!("Wiggum iteration {n}: {first}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_message_uses_the_first_line_of_the_review() {
+        assert_eq!(
+            commit_message(3, Some("\n# Added evidence links\nbecause"), "x"),
+            "Wiggum iteration 3: Added evidence links"
+        );
+        assert_eq!(
+            commit_message(1, None, "2 files changed"),
+            "Wiggum iteration 1: 2 files changed"
+        );
+        assert_eq!(
+            commit_message(1, Some("   \n"), "fb"),
+            "Wiggum iteration 1: fb"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The outer loop: planning once, then iterations until an exit condition holds. Every decision
+//! comes from `decide`; this file gathers the facts and performs the result.
+
+use std::time::Duration;
+
+use chrono::Utc;
+
+use super::decide::{self, Breaker, Facts};
+use super::runner::{Phase, Runner};
+use super::{fix_plan, iteration, metrics, templates};
+use crate::agent::process::StopLevel;
+use crate::agent::spec::AgentSpec;
+use crate::config::Settings;
+use crate::control;
+use crate::error::Result;
+use crate::fsutil;
+use crate::runlog::{self, Outcome, RunRecord};
+use crate::state::{Status, StopReason};
+use crate::vcs::Repo;
+
+/// One loop, ready to run.
+pub struct Loop {
+    /// Agent runner and state.
+    pub runner: Runner,
+    /// Effective settings.
+    pub settings: Settings,
+    /// The iteration agent.
+    pub agent: AgentSpec,
+    /// The producer of gate revisions.
+    pub producer: AgentSpec,
+    /// The evaluator name.
+    pub evaluator: String,
+    /// The repository.
+    pub repo: Repo,
+    /// `research`, `design`, ... from metadata.json.
+    pub task_type: String,
+    /// The gate's task description.
+    pub task: String,
+    /// Consecutive no-change and crash counts.
+    pub breaker: Breaker,
+    /// The last iteration's agent printed the promise.
+    pub promise_seen: bool,
+    /// Iterations completed (not counting discarded attempts).
+    pub done: u32,
+    /// Identifies this run (evaluator pool choice).
+    pub run_id: String,
+}
+
+impl Loop {
+    /// The evaluator for this run: a pool member chosen by md5(run_id), or the configured one.
+    #[must_use]
+    pub fn evaluator_for_run(&self) -> String {
+        crate::wiggum::evaluator::pick_from_pool(&self.settings.gate.pool, &self.run_id)
+            .cloned()
+            .unwrap_or_else(|| self.evaluator.clone())
+    }
+
+    fn facts(&self) -> Result<Facts> {
+        let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
+        Ok(Facts {
+            stop_requested: self.runner.stop_level() >= StopLevel::Now
+                || control::read(&self.runner.layout.control()).stop_after_iteration
+                || self.runner.stop_level() == StopLevel::AfterIteration,
+            iterations_done: self.done,
+            max_iterations: self.settings.defaults.max_iterations,
+            plan_remaining: fix_plan::remaining(&plan),
+            quality: self.runner.state.last_quality,
+            quality_threshold: self.settings.defaults.quality_threshold,
+            promise_seen: self.promise_seen,
+            cost_usd: self.runner.state.cost_usd,
+            max_cost: self.settings.safety.max_cost_per_loop,
+            breaker: None,
+        })
+    }
+
+    /// Run to the end. Returns why it ended.
+    pub async fn run(&mut self) -> Result<StopReason> {
+        let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
+        if !fix_plan::has_items(&plan)
+            && let Some(r) = self.plan().await?
+        {
+            return self.finish(r.0, &r.1);
+        }
+        self.runner.state.status = Status::Running;
+        self.runner.save()?;
+        loop {
+            let facts = self.facts()?;
+            self.runner.state.items_remaining = Some(facts.plan_remaining);
+            if let Some((reason, why)) = decide::exit_reason(&facts) {
+                return self.finish(reason, &why);
+            }
+            let n = self.done + 1;
+            if self.wait_while_paused(n).await? {
+                continue;
+            }
+            match iteration::run(self, n).await? {
+                iteration::Result::Done => self.done = n,
+                iteration::Result::Stop(reason, why) => return self.finish(reason, &why),
+            }
+        }
+    }
+
+    /// Pause at the boundary before iteration `n` when asked (or for human review).
+    /// Returns true if it paused (the caller re-checks the exit conditions).
+    async fn wait_while_paused(&mut self, n: u32) -> Result<bool> {
+        let ctl = self.runner.layout.control();
+        let review_at = self.settings.safety.require_human_review_at_iteration;
+        if review_at > 0 && n == review_at && !self.runner.state.reviewed {
+            control::update(&ctl, |r| {
+                r.pause = true;
+                r.pause_reason = Some(format!("human review before iteration {n}"));
+            })?;
+            self.runner.state.reviewed = true;
+        }
+        if !control::read(&ctl).pause {
+            return Ok(false);
+        }
+        self.runner.state.status = Status::Paused;
+        self.runner.save()?;
+        tracing::info!("paused before iteration {n}");
+        while control::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
+            if control::read(&ctl).stop_after_iteration {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        self.runner.state.status = Status::Running;
+        self.runner.save()?;
+        tracing::info!("resumed");
+        Ok(true)
+    }
+
+    /// The planning phase. Returns a stop when it cannot go on.
+    async fn plan(&mut self) -> Result<Option<(StopReason, String)>> {
+        self.runner.state.status = Status::Planning;
+        self.runner.save()?;
+        let layout = self.runner.layout.clone();
+        let template = fsutil::read(&layout.memory("PLANNING_PROMPT.md"))?;
+        let prompt = templates::render(
+            &template,
+            &templates::iteration_vars(0, &layout.planning_dir()),
+        );
+        let phase = Phase {
+            name: "planning",
+            iteration: 0,
+            dir: &layout.planning_dir(),
+            stem: "prompt",
+            stdout: None,
+        };
+        for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
+            let agent = self.agent.clone();
+            let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
+            if self.runner.stop_level() >= StopLevel::Now {
+                return Ok(Some((
+                    StopReason::UserStop,
+                    "stopped during planning".into(),
+                )));
+            }
+            let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+            let ok = fix_plan::has_items(&plan);
+            let rec = RunRecord {
+                record: "planning".into(),
+                iteration: 0,
+                attempt,
+                started_at: run.started_at,
+                ended_at: Utc::now(),
+                duration_ms: u64::try_from(run.outcome.duration.as_millis()).unwrap_or(u64::MAX),
+                agent_pid: Some(run.outcome.pid),
+                agent_exit: Some(run.outcome.ending),
+                timed_out: run.outcome.ending == crate::agent::process::Ending::TimedOut,
+                cost_usd: run.report.cost_usd,
+                tokens_in: run.report.tokens_in,
+                tokens_out: run.report.tokens_out,
+                files_changed: vec!["wiggum/fix_plan.md".into()],
+                commit: None,
+                quality: None,
+                validation_failed: None,
+                gate: None,
+                promise_seen: false,
+                outcome: if ok {
+                    Outcome::Planned
+                } else {
+                    Outcome::Crashed
+                },
+                note: (!ok).then(|| "planning wrote no checkbox items to fix_plan.md".into()),
+            };
+            runlog::append(&layout.runs(), &rec)?;
+            if ok {
+                let sha = self.commit("Wiggum planning: fix_plan.md")?;
+                tracing::info!(
+                    "planned {} items (commit {sha:?})",
+                    fix_plan::remaining(&plan)
+                );
+                return Ok(None);
+            }
+        }
+        Ok(Some((
+            StopReason::Breaker,
+            "planning wrote no items to fix_plan.md".into(),
+        )))
+    }
+
+    /// Commit under the configured identity (if committing is on).
+    pub fn commit(&self, message: &str) -> Result<Option<String>> {
+        if !self.settings.git.commit {
+            return Ok(None);
+        }
+        self.repo
+            .commit(message, &self.settings.git.name, &self.settings.git.email)
+    }
+
+    /// Record the end, copy the final artifact, and return the reason.
+    fn finish(&mut self, reason: StopReason, why: &str) -> Result<StopReason> {
+        let layout = self.runner.layout.clone();
+        let last = self.runner.state.last_committed_iteration;
+        if last > 0 {
+            let src = layout.iteration_dir(last).join("artifact.md");
+            if let Some(text) = fsutil::read_opt(&src)? {
+                fsutil::create_dir_all(&layout.wiggum().join("final"))?;
+                fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())?;
+            }
+        }
+        let st = &mut self.runner.state;
+        st.status = reason.final_status();
+        st.stop_reason = Some(reason);
+        st.stop_detail = Some(why.to_string());
+        self.runner.save()?;
+        tracing::info!("loop ended: {} ({why})", reason.as_str());
+        Ok(reason)
+    }
+
+    /// Built-in metrics of an artifact, recorded in state; warns when quality did not improve.
+    pub fn measure(&mut self, text: &str) -> metrics::Metrics {
+        let m = metrics::compute(text, &self.settings.quality_metrics);
+        if let Some(prev) = self.runner.state.last_quality
+            && m.overall <= prev
+        {
+            tracing::warn!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
+        }
+        self.runner.state.last_quality = Some(m.overall);
+        m
+    }
+}

@@ -1,0 +1,209 @@
+//! One iteration: a fresh agent process on a fresh iteration directory, retried on a crash;
+//! then validation, the gate and the commit; one run record per attempt.
+
+use chrono::Utc;
+
+use super::decide::{self, Next};
+use super::driver::Loop;
+use super::runner::{AgentRun, Phase};
+use super::{accept, fix_plan, promise, templates};
+use crate::agent::process::{Ending, StopLevel};
+use crate::error::Result as Res;
+use crate::fsutil;
+use crate::runlog::{self, Outcome, RunRecord};
+use crate::state::StopReason;
+
+/// What the loop does next.
+#[derive(Debug)]
+pub enum Result {
+    /// The iteration is over (accepted, rejected, or no change).
+    Done,
+    /// End the loop.
+    Stop(StopReason, String),
+}
+
+fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
+    RunRecord {
+        record: "iteration".into(),
+        iteration: n,
+        attempt,
+        started_at: run.started_at,
+        ended_at: Utc::now(),
+        duration_ms: u64::try_from((Utc::now() - run.started_at).num_milliseconds()).unwrap_or(0),
+        agent_pid: Some(run.outcome.pid),
+        agent_exit: Some(run.outcome.ending),
+        timed_out: run.outcome.ending == Ending::TimedOut,
+        cost_usd: run.report.cost_usd,
+        tokens_in: run.report.tokens_in,
+        tokens_out: run.report.tokens_out,
+        files_changed: Vec::new(),
+        commit: None,
+        quality: None,
+        validation_failed: None,
+        gate: None,
+        promise_seen: false,
+        outcome,
+        note: None,
+    }
+}
+
+/// Move a discarded attempt's directory aside (evidence is kept, never committed).
+pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
+    let layout = &lp.runner.layout;
+    let dir = layout.iteration_dir(n);
+    if !dir.exists() {
+        return Ok(());
+    }
+    let aside = layout.wiggum().join("discarded");
+    fsutil::create_dir_all(&aside)?;
+    let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
+    let to = aside.join(format!(
+        "{}.attempt-{attempt}.{stamp}",
+        crate::layout::iteration_dir_name(n)
+    ));
+    std::fs::rename(&dir, &to).map_err(|e| crate::error::Error::Io {
+        path: dir,
+        action: "move aside",
+        source: e,
+    })
+}
+
+/// Run iteration `n` to its end.
+pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
+    let layout = lp.runner.layout.clone();
+    let dir = layout.iteration_dir(n);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        lp.runner.state.current_iteration = n;
+        lp.runner.save()?;
+        // A fresh directory, seeded with the artifact to build on.
+        fsutil::remove_dir_all_opt(&dir)?;
+        fsutil::create_dir_all(&dir)?;
+        let seed = accept::seed_of(lp, n)?;
+        if layout.original_artifact().exists() {
+            fsutil::atomic_write(&dir.join("artifact.md"), seed.as_bytes())?;
+        }
+        let template = fsutil::read(&layout.memory("PROMPT.md"))?;
+        let prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
+        let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+        let before = lp.repo.snapshot()?;
+        let phase = Phase {
+            name: "iteration",
+            iteration: n,
+            dir: &dir,
+            stem: "prompt",
+            stdout: None,
+        };
+        let agent = lp.agent.clone();
+        let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
+        if lp.runner.stop_level() >= StopLevel::Now {
+            runlog::append(
+                &layout.runs(),
+                &record(&run, n, attempt, Outcome::Interrupted),
+            )?;
+            discard(lp, n, attempt)?;
+            return Ok(Result::Stop(
+                StopReason::UserStop,
+                format!("stopped during iteration {n}"),
+            ));
+        }
+        let changed = lp.repo.snapshot()?.changed_since(&before);
+        let kind = decide::classify(
+            run.outcome.ending.success(),
+            run.outcome.ending.killed(),
+            !changed.is_empty(),
+        );
+        let next = lp.breaker.record(
+            kind,
+            lp.settings.safety.max_no_change_iterations,
+            lp.settings.safety.max_crash_retries,
+        );
+        let mut rec = record(&run, n, attempt, Outcome::Crashed);
+        rec.files_changed.clone_from(&changed);
+        rec.promise_seen =
+            promise::seen(&run.report.text, &run.prompt, &lp.settings.defaults.promise);
+        match next {
+            Next::Retry => {
+                rec.note = Some(format!(
+                    "crashed ({:?}); retrying with a fresh process",
+                    run.outcome.ending
+                ));
+                runlog::append(&layout.runs(), &rec)?;
+                discard(lp, n, attempt)?;
+                continue;
+            }
+            Next::Trip(why) if kind == decide::RunKind::Crashed => {
+                rec.note = Some(why.clone());
+                runlog::append(&layout.runs(), &rec)?;
+                discard(lp, n, attempt)?;
+                return Ok(Result::Stop(StopReason::Breaker, why));
+            }
+            _ => {}
+        }
+        lp.promise_seen = rec.promise_seen;
+        if kind == decide::RunKind::NoChange {
+            rec.outcome = Outcome::NoChange;
+            runlog::append(&layout.runs(), &rec)?;
+            if let Next::Trip(why) = next {
+                return Ok(Result::Stop(StopReason::Breaker, why));
+            }
+            return Ok(Result::Done);
+        }
+        accept_changes(lp, n, &dir, &plan_before, rec).await?;
+        return Ok(Result::Done);
+    }
+}
+
+async fn accept_changes(
+    lp: &mut Loop,
+    n: u32,
+    dir: &std::path::Path,
+    plan_before: &str,
+    mut rec: RunRecord,
+) -> Res<()> {
+    let layout = lp.runner.layout.clone();
+    if let Some(why) = accept::validate(lp, dir).await? {
+        tracing::warn!("iteration {n} rejected: {why}");
+        rec.outcome = Outcome::Rejected;
+        rec.validation_failed = Some(why);
+        rec.ended_at = Utc::now();
+        return runlog::append(&layout.runs(), &rec);
+    }
+    let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+    let claimed = fix_plan::newly_done(plan_before, &plan_after);
+    let task = if claimed.is_empty() {
+        lp.task.clone()
+    } else {
+        format!("{} — this iteration: {}", lp.task, claimed.join("; "))
+    };
+    let (gate, keep) = accept::gate(lp, n, dir, &task).await?;
+    if let Some(g) = &gate {
+        lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
+        lp.runner.state.last_gate_score = g.final_score;
+    }
+    rec.gate = gate;
+    if let Some(text) = fsutil::read_opt(&dir.join("artifact.md"))? {
+        rec.quality = Some(lp.measure(&text));
+    }
+    if keep {
+        let review = fsutil::read_opt(&dir.join("review.md"))?;
+        let fallback = claimed
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
+        let msg = accept::commit_message(n, review.as_deref(), &fallback);
+        crate::failpoint::hit("before-commit")?;
+        rec.commit = lp.commit(&msg)?;
+        lp.runner.state.last_committed_iteration = n;
+        rec.outcome = Outcome::Accepted;
+    } else {
+        rec.outcome = Outcome::GateFailed;
+    }
+    lp.runner.state.items_remaining = Some(fix_plan::remaining(&plan_after));
+    lp.runner.save()?;
+    rec.ended_at = Utc::now();
+    rec.duration_ms =
+        u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
+    runlog::append(&layout.runs(), &rec)
+}

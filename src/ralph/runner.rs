@@ -1,0 +1,158 @@
+//! Spawning the agent for one phase (planning, iteration, revision): the prompt written next to
+//! the log, the contract's environment, the pid and process group recorded in state while it runs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use crate::agent::output::{self, Report};
+use crate::agent::process::{self, Job, Outcome, StopLevel};
+use crate::agent::spec::{self, AgentSpec};
+use crate::config::Safety;
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::state::{self, LoopState};
+
+/// Everything needed to run agents for one loop; owns the loop's state.
+pub struct Runner {
+    /// The loop's topic.
+    pub topic: String,
+    /// Its paths.
+    pub layout: Layout,
+    /// Limits.
+    pub safety: Safety,
+    /// Stop requests from signals.
+    pub control: watch::Receiver<StopLevel>,
+    /// The state, saved after every change.
+    pub state: LoopState,
+}
+
+/// One agent run.
+#[derive(Debug)]
+pub struct AgentRun {
+    /// How the process ended.
+    pub outcome: Outcome,
+    /// What its output said.
+    pub report: Report,
+    /// The prompt it was fed.
+    pub prompt: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+}
+
+/// Where and how one run happens.
+pub struct Phase<'a> {
+    /// `planning`, `iteration` or `revision`.
+    pub name: &'a str,
+    /// The iteration number (0 for planning).
+    pub iteration: u32,
+    /// Directory for the prompt and the log.
+    pub dir: &'a Path,
+    /// File name stem for the prompt (`prompt` → `prompt.md`).
+    pub stem: &'a str,
+    /// Capture stdout separately (revision answers).
+    pub stdout: Option<PathBuf>,
+}
+
+impl Runner {
+    /// Save the state (a failed save is fatal: the loop must not run blind).
+    pub fn save(&mut self) -> Result<()> {
+        state::save(&self.layout.state(), &mut self.state)
+    }
+
+    /// The current stop level.
+    #[must_use]
+    pub fn stop_level(&self) -> StopLevel {
+        *self.control.borrow()
+    }
+
+    /// Run `agent` for a phase with `prompt` on stdin (or as `{prompt_file}`).
+    pub async fn run_agent(
+        &mut self,
+        agent: &AgentSpec,
+        phase: &Phase<'_>,
+        prompt: &str,
+    ) -> Result<AgentRun> {
+        fsutil::create_dir_all(phase.dir)?;
+        let prompt_file = phase.dir.join(format!("{}.md", phase.stem));
+        fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
+        let t = &agent.table;
+        let cwd = t.cwd.as_ref().map_or_else(
+            || self.layout.root().to_path_buf(),
+            |c| self.layout.root().join(c),
+        );
+        let mut env: Vec<(String, String)> = vec![
+            ("ITERATION".into(), phase.iteration.to_string()),
+            (
+                "PREV_ITERATION".into(),
+                phase.iteration.saturating_sub(1).to_string(),
+            ),
+            ("ITERATION_DIR".into(), phase.dir.display().to_string()),
+            (
+                "WIGGUM_DIR".into(),
+                self.layout.wiggum().display().to_string(),
+            ),
+            (
+                "ARTIFACT_PATH".into(),
+                self.layout.root().display().to_string(),
+            ),
+            ("TOPIC".into(), self.topic.clone()),
+            ("WIGGUM_PHASE".into(), phase.name.to_string()),
+            ("PROMPT_FILE".into(), prompt_file.display().to_string()),
+        ];
+        env.extend(t.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let job = Job {
+            command: spec::command_line(t, &prompt_file),
+            cwd,
+            env,
+            stdin: t.stdin.then(|| prompt_file.clone()),
+            log: phase.dir.join("agent.log"),
+            stdout: phase.stdout.clone(),
+            limit: Duration::from_secs(self.safety.max_time_per_iteration),
+            grace: Duration::from_secs(self.safety.kill_grace_secs),
+            token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
+        };
+        let started_at = Utc::now();
+        let state_path = self.layout.state();
+        let st = &mut self.state;
+        st.agent_token = Some(job.token.clone());
+        let outcome = process::run(&job, &mut self.control, |pid| {
+            st.agent_pid = Some(pid);
+            st.agent_pgid = Some(pid.cast_signed());
+            if let Err(e) = state::save(&state_path, st) {
+                tracing::error!("cannot record the agent's pid: {e}");
+            }
+        })
+        .await?;
+        self.state.agent_pid = None;
+        self.state.agent_pgid = None;
+        self.state.agent_token = None;
+        self.save()?;
+        let text = match &phase.stdout {
+            Some(p) => fsutil::read_opt(p)?.unwrap_or_default(),
+            None => fsutil::read_opt(&job.log)?.unwrap_or_default(),
+        };
+        let report = output::parse(t.output_format, &text);
+        if let Some(c) = report.cost_usd {
+            self.state.cost_usd += c;
+        }
+        tracing::info!(
+            "{} {} of iteration {}: pid {} ended {:?} after {:?}",
+            agent.name,
+            phase.name,
+            phase.iteration,
+            outcome.pid,
+            outcome.ending,
+            outcome.duration
+        );
+        Ok(AgentRun {
+            outcome,
+            report,
+            prompt: prompt.to_string(),
+            started_at,
+        })
+    }
+}

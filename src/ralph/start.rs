@@ -1,0 +1,323 @@
+//! `start`: check every input before anything is written (exit 2 leaves the directory untouched),
+//! then lay out the loop's directory, register the topic, and recover from a dead predecessor.
+
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use tokio::sync::watch;
+
+use super::decide::Breaker;
+use super::driver::Loop;
+use super::runner::Runner;
+use super::templates;
+use crate::agent::kill;
+use crate::agent::process::StopLevel;
+use crate::agent::spec::{self, AgentSpec};
+use crate::config::{self, Settings, Sources};
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::runlog::{self, Outcome};
+use crate::state::{self, Loaded, LoopState, Status};
+use crate::vcs::Repo;
+use crate::{control, fsutil, registry, wiggum};
+
+/// What the user asked for on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct StartOpts {
+    /// The topic.
+    pub topic: String,
+    /// `--artifact-path`.
+    pub artifact_path: PathBuf,
+    /// `--max-iterations`.
+    pub max_iterations: Option<u32>,
+    /// `--quality-threshold`.
+    pub quality_threshold: Option<f64>,
+    /// `--pass-threshold`.
+    pub pass_threshold: Option<f64>,
+    /// `--max-rounds`.
+    pub max_rounds: Option<u32>,
+    /// `--agent`.
+    pub agent: Option<String>,
+    /// `--agent-cmd`.
+    pub agent_cmd: Option<String>,
+    /// `--evaluator`.
+    pub evaluator: Option<String>,
+    /// `--panel`.
+    pub panel: bool,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+}
+
+/// A checked start, nothing written yet.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The topic.
+    pub topic: String,
+    /// The loop's paths (absolute).
+    pub layout: Layout,
+    /// Effective settings (flags applied).
+    pub settings: Settings,
+    /// The agent.
+    pub agent: AgentSpec,
+    /// The producer of revisions.
+    pub producer: AgentSpec,
+    /// The evaluator's name.
+    pub evaluator: String,
+    /// `$STUDIO_AGENTS_HOME`.
+    pub home: PathBuf,
+}
+
+fn flag<T>(
+    name: &str,
+    v: Option<T>,
+    check: impl Fn(T) -> std::result::Result<(), String>,
+) -> Result<()>
+where
+    T: Copy,
+{
+    match v {
+        Some(x) => check(x).map_err(|m| Error::input(format!("{name} {m}"))),
+        None => Ok(()),
+    }
+}
+
+/// Check everything; write nothing.
+pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
+    registry::check_topic(&opts.topic)?;
+    flag("--max-iterations", opts.max_iterations, |v| {
+        config::check_positive(v.into())
+    })?;
+    flag(
+        "--quality-threshold",
+        opts.quality_threshold,
+        config::check_unit,
+    )?;
+    flag("--pass-threshold", opts.pass_threshold, config::check_score)?;
+    flag("--max-rounds", opts.max_rounds, |v| {
+        config::check_positive(v.into())
+    })?;
+    let p = &opts.artifact_path;
+    if !p.is_dir() {
+        return Err(Error::input(format!(
+            "--artifact-path {}: not a directory",
+            p.display()
+        )));
+    }
+    let root = p
+        .canonicalize()
+        .map_err(|e| Error::input(format!("--artifact-path {}: {e}", p.display())))?;
+    let layout = Layout::new(root);
+    let mut settings = config::load(&Sources {
+        home: Some(home.join("wiggum.toml")),
+        loop_file: Some(layout.config()),
+        explicit: opts.config.clone(),
+    })?;
+    let d = &mut settings.defaults;
+    if let Some(v) = opts.max_iterations {
+        d.max_iterations = v;
+    }
+    if let Some(v) = opts.quality_threshold {
+        d.quality_threshold = v;
+    }
+    if let Some(v) = opts.pass_threshold {
+        d.pass_threshold = v;
+    }
+    if let Some(v) = opts.max_rounds {
+        d.max_rounds = v;
+    }
+    if let Some(v) = &opts.agent {
+        d.agent.clone_from(v);
+    }
+    if let Some(v) = &opts.evaluator {
+        d.evaluator.clone_from(v);
+    }
+    d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
+    let agent = spec::resolve(&settings, opts.agent.as_deref(), opts.agent_cmd.as_deref())?;
+    let producer = match &settings.gate.producer {
+        Some(name) => spec::named(&settings, name)
+            .ok_or_else(|| Error::input(format!("[gate] producer: unknown agent `{name}`")))?,
+        None => agent.clone(),
+    };
+    let origin = if opts.evaluator.is_some() {
+        "--evaluator"
+    } else {
+        "[defaults] evaluator"
+    };
+    let evaluator = settings.defaults.evaluator.clone();
+    let (_tx, rx) = watch::channel(StopLevel::None);
+    let mut judge = wiggum::evaluator::resolve(&settings, &evaluator, origin, layout.wiggum(), rx)?;
+    if settings.defaults.panel {
+        judge.enable_panel(&settings)?;
+    }
+    if settings.gate.target == config::GateTarget::Artifact && !layout.original_artifact().is_file()
+    {
+        return Err(Error::input(format!(
+            "--artifact-path {}: no artifact.md (the gate judges it; set [gate] target = \"diff\" or \"off\" for other loops)",
+            layout.root().display()
+        )));
+    }
+    Ok(Prepared {
+        topic: opts.topic.clone(),
+        layout,
+        settings,
+        agent,
+        producer,
+        evaluator,
+        home: home.to_path_buf(),
+    })
+}
+
+/// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.
+pub fn init(p: &Prepared) -> Result<()> {
+    fsutil::create_dir_all(&p.layout.wiggum())?;
+    let vars = templates::start_vars(&p.topic, &p.layout, &p.settings.defaults.promise);
+    templates::write_missing(&p.layout, &vars)?;
+    fsutil::atomic_write(&p.layout.config(), config::to_toml(&p.settings)?.as_bytes())?;
+    registry::register(&p.home, &p.topic, p.layout.root())
+}
+
+/// Clean up after a dead predecessor: kill what its agent left, record the interrupted
+/// iteration, discard its directory. Returns (previous state, last completed iteration).
+async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
+    let prev = match state::load_for_start(&layout.state())? {
+        Loaded::Ok(s) => Some(*s),
+        Loaded::Missing => None,
+        Loaded::MovedAside(to, why) => {
+            tracing::warn!(
+                "state.json did not parse ({why}); moved aside to {}",
+                to.display()
+            );
+            eprintln!(
+                "warning: state.json did not parse; kept as {}",
+                to.display()
+            );
+            None
+        }
+    };
+    if let Some(s) = &prev
+        && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
+    {
+        let left = kill::terminate(pgid, &token, std::time::Duration::from_secs(2), || false).await;
+        tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
+    }
+    let runs = runlog::read(&layout.runs())?;
+    let completed = runs
+        .iter()
+        .filter(|r| {
+            r.record == "iteration" && !matches!(r.outcome, Outcome::Crashed | Outcome::Interrupted)
+        })
+        .map(|r| r.iteration)
+        .max()
+        .unwrap_or(0);
+    if let Some(s) = &prev
+        && s.status.is_live()
+        && s.current_iteration > completed
+    {
+        let rec = serde_json::json!({"record": "iteration", "iteration": s.current_iteration, "attempt": 0,
+            "started_at": s.updated_at, "ended_at": Utc::now(), "duration_ms": 0, "outcome": "interrupted",
+            "note": "the supervisor died mid-iteration; discarded and resumed"});
+        runlog::append(&layout.runs(), &rec)?;
+    }
+    // Any iteration directory past the last completed one is a partial leftover.
+    for n in completed + 1
+        ..=prev
+            .as_ref()
+            .map_or(0, |s| s.current_iteration)
+            .max(completed + 1)
+    {
+        let dir = layout.iteration_dir(n);
+        if dir.exists() {
+            let aside = layout.wiggum().join("discarded");
+            fsutil::create_dir_all(&aside)?;
+            let to = aside.join(format!(
+                "{}.interrupted.{}",
+                crate::layout::iteration_dir_name(n),
+                Utc::now().format("%Y%m%dT%H%M%S%.3f")
+            ));
+            std::fs::rename(&dir, &to).map_err(|e| Error::Io {
+                path: dir,
+                action: "move aside",
+                source: e,
+            })?;
+        }
+    }
+    Ok((prev, completed))
+}
+
+fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
+    let meta: Option<serde_json::Value> =
+        fsutil::read_opt(&layout.metadata())?.and_then(|t| serde_json::from_str(&t).ok());
+    let task_type = meta
+        .as_ref()
+        .and_then(|m| {
+            m.get("agent_type")?
+                .as_str()
+                .map(|s| s.trim_end_matches("-agent").to_string())
+        })
+        .unwrap_or_else(|| "document".into());
+    if let Some(t) = fsutil::read_opt(&layout.root().join("task.md"))? {
+        return Ok((t.chars().take(2000).collect(), task_type));
+    }
+    let title = fsutil::read_opt(&layout.original_artifact())?
+        .and_then(|a| {
+            a.lines()
+                .find(|l| l.starts_with('#'))
+                .map(|l| l.trim_start_matches('#').trim().to_string())
+        })
+        .unwrap_or_default();
+    Ok((
+        format!("{topic}: {title}")
+            .trim_end_matches(": ")
+            .to_string(),
+        task_type,
+    ))
+}
+
+/// Open the loop for running: recovery, fresh state, repository.
+pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result<Loop> {
+    let layout = p.layout.clone();
+    let (prev, completed) = recover(&layout).await?;
+    control::update(&layout.control(), |r| r.stop_after_iteration = false)?;
+    let repo = Repo::open_or_init(layout.root())?;
+    let prev = prev.unwrap_or_default();
+    let state = LoopState {
+        topic: p.topic.clone(),
+        artifact_path: layout.root().to_path_buf(),
+        status: Status::Planning,
+        current_iteration: completed,
+        last_committed_iteration: prev.last_committed_iteration.min(completed),
+        max_iterations: p.settings.defaults.max_iterations,
+        quality_threshold: p.settings.defaults.quality_threshold,
+        last_quality: prev.last_quality,
+        pid: std::process::id(),
+        agent: p.agent.name.clone(),
+        last_scores: prev.last_scores,
+        last_gate_score: prev.last_gate_score,
+        cost_usd: prev.cost_usd,
+        reviewed: prev.reviewed,
+        ..LoopState::default()
+    };
+    let (task, task_type) = describe_task(&layout, &p.topic)?;
+    let mut runner = Runner {
+        topic: p.topic.clone(),
+        layout,
+        safety: p.settings.safety.clone(),
+        control: control_rx,
+        state,
+    };
+    runner.save()?;
+    Ok(Loop {
+        runner,
+        run_id: format!("{}-{}", p.topic, Utc::now().timestamp_millis()),
+        settings: p.settings,
+        agent: p.agent,
+        producer: p.producer,
+        evaluator: p.evaluator,
+        repo,
+        task_type,
+        task,
+        breaker: Breaker::default(),
+        promise_seen: false,
+        done: completed,
+    })
+}

@@ -1,0 +1,90 @@
+//! The loop's memory files, rendered from `templates/` (embedded in the binary). Start-time
+//! placeholders are filled when the files are first written; per-iteration ones when a prompt is
+//! fed to an agent, so a user's own edits to PROMPT.md keep working.
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout::Layout;
+
+/// The memory files and their templates.
+pub const FILES: [(&str, &str); 4] = [
+    ("PROMPT.md", include_str!("../../templates/PROMPT.md")),
+    (
+        "PLANNING_PROMPT.md",
+        include_str!("../../templates/PLANNING_PROMPT.md"),
+    ),
+    ("AGENT.md", include_str!("../../templates/AGENT.md")),
+    ("fix_plan.md", include_str!("../../templates/fix_plan.md")),
+];
+
+/// Fill placeholders.
+#[must_use]
+pub fn render(template: &str, vars: &[(&str, String)]) -> String {
+    vars.iter().fold(template.to_string(), |t, (k, v)| {
+        t.replace(&format!("{{{{{k}}}}}"), v)
+    })
+}
+
+/// The start-time variables.
+#[must_use]
+pub fn start_vars(topic: &str, layout: &Layout, promise: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("topic", topic.to_string()),
+        ("artifact_path", layout.root().display().to_string()),
+        ("wiggum_dir", layout.wiggum().display().to_string()),
+        ("promise", promise.to_string()),
+    ]
+}
+
+/// Per-iteration variables.
+#[must_use]
+pub fn iteration_vars(n: u32, dir: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("iteration", n.to_string()),
+        ("prev_iteration", n.saturating_sub(1).to_string()),
+        ("iteration_dir", dir.display().to_string()),
+    ]
+}
+
+/// Write every memory file that does not exist yet; existing ones are the loop's memory and are
+/// kept. Returns the names written.
+pub fn write_missing(layout: &Layout, vars: &[(&str, String)]) -> Result<Vec<&'static str>> {
+    let mut written = Vec::new();
+    for (name, template) in FILES {
+        if fsutil::write_new(&layout.memory(name), render(template, vars).as_bytes())? {
+            written.push(name);
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_known_placeholders_and_keeps_others() {
+        let out = render(
+            "{{topic}} at {{iteration}} {{unknown}}",
+            &[("topic", "t".into())],
+        );
+        assert_eq!(out, "t at {{iteration}} {{unknown}}");
+    }
+
+    #[test]
+    fn templates_carry_the_promise_and_plan_has_no_items() {
+        let l = Layout::new("/a");
+        let vars = start_vars("t", &l, "<promise>COMPLETE</promise>");
+        let prompt = render(FILES[0].1, &vars);
+        // Named inline, never as a line of its own: an agent echoing its prompt must not match.
+        assert!(prompt.contains("`<promise>COMPLETE</promise>`"));
+        assert!(
+            !prompt
+                .lines()
+                .any(|l| l.trim() == "<promise>COMPLETE</promise>")
+        );
+        assert!(!crate::ralph::fix_plan::has_items(FILES[3].1));
+    }
+}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Scripted agent for the integration tests: behaves like a real agent CLI (reads its prompt,
+# plans, edits files, ticks fix_plan.md, writes review.md), plus misbehaviours on demand.
+# FAKE is a comma list of behaviours:
+#   echo         print the prompt back (as codex does)
+#   promise      print the completion promise after working
+#   idle         change nothing
+#   crash        exit 3 without changing anything
+#   crash-once   crash on the first attempt of each iteration only
+#   spawn        start a child (same group) that ignores TERM, and a setsid'd grandchild
+#   hang         never finish on its own
+#   ignore-term  ignore SIGTERM itself
+#   slow         sleep FAKE_SLEEP seconds before working (default 1)
+#   block        wait until the file $FAKE_RELEASE exists before working
+# FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
+set -u
+has() { case ",${FAKE:-}," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+pids="${FAKE_PIDS:-/dev/null}"
+echo "agent $$ $WIGGUM_PHASE $ITERATION" >> "$pids"
+prompt=$(cat)
+has echo && printf '%s\n' "$prompt"
+has ignore-term && trap '' TERM
+if has spawn; then
+    sh -c 'trap "" TERM; echo "child $$" >> "$0"; exec sleep 1000' "$pids" &
+    setsid sh -c 'echo "setsid $$" >> "$0"; exec sleep 1000' "$pids" &
+fi
+if has hang; then
+    while :; do sleep 1; done
+fi
+has slow && sleep "${FAKE_SLEEP:-1}"
+if has block; then
+    while [ ! -e "$FAKE_RELEASE" ]; do sleep 0.05; done
+fi
+marker="${FAKE_PIDS%/*}/.fake-attempted-$ITERATION"
+if has crash || { has crash-once && [ ! -e "$marker" ]; }; then
+    : > "$marker"
+    echo "fatal: simulated crash" >&2
+    exit 3
+fi
+has idle && exit 0
+plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning)
+    {
+        echo "# Improvement Plan"
+        echo
+        echo "## Incomplete Items"
+        i=1
+        while [ "$i" -le "${FAKE_ITEMS:-3}" ]; do echo "- [ ] Improve part $i"; i=$((i + 1)); done
+    } > "$plan"
+    ;;
+iteration)
+    item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
+    if [ -n "$item" ]; then
+        printf '\n## %s\n\nDone in iteration %s, see [log](https://logs.example.com/%s) and run `make check`.\n' \
+            "$item" "$ITERATION" "$ITERATION" >> "$ITERATION_DIR/artifact.md"
+        awk -v it="$item" '!d && $0 == "- [ ] " it { print "- [x] " it; d = 1; next } { print }' "$plan" > "$plan.tmp"
+        mv "$plan.tmp" "$plan"
+        printf '%s\n\nbecause the plan said so\n' "$item" > "$ITERATION_DIR/review.md"
+    fi
+    ;;
+revision)
+    cat "$ITERATION_DIR/artifact.md"
+    ;;
+esac
+has promise && echo "<promise>COMPLETE</promise>"
+exit 0

@@ -1,0 +1,298 @@
+//! The Ralph outer loop in the foreground, end to end.
+
+use std::collections::BTreeSet;
+
+use crate::support::{TestHome, assert_no_survivors};
+
+#[test]
+fn plans_then_iterates_to_plan_empty_with_a_fresh_agent_and_a_commit_each() {
+    let t = TestHome::new();
+    let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    t.start_fg("core", "", &[]).code(0);
+
+    let st = t.state();
+    assert_eq!(st["status"], "completed");
+    assert_eq!(st["stop_reason"], "plan_empty");
+
+    let planning = t.runs("planning");
+    let iters = t.runs("iteration");
+    assert_eq!(planning.len(), 1);
+    assert_eq!(iters.len(), 3, "{iters:?}");
+    assert!(
+        iters
+            .iter()
+            .all(|r| r["outcome"] == "accepted" && r["commit"].is_string())
+    );
+    // One distinct process per call.
+    let pids: BTreeSet<u64> = planning
+        .iter()
+        .chain(&iters)
+        .map(|r| r["agent_pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 4);
+    // The gate ran on each iteration, round records included.
+    assert!(
+        iters
+            .iter()
+            .all(|r| r["gate"]["final"].is_string() && r["gate"]["wiggum_r1"].is_number())
+    );
+    assert!(!t.runs("gate_round").is_empty());
+
+    let log = t.git_log();
+    assert_eq!(log.len(), 4, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|l| l.starts_with("wiggum-agent <wiggum@studio-agents.local>|")),
+        "{log:?}"
+    );
+    assert_eq!(
+        log[0],
+        "wiggum-agent <wiggum@studio-agents.local>|Wiggum iteration 3: Improve part 3"
+    );
+    assert_eq!(
+        log[2],
+        "wiggum-agent <wiggum@studio-agents.local>|Wiggum iteration 1: Improve part 1"
+    );
+
+    // The original is untouched; each iteration built on the one before; final = last accepted.
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        original
+    );
+    let last = std::fs::read_to_string(t.wiggum("iteration-003/artifact.md")).unwrap();
+    assert!(
+        last.contains("## Improve part 1") && last.contains("## Improve part 3"),
+        "{last}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.wiggum("final/artifact.md")).unwrap(),
+        last
+    );
+    // Runtime files are never committed.
+    let tracked = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    let tracked = String::from_utf8_lossy(&tracked.stdout);
+    assert!(
+        tracked.contains("wiggum/fix_plan.md")
+            && !tracked.contains("state.json")
+            && !tracked.contains("runs.jsonl"),
+        "{tracked}"
+    );
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn agent_gets_the_contract_environment_and_the_prompt_on_stdin() {
+    let t = TestHome::new();
+    let art = t.art().display().to_string();
+    let dump = t.root().join("env.txt");
+    let cmd = format!(
+        "env | grep -E '^(ITERATION|PREV_ITERATION|WIGGUM_DIR|ARTIFACT_PATH|TOPIC|WIGGUM_PHASE)=' | sort >> {d}; echo --- >> {d}; head -c 40 >> {d}; echo >> {d}; {agent}",
+        d = dump.display(),
+        agent = t.agent_cmd("", "FAKE_ITEMS=1")
+    );
+    t.run(&[
+        "wiggum",
+        "start",
+        "envt",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+    ])
+    .code(0);
+    let text = std::fs::read_to_string(&dump).unwrap();
+    assert!(
+        text.contains("WIGGUM_PHASE=planning") && text.contains("WIGGUM_PHASE=iteration"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ITERATION=1\n") && text.contains("PREV_ITERATION=0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ARTIFACT_PATH={art}\n")) && text.contains("TOPIC=envt\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("WIGGUM_DIR={art}/wiggum\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains("# Task: write the improvement plan"),
+        "planning prompt on stdin: {text}"
+    );
+    assert!(
+        text.contains("# Task: refine the artifact"),
+        "iteration prompt on stdin: {text}"
+    );
+}
+
+#[test]
+fn max_iterations_ends_the_loop() {
+    let t = TestHome::new();
+    let cmd = t.agent_cmd("", "FAKE_ITEMS=9");
+    let art = t.art().display().to_string();
+    t.run(&[
+        "wiggum",
+        "start",
+        "maxi",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+        "--max-iterations",
+        "2",
+    ])
+    .code(0);
+    assert_eq!(t.state()["stop_reason"], "max_iterations");
+    assert_eq!(t.runs("iteration").len(), 2);
+    assert_eq!(t.git_log().len(), 3);
+}
+
+#[test]
+fn the_promise_ends_the_loop() {
+    let t = TestHome::new();
+    t.start_fg("prom", "promise", &[]).code(0);
+    assert_eq!(t.state()["stop_reason"], "promise");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 1);
+    assert_eq!(iters[0]["promise_seen"], true);
+}
+
+#[test]
+fn an_agent_echoing_its_prompt_does_not_end_the_loop_and_trips_the_breaker() {
+    let t = TestHome::new();
+    // A user's own PROMPT.md carrying the promise on a line of its own: the echo must not count.
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(
+        t.wiggum("PROMPT.md"),
+        "Do one thing.\nWhen done, print:\n<promise>COMPLETE</promise>\n",
+    )
+    .unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n- [ ] two\n").unwrap();
+    t.start_fg("echo", "echo,idle", &[]).code(1);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 3);
+    assert!(
+        iters
+            .iter()
+            .all(|r| r["promise_seen"] == false && r["outcome"] == "no_change")
+    );
+    let log = std::fs::read_to_string(t.wiggum("iteration-001/agent.log")).unwrap();
+    assert!(
+        log.lines().any(|l| l == "<promise>COMPLETE</promise>"),
+        "the echo was there: {log}"
+    );
+    // The user's memory files were kept.
+    assert!(
+        std::fs::read_to_string(t.wiggum("PROMPT.md"))
+            .unwrap()
+            .starts_with("Do one thing.")
+    );
+}
+
+#[test]
+fn a_hanging_agent_is_killed_at_the_wall_limit_with_its_term_ignoring_tree() {
+    let t = TestHome::new();
+    t.write_home_config(
+        "[safety]\nmax_time_per_iteration = 1\nkill_grace_secs = 1\nmax_crash_retries = 1\n",
+    );
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    let started = std::time::Instant::now();
+    t.start_fg("hang", "spawn,hang,ignore-term", &[]).code(1);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 2, "one try and one retry: {iters:?}");
+    assert!(
+        iters
+            .iter()
+            .all(|r| r["timed_out"] == true && r["agent_exit"]["kind"] == "timed_out")
+    );
+    let pids = std::fs::read_to_string(t.pids_file()).unwrap();
+    assert!(
+        pids.contains("child ") && pids.contains("setsid "),
+        "{pids}"
+    );
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn a_crashed_iteration_is_discarded_and_retried_with_a_fresh_process() {
+    let t = TestHome::new();
+    t.start_fg("crash", "crash-once", &[]).code(0);
+    let iters = t.runs("iteration");
+    let first: Vec<_> = iters.iter().filter(|r| r["iteration"] == 1).collect();
+    assert_eq!(first.len(), 2, "{iters:?}");
+    assert_eq!(first[0]["outcome"], "crashed");
+    assert_eq!(first[0]["agent_exit"]["code"], 3);
+    assert_eq!(first[1]["outcome"], "accepted");
+    assert_ne!(first[0]["agent_pid"], first[1]["agent_pid"]);
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    // The crashed attempt's directory was moved aside, not committed.
+    let discarded: Vec<_> = std::fs::read_dir(t.wiggum("discarded"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert!(!discarded.is_empty());
+    let tracked = std::process::Command::new("git")
+        .args(["ls-files"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&tracked.stdout).contains("discarded"));
+}
+
+#[test]
+fn an_agent_that_always_crashes_trips_the_breaker_after_two_retries() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    t.start_fg("crash2", "crash", &[]).code(1);
+    assert_eq!(t.state()["stop_reason"], "breaker");
+    assert_eq!(t.runs("iteration").len(), 3);
+    assert_eq!(t.git_log().len(), 0);
+}
+
+#[test]
+fn failing_validation_rejects_the_iteration_without_a_commit() {
+    let t = TestHome::new();
+    t.write_home_config("[validation]\ncommands = [\"test -e ALLOWED\"]\n");
+    let art = t.art().display().to_string();
+    let cmd = t.agent_cmd("", "FAKE_ITEMS=1");
+    t.run(&[
+        "wiggum",
+        "start",
+        "val",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+    ])
+    .code(0);
+    let iters = t.runs("iteration");
+    assert_eq!(iters[0]["outcome"], "rejected");
+    assert!(
+        iters[0]["validation_failed"]
+            .as_str()
+            .unwrap()
+            .contains("test -e ALLOWED")
+    );
+    assert!(iters[0]["commit"].is_null());
+    assert_eq!(t.git_log().len(), 1, "only the planning commit");
+}

@@ -1,0 +1,6 @@
+//! Integration tests: the real binary, real processes, real git, temp dirs.
+
+mod support;
+
+mod bad_input;
+mod loop_core;

@@ -1,0 +1,271 @@
+//! `TestHome`: a canonicalised temp dir holding `STUDIO_AGENTS_HOME`, an artifact directory and a
+//! per-test token; `Run`: the real binary from a cleared environment, with a failure dump that
+//! shows what a person would look at.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// One test's world.
+pub struct TestHome {
+    dir: tempfile::TempDir,
+    /// Unique token every process of this test inherits.
+    pub token: String,
+}
+
+/// The scripted agent.
+pub fn fake_agent() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/agents/fake-agent.sh")
+}
+
+impl TestHome {
+    /// A fresh home with `art/artifact.md`.
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("sa-test-")
+            .tempdir()
+            .expect("tempdir");
+        let token = format!(
+            "{}-{}",
+            std::process::id(),
+            dir.path().file_name().unwrap().to_string_lossy()
+        );
+        let me = Self { dir, token };
+        std::fs::create_dir_all(me.home()).unwrap();
+        std::fs::create_dir_all(me.art()).unwrap();
+        std::fs::write(
+            me.art().join("artifact.md"),
+            "# Report\n\n## Summary\nThe service fails for some users.\n",
+        )
+        .unwrap();
+        me
+    }
+
+    /// The temp root (canonical).
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+    /// `$STUDIO_AGENTS_HOME`.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    /// The artifact dir.
+    pub fn art(&self) -> PathBuf {
+        self.root().join("art")
+    }
+    /// A path under the loop's `wiggum/`.
+    pub fn wiggum(&self, rel: &str) -> PathBuf {
+        self.art().join("wiggum").join(rel)
+    }
+    /// The pids file the fake agent appends to.
+    pub fn pids_file(&self) -> PathBuf {
+        self.root().join("pids.txt")
+    }
+
+    /// The binary with a cleared environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_studio-agents"));
+        c.args(args)
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env("HOME", self.root())
+            .env("STUDIO_AGENTS_HOME", self.home())
+            .env("STUDIO_AGENTS_TEST_TOKEN", &self.token)
+            .env("STUDIO_AGENTS_LOG", "debug")
+            .current_dir(self.root())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// An `--agent-cmd` running the fake agent with behaviours.
+    pub fn agent_cmd(&self, fake: &str, extra_env: &str) -> String {
+        format!(
+            "FAKE={fake} FAKE_PIDS={} {extra_env} sh {}",
+            self.pids_file().display(),
+            fake_agent().display()
+        )
+    }
+
+    /// Run to completion.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self.cmd(args).output().expect("spawn studio-agents");
+        Run {
+            out,
+            args: args.iter().map(|s| (*s).to_string()).collect(),
+            art: self.art(),
+        }
+    }
+
+    /// Spawn without waiting.
+    #[allow(dead_code)]
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    }
+
+    /// `start --foreground` with the fake agent.
+    pub fn start_fg(&self, topic: &str, fake: &str, extra: &[&str]) -> Run {
+        let cmd = self.agent_cmd(fake, "");
+        let art = self.art().display().to_string();
+        let mut args = vec![
+            "wiggum",
+            "start",
+            topic,
+            "--artifact-path",
+            &art,
+            "--agent-cmd",
+            &cmd,
+            "--foreground",
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// `state.json` as JSON.
+    pub fn state(&self) -> Value {
+        read_json(&self.wiggum("state.json"))
+    }
+
+    /// Records of `runs.jsonl` with `record == kind`.
+    pub fn runs(&self, kind: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.wiggum("runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["record"] == kind)
+            .collect()
+    }
+
+    /// `git log` lines: `author-name <email>|subject`.
+    pub fn git_log(&self) -> Vec<String> {
+        let out = Command::new("git")
+            .args(["log", "--format=%an <%ae>|%s"])
+            .current_dir(self.art())
+            .output()
+            .expect("git");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Write the user's settings file (`$STUDIO_AGENTS_HOME/wiggum.toml`).
+    pub fn write_home_config(&self, text: &str) {
+        std::fs::write(self.home().join("wiggum.toml"), text).unwrap();
+    }
+}
+
+impl Drop for TestHome {
+    fn drop(&mut self) {
+        super::procs::kill_all(&self.token);
+        if std::env::var_os("KEEP_TEST_DIRS").is_some() {
+            let kept = self.dir.path().to_path_buf();
+            eprintln!("kept {}", kept.display());
+            std::mem::forget(std::mem::replace(
+                &mut self.dir,
+                tempfile::tempdir().unwrap(),
+            ));
+        }
+    }
+}
+
+/// Read a JSON file or panic naming it.
+pub fn read_json(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{t}", p.display()))
+}
+
+/// A finished command.
+pub struct Run {
+    /// Its output.
+    pub out: Output,
+    args: Vec<String>,
+    art: PathBuf,
+}
+
+impl Run {
+    /// stdout as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).to_string()
+    }
+    /// stderr as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).to_string()
+    }
+
+    fn dump(&self) -> String {
+        let listing = walk(&self.art);
+        let state = std::fs::read_to_string(self.art.join("wiggum/state.json")).unwrap_or_default();
+        format!(
+            "command: {:?}\nstatus: {}\n--- stdout:\n{}\n--- stderr (tail):\n{}\n--- artifact dir:\n{}\n--- state.json:\n{}",
+            self.args,
+            self.out.status,
+            self.stdout(),
+            tail(&self.stderr(), 40),
+            listing,
+            state
+        )
+    }
+
+    /// Assert the exit code.
+    #[track_caller]
+    pub fn code(&self, want: i32) -> &Self {
+        assert_eq!(self.out.status.code(), Some(want), "{}", self.dump());
+        self
+    }
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Every file under a dir (skipping .git), for failure dumps and untouched-dir checks.
+pub fn walk(dir: &Path) -> String {
+    let mut out = Vec::new();
+    fn go(d: &Path, base: &Path, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                go(&p, base, out);
+            } else {
+                let content = std::fs::read(&p).unwrap_or_default();
+                out.push(format!(
+                    "{} ({} bytes)",
+                    p.strip_prefix(base).unwrap().display(),
+                    content.len()
+                ));
+            }
+        }
+    }
+    go(dir, dir, &mut out);
+    out.sort();
+    out.join("\n")
+}
+
+/// Every file under a dir with its content (including .git): equal snapshots = untouched.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    fn go(d: &Path, out: &mut std::collections::BTreeMap<PathBuf, Vec<u8>>) {
+        let Ok(rd) = std::fs::read_dir(d) else { return };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.insert(p.clone(), Vec::new());
+                go(&p, out);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap_or_default());
+            }
+        }
+    }
+    go(dir, &mut out);
+    out
+}

@@ -1,0 +1,10 @@
+//! The integration-test kit: an isolated home, a command builder for the real binary, scripted
+//! agents, one polling waiter, and survivor checks.
+
+pub mod home;
+pub mod procs;
+pub mod wait;
+
+pub use home::TestHome;
+pub use procs::assert_no_survivors;
+pub use wait::wait_for;
