@@ -147,6 +147,46 @@ fn rotate_log(path: &Path) -> Result<()> {
     std::fs::rename(path, path.with_extension("log.1")).at(path, "rotate")
 }
 
+/// The daemon's command line: the same start, with absolute paths, in the foreground.
+fn child_args(o: &StartOpts, root: &Path) -> Result<Vec<String>> {
+    let mut a: Vec<String> = vec!["wiggum".into(), "start".into(), o.topic.clone()];
+    a.extend([
+        "--artifact-path".into(),
+        root.display().to_string(),
+        "--foreground".into(),
+    ]);
+    let mut opt = |flag: &str, v: Option<String>| {
+        if let Some(v) = v {
+            a.push(flag.into());
+            a.push(v);
+        }
+    };
+    opt("--max-iterations", o.max_iterations.map(|v| v.to_string()));
+    opt(
+        "--quality-threshold",
+        o.quality_threshold.map(|v| v.to_string()),
+    );
+    opt("--pass-threshold", o.pass_threshold.map(|v| v.to_string()));
+    opt("--max-rounds", o.max_rounds.map(|v| v.to_string()));
+    opt("--agent", o.agent.clone());
+    opt("--agent-cmd", o.agent_cmd.clone());
+    opt("--evaluator", o.evaluator.clone());
+    let config = match &o.config {
+        Some(c) => Some(
+            std::path::absolute(c)
+                .map_err(|e| Error::input(format!("--config {}: {e}", c.display())))?
+                .display()
+                .to_string(),
+        ),
+        None => None,
+    };
+    opt("--config", config);
+    if o.panel {
+        a.push("--panel".into());
+    }
+    Ok(a)
+}
+
 /// Start the loop as a daemon and return once it holds its lock (within about a second).
 pub fn detach(opts: &StartOpts) -> Result<i32> {
     let home = config::home_dir()?;
@@ -163,8 +203,7 @@ pub fn detach(opts: &StartOpts) -> Result<i32> {
     let err = log.try_clone().at(&log_path, "clone handle")?;
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    args.push("--foreground".into());
+    let args = child_args(opts, p.layout.root())?;
     let mut cmd = process_wrap::std::CommandWrap::with_new(&exe, |c| {
         c.args(&args)
             .env(DAEMON_ENV, "1")
@@ -215,7 +254,6 @@ pub fn detach(opts: &StartOpts) -> Result<i32> {
     println!("started loop `{t}` (pid {pid})");
     println!("  artifact: {}", p.layout.root().display());
     println!("  log:      {}", log_path.display());
-    println!("  watch:    studio-agents wiggum watch {t}");
     println!("  status:   studio-agents wiggum status {t}");
     println!("  stop:     studio-agents wiggum stop {t}");
     Ok(0)

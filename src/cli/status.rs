@@ -87,13 +87,18 @@ pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
     Ok(View {
         topic: topic.to_string(),
         status,
-        pid: holder.map(|h| h.pid),
+        pid: holder.as_ref().map(|h| h.pid),
         agent_pid,
         agent_cpu_percent: cpu,
         agent_rss_bytes: rss,
-        elapsed_secs: st
-            .as_ref()
-            .map(|s| (chrono::Utc::now() - s.started_at).num_seconds()),
+        elapsed_secs: st.as_ref().map(|s| {
+            let end = if holder.is_some() {
+                chrono::Utc::now()
+            } else {
+                s.updated_at
+            };
+            (end - s.started_at).num_seconds()
+        }),
         pause_reason: ctl.pause.then_some(ctl.pause_reason).flatten(),
         state: st,
     })

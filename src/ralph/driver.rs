@@ -150,14 +150,9 @@ impl Loop {
         for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
             let agent = self.agent.clone();
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
-            if self.runner.stop_level() >= StopLevel::Now {
-                return Ok(Some((
-                    StopReason::UserStop,
-                    "stopped during planning".into(),
-                )));
-            }
+            let stopped = self.runner.stop_level() >= StopLevel::Now;
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
-            let ok = fix_plan::has_items(&plan);
+            let ok = fix_plan::has_items(&plan) && !stopped;
             let rec = RunRecord {
                 record: "planning".into(),
                 iteration: 0,
@@ -177,14 +172,21 @@ impl Loop {
                 validation_failed: None,
                 gate: None,
                 promise_seen: false,
-                outcome: if ok {
-                    Outcome::Planned
-                } else {
-                    Outcome::Crashed
+                outcome: match (ok, stopped) {
+                    (_, true) => Outcome::Interrupted,
+                    (true, _) => Outcome::Planned,
+                    (false, _) => Outcome::Crashed,
                 },
-                note: (!ok).then(|| "planning wrote no checkbox items to fix_plan.md".into()),
+                note: (!ok && !stopped)
+                    .then(|| "planning wrote no checkbox items to fix_plan.md".into()),
             };
             runlog::append(&layout.runs(), &rec)?;
+            if stopped {
+                return Ok(Some((
+                    StopReason::UserStop,
+                    "stopped during planning".into(),
+                )));
+            }
             if ok {
                 let sha = self.commit("Wiggum planning: fix_plan.md")?;
                 tracing::info!(

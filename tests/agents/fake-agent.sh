@@ -10,8 +10,10 @@
 #   spawn        start a child (same group) that ignores TERM, and a setsid'd grandchild
 #   hang         never finish on its own
 #   ignore-term  ignore SIGTERM itself
+#   log-term     note each SIGTERM in $FAKE_PIDS and keep running
 #   slow         sleep FAKE_SLEEP seconds before working (default 1)
-#   block        wait until the file $FAKE_RELEASE exists before working
+#   block        wait until the file $FAKE_RELEASE exists before working (only at iteration
+#                $FAKE_BLOCK_AT when that is set)
 # FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
 set -u
 has() { case ",${FAKE:-}," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -20,6 +22,7 @@ echo "agent $$ $WIGGUM_PHASE $ITERATION" >> "$pids"
 prompt=$(cat)
 has echo && printf '%s\n' "$prompt"
 has ignore-term && trap '' TERM
+has log-term && trap 'echo "term $$" >> "$pids"' TERM
 if has spawn; then
     sh -c 'trap "" TERM; echo "child $$" >> "$0"; exec sleep 1000' "$pids" &
     setsid sh -c 'echo "setsid $$" >> "$0"; exec sleep 1000' "$pids" &
@@ -28,7 +31,8 @@ if has hang; then
     while :; do sleep 1; done
 fi
 has slow && sleep "${FAKE_SLEEP:-1}"
-if has block; then
+if has block && { [ -z "${FAKE_BLOCK_AT:-}" ] || [ "$ITERATION" = "${FAKE_BLOCK_AT:-}" ]; }; then
+    echo "blocked $$" >> "$pids"
     while [ ! -e "$FAKE_RELEASE" ]; do sleep 0.05; done
 fi
 marker="${FAKE_PIDS%/*}/.fake-attempted-$ITERATION"

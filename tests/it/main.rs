@@ -3,4 +3,5 @@
 mod support;
 
 mod bad_input;
+mod daemon;
 mod loop_core;

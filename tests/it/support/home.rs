@@ -269,3 +269,62 @@ pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
     go(dir, &mut out);
     out
 }
+
+impl TestHome {
+    /// `start` (detached) with the fake agent; returns once `start` has returned.
+    pub fn start_bg(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
+        let cmd = self.agent_cmd(fake, env);
+        let art = self.art().display().to_string();
+        let mut args = vec![
+            "wiggum",
+            "start",
+            topic,
+            "--artifact-path",
+            &art,
+            "--agent-cmd",
+            &cmd,
+        ];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// The release file blocked fake agents wait for.
+    pub fn release_file(&self) -> PathBuf {
+        self.root().join("release")
+    }
+
+    /// Wait until `state.json` satisfies `pred`; returns it.
+    #[track_caller]
+    pub fn wait_state(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let path = self.wiggum("state.json");
+        super::wait_for(what, std::time::Duration::from_secs(20), || {
+            let v = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+            match v {
+                Some(v) if pred(&v) => Ok(v),
+                other => Err(other),
+            }
+        })
+    }
+
+    /// `status <topic> --json`.
+    pub fn status_json(&self, topic: &str) -> Value {
+        let r = self.run(&["wiggum", "status", topic, "--json"]);
+        r.code(0);
+        serde_json::from_str(&r.stdout()).expect("status --json is JSON")
+    }
+
+    /// Wait until the loop's lock is free (the supervisor is gone).
+    #[track_caller]
+    pub fn wait_stopped(&self, topic: &str) -> Value {
+        super::wait_for(
+            "the supervisor to exit",
+            std::time::Duration::from_secs(30),
+            || {
+                let v = self.status_json(topic);
+                if v["pid"].is_null() { Ok(v) } else { Err(v) }
+            },
+        )
+    }
+}

@@ -1,0 +1,353 @@
+//! The detached daemon and its control plane, driven from "other shells".
+
+use std::time::{Duration, Instant};
+
+use crate::support::{TestHome, assert_no_survivors, wait_for};
+
+fn pid_alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .map(|st| st != "Z")
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn start_detaches_fast_and_a_second_start_says_who_holds_the_lock() {
+    let t = TestHome::new();
+    let begun = Instant::now();
+    let r = t.start_bg(
+        "bg",
+        "block",
+        &format!("FAKE_RELEASE={}", t.release_file().display()),
+        &[],
+    );
+    r.code(0);
+    assert!(
+        begun.elapsed() < Duration::from_secs(3),
+        "start took {:?}",
+        begun.elapsed()
+    );
+    let out = r.stdout();
+    assert!(
+        out.contains("started loop `bg` (pid ") && out.contains("studio-agents wiggum stop bg"),
+        "{out}"
+    );
+    let st = t.wait_state("the agent to run", |s| s["agent_pid"].is_number());
+    let daemon_pid = st["pid"].as_i64().unwrap();
+    assert!(pid_alive(daemon_pid));
+
+    let again = t.start_bg("bg", "", "", &[]);
+    again.code(3);
+    assert!(
+        again.stderr().contains(&format!("pid {daemon_pid}")),
+        "{}",
+        again.stderr()
+    );
+
+    // status and list from another directory, in text and JSON.
+    let elsewhere = t.root().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut c = t.cmd(&["wiggum", "list", "--json"]);
+    c.current_dir(&elsewhere);
+    let list: serde_json::Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+    assert_eq!(list[0]["topic"], "bg");
+    assert_eq!(list[0]["pid"], daemon_pid);
+    let v = t.status_json("bg");
+    assert_eq!(v["status"], "planning");
+    assert!(v["agent_rss_bytes"].as_u64().unwrap() > 0, "{v}");
+    let text = t.run(&["wiggum", "status", "bg"]);
+    assert!(
+        text.stdout().contains("planning") && text.stdout().contains(&format!("pid {daemon_pid}"))
+    );
+
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_stopped("bg");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn stop_kills_a_term_ignoring_grandchild_and_a_setsid_helper() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    t.start_bg("stopme", "spawn,hang", "", &[]).code(0);
+    t.wait_state("the agent to run", |s| s["agent_pid"].is_number());
+    let pids_file = t.pids_file();
+    let pids = wait_for("the agent's helpers", Duration::from_secs(10), || {
+        let p = std::fs::read_to_string(&pids_file).unwrap_or_default();
+        if p.contains("child ") && p.contains("setsid ") {
+            Ok(p)
+        } else {
+            Err(p)
+        }
+    });
+    let r = t.run(&["wiggum", "stop", "stopme", "--timeout", "1"]);
+    r.code(0);
+    assert!(
+        r.stdout().contains("stopped loop `stopme`"),
+        "{}",
+        r.stdout()
+    );
+    // `stop` returned only once the daemon was gone.
+    let v = t.status_json("stopme");
+    assert!(v["pid"].is_null(), "{v}");
+    let st = t.state();
+    assert_eq!(st["status"], "stopped");
+    assert_eq!(st["stop_reason"], "user_stop");
+    for line in pids.lines() {
+        let pid: i64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(!pid_alive(pid), "{line} survived");
+    }
+    let iters = t.runs("iteration");
+    assert_eq!(iters.last().unwrap()["outcome"], "interrupted");
+    assert!(
+        !t.wiggum("iteration-001").exists(),
+        "the partial iteration was discarded"
+    );
+    assert_no_survivors(&t.token);
+    t.run(&["wiggum", "stop", "stopme"]).code(3);
+}
+
+#[test]
+fn stop_after_iteration_lets_the_iteration_finish() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_ITEMS=5 FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg("after", "block", &env, &[]).code(0);
+    t.wait_state("iteration 1 to run", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    let stopper = t.spawn(&["wiggum", "stop", "after", "--after-iteration"]);
+    wait_for("the stop request", Duration::from_secs(10), || {
+        let c = std::fs::read_to_string(t.wiggum("control.json")).unwrap_or_default();
+        if c.contains("\"stop_after_iteration\": true") {
+            Ok(())
+        } else {
+            Err(c)
+        }
+    });
+    std::fs::write(t.release_file(), "").unwrap();
+    let out = stopper.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "user_stop");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 1);
+    assert_eq!(iters[0]["outcome"], "accepted");
+}
+
+#[test]
+fn pause_and_resume_take_effect_at_the_iteration_boundary() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg("pz", "block", &env, &[]).code(0);
+    t.wait_state("iteration 1 to run", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    let r = t.run(&["wiggum", "pause", "pz"]);
+    r.code(0);
+    assert!(r.stdout().contains("next iteration boundary"));
+    // The running iteration is not interrupted by a pause.
+    std::fs::write(t.release_file(), "").unwrap();
+    let st = t.wait_state("the loop to pause", |s| s["status"] == "paused");
+    assert_eq!(st["current_iteration"], 1);
+    assert!(st["agent_pid"].is_null());
+    assert_eq!(t.runs("iteration").len(), 1);
+    assert_eq!(t.status_json("pz")["pause_reason"], "paused by the user");
+    t.run(&["wiggum", "resume", "pz"]).code(0);
+    t.wait_stopped("pz");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    assert_eq!(t.runs("iteration").len(), 3);
+}
+
+#[test]
+fn human_review_pauses_before_the_configured_iteration() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nrequire_human_review_at_iteration = 2\n");
+    t.start_bg("review", "", "", &[]).code(0);
+    let st = t.wait_state("the review pause", |s| s["status"] == "paused");
+    assert_eq!(st["current_iteration"], 1);
+    assert_eq!(
+        t.status_json("review")["pause_reason"],
+        "human review before iteration 2"
+    );
+    t.run(&["wiggum", "resume", "review"]).code(0);
+    t.wait_stopped("review");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nkill_grace_secs = 1\n");
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=2",
+        t.release_file().display()
+    );
+    t.start_bg("crashy", "block,spawn", &env, &[]).code(0);
+    let st = t.wait_state("iteration 2 to run", |s| {
+        s["current_iteration"] == 2 && s["agent_pid"].is_number()
+    });
+    let daemon = st["pid"].as_i64().unwrap();
+    let agent = st["agent_pid"].as_i64().unwrap();
+    let before = t.git_log();
+    assert_eq!(before.len(), 2, "planning and iteration 1: {before:?}");
+    std::process::Command::new("kill")
+        .args(["-9", &daemon.to_string()])
+        .status()
+        .unwrap();
+    let v = wait_for("status dead", Duration::from_secs(10), || {
+        let v = t.status_json("crashy");
+        if v["status"] == "dead" { Ok(v) } else { Err(v) }
+    });
+    assert!(v["pid"].is_null());
+    assert!(
+        pid_alive(agent),
+        "the dead daemon's agent is still there before the restart"
+    );
+
+    std::fs::write(t.release_file(), "").unwrap();
+    t.start_bg("crashy", "block,spawn", &env, &[]).code(0);
+    t.wait_stopped("crashy");
+    assert!(
+        !pid_alive(agent),
+        "the restart killed what the dead daemon left"
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    let after = t.git_log();
+    assert_eq!(
+        &after[after.len() - 2..],
+        &before[..],
+        "earlier commits intact"
+    );
+    assert_eq!(after.len(), 4);
+    let iters = t.runs("iteration");
+    assert!(
+        iters
+            .iter()
+            .any(|r| r["iteration"] == 2 && r["outcome"] == "interrupted"),
+        "{iters:?}"
+    );
+    let git_status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    let dirty = String::from_utf8_lossy(&git_status.stdout);
+    assert!(!dirty.contains("index.lock"));
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn a_corrupt_state_file_is_moved_aside_not_overwritten() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("state.json"), "{\"topic\": \"x\", garbage").unwrap();
+    t.start_fg("corrupt", "", &[]).code(0);
+    let aside: Vec<_> = std::fs::read_dir(t.wiggum(""))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("state.json.corrupt-")
+        })
+        .collect();
+    assert_eq!(aside.len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(aside[0].path()).unwrap(),
+        "{\"topic\": \"x\", garbage"
+    );
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn a_torn_last_run_record_is_tolerated_on_restart() {
+    let t = TestHome::new();
+    t.start_fg("torn", "", &["--max-iterations", "1"]).code(0);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(t.wiggum("runs.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"{\"record\":\"iteration\",\"iter").unwrap();
+    drop(f);
+    t.start_fg("torn", "", &["--max-iterations", "3"]).code(0);
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    let done: Vec<_> = t
+        .runs("iteration")
+        .iter()
+        .map(|r| r["iteration"].as_u64().unwrap())
+        .collect();
+    assert_eq!(done, vec![1, 2, 3]);
+}
+
+#[test]
+fn a_second_signal_forces_past_the_grace_period() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nkill_grace_secs = 60\n");
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    let art = t.art().display().to_string();
+    let cmd = t.agent_cmd("hang,log-term", "");
+    let mut child = t.spawn(&[
+        "wiggum",
+        "start",
+        "force",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+    ]);
+    t.wait_state("the agent to run", |s| s["agent_pid"].is_number());
+    let pid = child.id().to_string();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let pids_file = t.pids_file();
+    wait_for(
+        "the agent to get the graceful SIGTERM",
+        Duration::from_secs(10),
+        || {
+            let p = std::fs::read_to_string(&pids_file).unwrap_or_default();
+            if p.contains("term ") { Ok(()) } else { Err(p) }
+        },
+    );
+    let begun = Instant::now();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = wait_for(
+        "the supervisor to exit",
+        Duration::from_secs(15),
+        || match child.try_wait() {
+            Ok(Some(s)) => Ok(s),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    assert!(
+        begun.elapsed() < Duration::from_secs(15),
+        "the 60 s grace was not cut short"
+    );
+    assert_eq!(status.code(), Some(0), "a requested stop exits 0");
+    assert_eq!(t.state()["stop_reason"], "user_stop");
+    assert_no_survivors(&t.token);
+}
