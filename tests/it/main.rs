@@ -4,4 +4,5 @@ mod support;
 
 mod bad_input;
 mod daemon;
+mod gate_cmd;
 mod loop_core;

@@ -2,6 +2,7 @@
 //! agents, one polling waiter, and survivor checks.
 
 pub mod home;
+pub mod http;
 pub mod procs;
 pub mod wait;
 
