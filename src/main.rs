@@ -1,7 +1,7 @@
 //! The `studio-agents` binary: parse, dispatch, map errors to exit codes (DESIGN §2).
 
 use clap::Parser;
-use studio_agents::cli::{Cli, Top, Wiggum, control, gate, start, status};
+use studio_agents::cli::{Cli, Top, Wiggum, control, gate, panel, start, status};
 
 fn main() {
     let cli = Cli::parse();
@@ -15,6 +15,7 @@ fn main() {
             Wiggum::Status(a) => status::status(a),
             Wiggum::List(a) => status::list(a),
             Wiggum::Gate(a) => gate::run(a, config),
+            Wiggum::Panel(a) => panel::run(a, config),
         },
     };
     let code = match result {

@@ -135,6 +135,8 @@ impl Repo {
     pub fn commit(&self, message: &str, name: &str, email: &str) -> Result<Option<String>> {
         let wd = &self.workdir;
         let mut index = self.repo.index().git_at(wd, "open the index")?;
+        // The agent may have staged or committed with its own git since we last looked.
+        index.read(false).git_at(wd, "reload the index")?;
         let spec = [self.pathspec()];
         let scope = self.scope.clone();
         let mut skip_runtime = |path: &Path, _: &[u8]| -> i32 {
@@ -261,6 +263,46 @@ mod tests {
         );
         // Nothing new: no commit.
         assert_eq!(repo.commit("again", "w", "w@x").unwrap(), None);
+    }
+
+    #[test]
+    fn an_agent_that_committed_itself_is_neither_duplicated_nor_an_error() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::write(root.join("a.md"), "a").unwrap();
+        let repo = Repo::open_or_init(root).unwrap();
+        repo.commit("base", "w", "w@x").unwrap().unwrap();
+        let before = repo.snapshot().unwrap();
+        // The agent (as aider does) edits two files and commits one of them itself.
+        std::fs::write(root.join("a.md"), "a2").unwrap();
+        std::fs::write(root.join("b.md"), "b").unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=aider", "-c", "user.email=a@x"])
+                .args(args)
+                .current_dir(root)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["add", "a.md"]);
+        git(&["commit", "-qm", "aider: a"]);
+        assert!(!repo.snapshot().unwrap().changed_since(&before).is_empty());
+        let ours = repo
+            .commit("Wiggum iteration 1: x", "w", "w@x")
+            .unwrap()
+            .unwrap();
+        let patch = repo.commit_patch(&ours).unwrap();
+        assert!(patch.contains("b.md") && !patch.contains("a.md"), "{patch}");
+        // Everything committed by the agent: nothing left for us, and no error.
+        std::fs::write(root.join("c.md"), "c").unwrap();
+        git(&["add", "c.md"]);
+        git(&["commit", "-qm", "aider: c"]);
+        assert_eq!(
+            repo.commit("Wiggum iteration 2: y", "w", "w@x").unwrap(),
+            None
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod control;
 pub mod gate;
+pub mod panel;
 pub mod start;
 pub mod status;
 
@@ -67,6 +68,11 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum gate \"Explain flock\" notes.md\n  studio-agents wiggum gate \"Explain flock\" notes.md --evaluator judge --producer mine --json"
     )]
     Gate(gate::GateArgs),
+    /// Run the three-persona panel alone on one document (it never gates).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum panel \"Explain flock\" notes.md --model judge\n  studio-agents wiggum panel \"Explain flock\" notes.md --model llamacpp --json"
+    )]
+    Panel(panel::PanelArgs),
 }
 
 /// Just a topic.

@@ -6,3 +6,4 @@ mod bad_input;
 mod daemon;
 mod gate_cmd;
 mod loop_core;
+mod loop_gate;

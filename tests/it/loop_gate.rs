@@ -1,0 +1,247 @@
+//! The gate inside the loop: FAIL policies, ERROR handling, and the panel.
+
+use crate::support::TestHome;
+
+fn write(t: &TestHome, name: &str, text: &str) -> String {
+    let p = t.root().join(name);
+    std::fs::write(&p, text).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn a_failed_gate_keeps_the_best_round_and_commits_by_default() {
+    let t = TestHome::new();
+    t.start_fg(
+        "kb",
+        "",
+        &["--pass-threshold", "10", "--max-iterations", "1"],
+    )
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["gate"]["final"], "FAIL");
+    assert_eq!(it["outcome"], "accepted");
+    assert!(it["commit"].is_string());
+}
+
+#[test]
+fn the_revert_policy_restores_the_artifact_and_does_not_commit() {
+    let t = TestHome::new();
+    t.write_home_config("[gate]\non_gate_fail = \"revert\"\n");
+    t.start_fg(
+        "rv",
+        "",
+        &["--pass-threshold", "10", "--max-iterations", "1"],
+    )
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["gate"]["final"], "FAIL");
+    assert_eq!(it["outcome"], "gate_failed");
+    assert!(it["commit"].is_null());
+    let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.wiggum("iteration-001/artifact.md")).unwrap(),
+        original
+    );
+}
+
+#[test]
+fn an_evaluator_error_is_retried_once_then_recorded() {
+    let t = TestHome::new();
+    let calls = t.root().join("calls");
+    let ev = write(
+        &t,
+        "ev.sh",
+        &format!(
+            "cat > /dev/null; echo x >> {}; echo 'no idea'\n",
+            calls.display()
+        ),
+    );
+    let cfg = write(
+        &t,
+        "c.toml",
+        &format!("[evaluators.bad]\nkind = \"command\"\ncommand = \"sh {ev}\"\n"),
+    );
+    t.start_fg(
+        "err",
+        "",
+        &[
+            "--config",
+            &cfg,
+            "--evaluator",
+            "bad",
+            "--max-iterations",
+            "1",
+        ],
+    )
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["gate"]["final"], "ERROR");
+    assert!(it["gate"]["error"].as_str().unwrap().contains("no scores"));
+    assert_eq!(
+        std::fs::read_to_string(&calls).unwrap().lines().count(),
+        2,
+        "one retry"
+    );
+    assert_eq!(it["outcome"], "accepted", "keep-best applies to ERROR too");
+}
+
+/// An evaluator CLI that answers rubric prompts with a PASS and persona prompts with a review,
+/// noting when each persona call starts and ends.
+fn panel_evaluator(t: &TestHome) -> String {
+    let log = t.root().join("persona.log");
+    write(
+        t,
+        "panel-ev.sh",
+        &format!(
+            r#"p=$(cat)
+case "$p" in
+*"Review it from your perspective"*)
+  echo "start $$ $(date +%s%N)" >> {log}
+  sleep 0.5
+  case "$p" in
+  *"production systems"*) who=practitioner ;;
+  *"technical editor"*) who=critic ;;
+  *) who=newcomer ;;
+  esac
+  echo "end $$ $(date +%s%N)" >> {log}
+  echo "{{\"score\": 6, \"issues\": [\"$who issue\", \"Shared issue\"], \"strengths\": [\"clear\"]}}" ;;
+*) echo '{{"depth": 9, "relevance": 9, "completeness": 9, "grounded": 9, "specificity": 9, "structure": 9, "issues": ["shared issue"]}}' ;;
+esac
+"#,
+            log = log.display()
+        ),
+    )
+}
+
+#[test]
+fn the_panel_runs_three_personas_concurrently_and_never_gates() {
+    let t = TestHome::new();
+    let ev = panel_evaluator(&t);
+    let cfg = write(
+        &t,
+        "c.toml",
+        &format!("[evaluators.judge]\nkind = \"command\"\ncommand = \"sh {ev}\"\n"),
+    );
+    t.start_fg(
+        "pan",
+        "",
+        &[
+            "--config",
+            &cfg,
+            "--evaluator",
+            "judge",
+            "--panel",
+            "--max-iterations",
+            "1",
+        ],
+    )
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(
+        it["gate"]["final"], "PASS",
+        "the panel's low scores do not gate"
+    );
+    let reviews = it["gate"]["panel_reviews"]["r1"].as_array().unwrap();
+    assert_eq!(reviews.len(), 3);
+    let issues: Vec<&str> = it["gate"]["issues"]["r1"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        issues.contains(&"[Domain Practitioner] practitioner issue"),
+        "{issues:?}"
+    );
+    assert!(
+        issues.contains(&"[Critical Reviewer] critic issue"),
+        "{issues:?}"
+    );
+    assert!(
+        issues.contains(&"[Informed Newcomer] newcomer issue"),
+        "{issues:?}"
+    );
+    assert_eq!(
+        issues
+            .iter()
+            .filter(|i| i.to_lowercase().contains("shared issue"))
+            .count(),
+        1,
+        "{issues:?}"
+    );
+    // Concurrent: every persona started before any finished.
+    let log = std::fs::read_to_string(t.root().join("persona.log")).unwrap();
+    let times = |kind: &str| -> Vec<u128> {
+        log.lines()
+            .filter(|l| l.starts_with(kind))
+            .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (starts, ends) = (times("start"), times("end"));
+    assert_eq!(starts.len(), 3);
+    assert!(
+        starts.iter().max() < ends.iter().min(),
+        "not concurrent:\n{log}"
+    );
+}
+
+#[test]
+fn the_panel_needs_a_model_evaluator() {
+    let t = TestHome::new();
+    let art = t.art().display().to_string();
+    let r = t.run(&[
+        "wiggum",
+        "start",
+        "p",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        "true",
+        "--panel",
+        "--foreground",
+    ]);
+    r.code(2);
+    assert!(
+        r.stderr()
+            .contains("--panel: the panel needs a model evaluator"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn the_standalone_panel_prints_each_persona() {
+    let t = TestHome::new();
+    let ev = panel_evaluator(&t);
+    let cfg = write(
+        &t,
+        "c.toml",
+        &format!("[evaluators.judge]\nkind = \"command\"\ncommand = \"sh {ev}\"\n"),
+    );
+    let doc = write(&t, "doc.md", "# Doc\n\nbody\n");
+    let r = t.run(&[
+        "wiggum", "panel", "Explain", &doc, "--config", &cfg, "--model", "judge", "--json",
+    ]);
+    r.code(0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    let personas: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["persona"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        personas,
+        vec![
+            "Domain Practitioner",
+            "Critical Reviewer",
+            "Informed Newcomer"
+        ]
+    );
+    assert_eq!(v[0]["score"], 6.0);
+    assert_eq!(
+        std::fs::read_to_string(t.root().join("doc.md")).unwrap(),
+        "# Doc\n\nbody\n",
+        "the panel never edits"
+    );
+}
