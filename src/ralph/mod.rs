@@ -8,6 +8,7 @@ pub mod fix_plan;
 pub mod iteration;
 pub mod metrics;
 pub mod promise;
+pub mod recover;
 pub mod runner;
 pub mod start;
 pub mod templates;

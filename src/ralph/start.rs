@@ -10,14 +10,13 @@ use super::decide::Breaker;
 use super::driver::Loop;
 use super::runner::Runner;
 use super::templates;
-use crate::agent::kill;
 use crate::agent::process::StopLevel;
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::{self, Settings, Sources};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::runlog::{self, Outcome};
-use crate::state::{self, Loaded, LoopState, Status};
+
+use crate::state::{LoopState, Status};
 use crate::vcs::Repo;
 use crate::{control, fsutil, registry, wiggum};
 
@@ -176,74 +175,6 @@ pub fn init(p: &Prepared) -> Result<()> {
     registry::register(&p.home, &p.topic, p.layout.root())
 }
 
-/// Clean up after a dead predecessor: kill what its agent left, record the interrupted
-/// iteration, discard its directory. Returns (previous state, last completed iteration).
-async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
-    let prev = match state::load_for_start(&layout.state())? {
-        Loaded::Ok(s) => Some(*s),
-        Loaded::Missing => None,
-        Loaded::MovedAside(to, why) => {
-            tracing::warn!(
-                "state.json did not parse ({why}); moved aside to {}",
-                to.display()
-            );
-            eprintln!(
-                "warning: state.json did not parse; kept as {}",
-                to.display()
-            );
-            None
-        }
-    };
-    if let Some(s) = &prev
-        && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
-    {
-        let left = kill::terminate(pgid, &token, std::time::Duration::from_secs(2), || false).await;
-        tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
-    }
-    let runs = runlog::read(&layout.runs())?;
-    let completed = runs
-        .iter()
-        .filter(|r| {
-            r.record == "iteration" && !matches!(r.outcome, Outcome::Crashed | Outcome::Interrupted)
-        })
-        .map(|r| r.iteration)
-        .max()
-        .unwrap_or(0);
-    if let Some(s) = &prev
-        && s.status.is_live()
-        && s.current_iteration > completed
-    {
-        let rec = serde_json::json!({"record": "iteration", "iteration": s.current_iteration, "attempt": 0,
-            "started_at": s.updated_at, "ended_at": Utc::now(), "duration_ms": 0, "outcome": "interrupted",
-            "note": "the supervisor died mid-iteration; discarded and resumed"});
-        runlog::append(&layout.runs(), &rec)?;
-    }
-    // Any iteration directory past the last completed one is a partial leftover.
-    for n in completed + 1
-        ..=prev
-            .as_ref()
-            .map_or(0, |s| s.current_iteration)
-            .max(completed + 1)
-    {
-        let dir = layout.iteration_dir(n);
-        if dir.exists() {
-            let aside = layout.wiggum().join("discarded");
-            fsutil::create_dir_all(&aside)?;
-            let to = aside.join(format!(
-                "{}.interrupted.{}",
-                crate::layout::iteration_dir_name(n),
-                Utc::now().format("%Y%m%dT%H%M%S%.3f")
-            ));
-            std::fs::rename(&dir, &to).map_err(|e| Error::Io {
-                path: dir,
-                action: "move aside",
-                source: e,
-            })?;
-        }
-    }
-    Ok((prev, completed))
-}
-
 fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
     let meta: Option<serde_json::Value> =
         fsutil::read_opt(&layout.metadata())?.and_then(|t| serde_json::from_str(&t).ok());
@@ -276,7 +207,7 @@ fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
 /// Open the loop for running: recovery, fresh state, repository.
 pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result<Loop> {
     let layout = p.layout.clone();
-    let (prev, completed) = recover(&layout).await?;
+    let (prev, completed) = super::recover::recover(&layout).await?;
     control::update(&layout.control(), |r| r.stop_after_iteration = false)?;
     let repo = Repo::open_or_init(layout.root())?;
     let prev = prev.unwrap_or_default();

@@ -1,0 +1,80 @@
+//! Recovery after a supervisor died (kill -9, power loss): kill what its agent left running,
+//! record the interrupted iteration, move its partial directory aside, and say where to resume.
+//! Conservative, like pueue's restore: nothing half-done is trusted, nothing is deleted.
+
+use chrono::Utc;
+
+use crate::agent::kill;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::runlog::{self, Outcome};
+use crate::state::{self, Loaded, LoopState};
+
+/// Clean up after a dead predecessor: kill what its agent left, record the interrupted
+/// iteration, discard its directory. Returns (previous state, last completed iteration).
+pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
+    let prev = match state::load_for_start(&layout.state())? {
+        Loaded::Ok(s) => Some(*s),
+        Loaded::Missing => None,
+        Loaded::MovedAside(to, why) => {
+            tracing::warn!(
+                "state.json did not parse ({why}); moved aside to {}",
+                to.display()
+            );
+            eprintln!(
+                "warning: state.json did not parse; kept as {}",
+                to.display()
+            );
+            None
+        }
+    };
+    if let Some(s) = &prev
+        && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
+    {
+        let left = kill::terminate(pgid, &token, std::time::Duration::from_secs(2), || false).await;
+        tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
+    }
+    let runs = runlog::read(&layout.runs())?;
+    let completed = runs
+        .iter()
+        .filter(|r| {
+            r.record == "iteration" && !matches!(r.outcome, Outcome::Crashed | Outcome::Interrupted)
+        })
+        .map(|r| r.iteration)
+        .max()
+        .unwrap_or(0);
+    if let Some(s) = &prev
+        && s.status.is_live()
+        && s.current_iteration > completed
+    {
+        let rec = serde_json::json!({"record": "iteration", "iteration": s.current_iteration, "attempt": 0,
+            "started_at": s.updated_at, "ended_at": Utc::now(), "duration_ms": 0, "outcome": "interrupted",
+            "note": "the supervisor died mid-iteration; discarded and resumed"});
+        runlog::append(&layout.runs(), &rec)?;
+    }
+    // Any iteration directory past the last completed one is a partial leftover.
+    for n in completed + 1
+        ..=prev
+            .as_ref()
+            .map_or(0, |s| s.current_iteration)
+            .max(completed + 1)
+    {
+        let dir = layout.iteration_dir(n);
+        if dir.exists() {
+            let aside = layout.wiggum().join("discarded");
+            fsutil::create_dir_all(&aside)?;
+            let to = aside.join(format!(
+                "{}.interrupted.{}",
+                crate::layout::iteration_dir_name(n),
+                Utc::now().format("%Y%m%dT%H%M%S%.3f")
+            ));
+            std::fs::rename(&dir, &to).map_err(|e| Error::Io {
+                path: dir,
+                action: "move aside",
+                source: e,
+            })?;
+        }
+    }
+    Ok((prev, completed))
+}
