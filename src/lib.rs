@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod procs;
 pub mod ralph;
 pub mod registry;
+pub mod report;
 pub mod runlog;
 pub mod state;
 pub mod vcs;

@@ -1,7 +1,7 @@
 //! The `studio-agents` binary: parse, dispatch, map errors to exit codes (DESIGN §2).
 
 use clap::Parser;
-use studio_agents::cli::{Cli, Top, Wiggum, control, gate, panel, start, status};
+use studio_agents::cli::{Cli, Top, Wiggum, control, gate, inspect, panel, start, status};
 
 fn main() {
     let cli = Cli::parse();
@@ -16,6 +16,11 @@ fn main() {
             Wiggum::List(a) => status::list(a),
             Wiggum::Gate(a) => gate::run(a, config),
             Wiggum::Panel(a) => panel::run(a, config),
+            Wiggum::Logs(a) => inspect::logs(a),
+            Wiggum::Diff(a) => inspect::diff(a),
+            Wiggum::Summary(a) => inspect::summary(a),
+            Wiggum::Sign(s) => inspect::sign(s),
+            Wiggum::Report(a) => inspect::report_cmd(a),
         },
     };
     let code = match result {

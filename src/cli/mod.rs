@@ -3,6 +3,7 @@
 
 pub mod control;
 pub mod gate;
+pub mod inspect;
 pub mod panel;
 pub mod start;
 pub mod status;
@@ -73,6 +74,29 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum panel \"Explain flock\" notes.md --model judge\n  studio-agents wiggum panel \"Explain flock\" notes.md --model llamacpp --json"
     )]
     Panel(panel::PanelArgs),
+    /// Print an iteration's agent log (the latest by default).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum logs research\n  studio-agents wiggum logs research --iteration 3\n  studio-agents wiggum logs research --follow"
+    )]
+    Logs(inspect::LogsArgs),
+    /// Show the patch an iteration committed (the latest committed by default).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum diff research\n  studio-agents wiggum diff research --iteration 2"
+    )]
+    Diff(inspect::DiffArgs),
+    /// One line per iteration: outcome, gate, scores, time, commit.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum summary research\n  studio-agents wiggum summary research --json"
+    )]
+    Summary(inspect::SummaryArgs),
+    /// Signs: lessons for the agent, appended to AGENT.md.
+    #[command(subcommand)]
+    Sign(inspect::Sign),
+    /// Analytics over runs.jsonl: r1, pass rate, rounds, composite, failure taxonomy.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum report\n  studio-agents wiggum report research docs --json"
+    )]
+    Report(inspect::ReportArgs),
 }
 
 /// Just a topic.

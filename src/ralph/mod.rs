@@ -10,5 +10,6 @@ pub mod metrics;
 pub mod promise;
 pub mod recover;
 pub mod runner;
+pub mod signs;
 pub mod start;
 pub mod templates;

@@ -5,5 +5,6 @@ mod support;
 mod bad_input;
 mod daemon;
 mod gate_cmd;
+mod inspect;
 mod loop_core;
 mod loop_gate;

@@ -1,0 +1,272 @@
+//! Looking into a loop from any shell: `logs`, `diff`, `summary`, `sign add`, `report`.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::control::layout_of;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::Layout;
+use crate::runlog::{self, RunRecord};
+use crate::vcs::Repo;
+use crate::{config, fsutil, lock, registry, report};
+
+/// Flags of `logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// Which iteration (default: the latest); 0 is the planning phase.
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Keep printing as the log grows, until the loop stops.
+    #[arg(long)]
+    pub follow: bool,
+}
+
+/// Flags of `diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// Which iteration (default: the latest committed one).
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
+}
+
+/// Flags of `summary` and `report`.
+#[derive(Debug, Args)]
+pub struct SummaryArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `sign` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Sign {
+    /// Add a sign (a lesson from a failure) to the loop's AGENT.md; the next iteration reads it.
+    Add {
+        /// The loop's topic.
+        topic: String,
+        /// What went wrong.
+        #[arg(long)]
+        what: String,
+        /// What the agent should do instead.
+        #[arg(long)]
+        fix: String,
+    },
+}
+
+/// Flags of `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Topics (default: every registered loop).
+    pub topics: Vec<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn latest_iteration(layout: &Layout) -> Option<u32> {
+    std::fs::read_dir(layout.wiggum())
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix("iteration-")?
+                .parse()
+                .ok()
+        })
+        .max()
+}
+
+/// `logs`.
+pub fn logs(a: &LogsArgs) -> Result<i32> {
+    let layout = layout_of(&a.topic)?;
+    let n = a
+        .iteration
+        .or_else(|| latest_iteration(&layout))
+        .unwrap_or(0);
+    let dir = if n == 0 {
+        layout.planning_dir()
+    } else {
+        layout.iteration_dir(n)
+    };
+    let path = dir.join("agent.log");
+    if !path.exists() && !a.follow {
+        return Err(Error::input(format!(
+            "no log for iteration {n} of `{}` ({})",
+            a.topic,
+            path.display()
+        )));
+    }
+    let mut pos = 0u64;
+    let mut out = std::io::stdout();
+    loop {
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            f.seek(SeekFrom::Start(pos)).at(&path, "seek")?;
+            let mut buf = Vec::new();
+            f.read_to_end(&mut buf).at(&path, "read")?;
+            pos += buf.len() as u64;
+            out.write_all(&buf).at(&path, "print")?;
+            out.flush().at(&path, "print")?;
+        }
+        if !a.follow || lock::holder(&layout.lock())?.is_none() {
+            return Ok(0);
+        }
+        std::thread::sleep(Duration::from_millis(200)); // allow: follow polls, never spins
+    }
+}
+
+/// `diff`.
+pub fn diff(a: &DiffArgs) -> Result<i32> {
+    let layout = layout_of(&a.topic)?;
+    let runs = runlog::read(&layout.runs())?;
+    let rec = match a.iteration {
+        Some(n) => runs
+            .iter()
+            .rev()
+            .find(|r| r.record == "iteration" && r.iteration == n && r.attempt > 0),
+        None => runs
+            .iter()
+            .rev()
+            .find(|r| r.record == "iteration" && r.commit.is_some()),
+    };
+    let Some(rec) = rec else {
+        return Err(Error::input(format!(
+            "`{}` has no such iteration in {}",
+            a.topic,
+            layout.runs().display()
+        )));
+    };
+    let Some(sha) = &rec.commit else {
+        return Err(Error::input(format!(
+            "iteration {} of `{}` was not committed (outcome {:?})",
+            rec.iteration, a.topic, rec.outcome
+        )));
+    };
+    let repo = Repo::open_or_init(layout.root())?;
+    print!("{}", repo.commit_patch(sha)?);
+    Ok(0)
+}
+
+fn row(r: &RunRecord) -> String {
+    let g = r.gate.as_ref();
+    let verdict = g.map_or("-".to_string(), |g| {
+        format!("{:?}", g.verdict).to_uppercase()
+    });
+    let score = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2}"));
+    format!(
+        "{:>4} {:>2}  {:<12} {:<5} r1 {:<5} kept {:<5} {:>7.1}s  {:<8} {}",
+        r.iteration,
+        r.attempt,
+        serde_json::to_value(r.outcome)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        verdict,
+        score(g.and_then(|g| g.wiggum_r1)),
+        score(g.and_then(|g| g.final_score)),
+        r.duration_ms as f64 / 1000.0,
+        r.commit.as_deref().map_or("-", |c| &c[..8.min(c.len())]),
+        r.files_changed.len(),
+    )
+}
+
+/// `summary`.
+pub fn summary(a: &SummaryArgs) -> Result<i32> {
+    let layout = layout_of(&a.topic)?;
+    let runs: Vec<RunRecord> = runlog::read(&layout.runs())?
+        .into_iter()
+        .filter(|r| r.record == "iteration")
+        .collect();
+    let st = crate::state::read(&layout.state())?;
+    if a.json {
+        let v = serde_json::json!({"topic": a.topic, "state": st, "iterations": runs,
+            "report": report::aggregate(&runs, 7.0)});
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(0);
+    }
+    println!("iter try  outcome      gate  r1       kept       time     commit   files");
+    for r in &runs {
+        println!("{}", row(r));
+    }
+    if let Some(s) = st {
+        let reason = s.stop_reason.map_or("-", |r| r.as_str());
+        println!(
+            "\nstatus {}, stop reason {reason}, cost ${:.4}",
+            s.status.as_str(),
+            s.cost_usd
+        );
+    }
+    Ok(0)
+}
+
+/// `sign add`.
+pub fn sign(s: &Sign) -> Result<i32> {
+    let Sign::Add { topic, what, fix } = s;
+    if what.trim().is_empty() || fix.trim().is_empty() {
+        return Err(Error::input("sign add: --what and --fix must not be empty"));
+    }
+    let layout = layout_of(topic)?;
+    let path = layout.memory("AGENT.md");
+    let text = fsutil::read_opt(&path)?.unwrap_or_default();
+    let new = crate::ralph::signs::add(&text, what, fix);
+    fsutil::atomic_write(&path, new.as_bytes())?;
+    println!(
+        "added a sign to {} (read by the next iteration)",
+        path.display()
+    );
+    Ok(0)
+}
+
+/// `report`.
+pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
+    let home = config::home_dir()?;
+    let topics: Vec<(String, std::path::PathBuf)> = if a.topics.is_empty() {
+        registry::all(&home)?
+    } else {
+        a.topics
+            .iter()
+            .map(|t| Ok((t.clone(), registry::require(&home, t)?)))
+            .collect::<Result<_>>()?
+    };
+    let mut all = Vec::new();
+    for (_, path) in &topics {
+        all.extend(runlog::read(&Layout::new(path).runs())?);
+    }
+    let r = report::aggregate(&all, 7.0);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
+        return Ok(0);
+    }
+    let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    println!(
+        "loops: {}  iterations: {}  gated: {}",
+        topics.len(),
+        r.iterations,
+        r.gated
+    );
+    println!(
+        "mean r1 {}  mean kept {}  pass rate {}  mean rounds {}",
+        f(r.mean_r1),
+        f(r.mean_final),
+        f(r.pass_rate),
+        f(r.mean_rounds)
+    );
+    println!("composite (0.7·r1 + 0.3·pass·10): {}", f(r.composite));
+    println!("weakest dimensions (rounds below 7):");
+    for (d, n) in &r.weak_dimensions {
+        println!("  {d:<14} {n}");
+    }
+    println!("most frequent first-round issues:");
+    for (i, n) in &r.top_issues {
+        println!("  {n:>3}× {i}");
+    }
+    Ok(0)
+}
