@@ -10,6 +10,10 @@ use serde_json::{Value, json};
 use crate::config::{EvaluatorEntry, EvaluatorKind};
 use crate::error::{Error, Result};
 
+/// An evaluator's answer is a few scores and issues: a cap keeps a rambling model from filling
+/// its whole context (the seed uses 600).
+pub const MAX_ANSWER_TOKENS: u32 = 800;
+
 /// The JSON schema of an answer: one number per dimension and a list of issues.
 #[must_use]
 pub fn rubric_schema(dims: &[String]) -> Value {
@@ -22,7 +26,7 @@ pub fn rubric_schema(dims: &[String]) -> Value {
     }
     props.insert(
         "issues".into(),
-        json!({"type": "array", "items": {"type": "string"}}),
+        json!({"type": "array", "items": {"type": "string"}, "maxItems": 8}),
     );
     let mut required: Vec<String> = dims.to_vec();
     required.push("issues".into());
@@ -57,12 +61,12 @@ pub fn request(
             (
                 format!("{}/api/chat", base.trim_end_matches('/')),
                 json!({"model": model, "messages": messages, "stream": false, "format": format,
-                       "options": {"temperature": temperature}}),
+                       "options": {"temperature": temperature, "num_predict": MAX_ANSWER_TOKENS}}),
             )
         }
         _ => {
             let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:8080/v1");
-            let mut body = json!({"model": model, "messages": messages, "temperature": temperature, "stream": false});
+            let mut body = json!({"model": model, "messages": messages, "temperature": temperature, "stream": false, "max_tokens": MAX_ANSWER_TOKENS});
             if let Some(s) = schema {
                 body["response_format"] = json!({"type": "json_schema", "json_schema":
                     {"name": "answer", "strict": true, "schema": s}});
@@ -204,6 +208,7 @@ mod tests {
         let schema = &body["response_format"]["json_schema"]["schema"];
         assert_eq!(schema["required"], json!(["depth", "structure", "issues"]));
         assert_eq!(body["temperature"], json!(0.0));
+        assert_eq!(body["max_tokens"], json!(MAX_ANSWER_TOKENS));
         let (_, plain) = request(&entry(EvaluatorKind::Openai), "P", 0.0, None);
         assert!(plain.get("response_format").is_none());
     }

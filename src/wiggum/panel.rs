@@ -48,8 +48,8 @@ pub fn prompt(lens: &str, task: &str, excerpt: &str) -> String {
 pub fn schema() -> serde_json::Value {
     serde_json::json!({"type": "object", "properties": {
         "score": {"type": "number", "minimum": 0, "maximum": 10},
-        "issues": {"type": "array", "items": {"type": "string"}},
-        "strengths": {"type": "array", "items": {"type": "string"}}},
+        "issues": {"type": "array", "items": {"type": "string"}, "maxItems": 6},
+        "strengths": {"type": "array", "items": {"type": "string"}, "maxItems": 4}},
         "required": ["score", "issues", "strengths"], "additionalProperties": false})
 }
 

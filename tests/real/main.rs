@@ -335,3 +335,107 @@ fn a_clearly_better_document_scores_clearly_better() {
     let bad = score("# Notes\n\nstuff is broken maybe. TODO\n");
     assert!(good > bad + 1.0, "good {good} vs bad {bad}");
 }
+
+// The survivor check of the main suite's kit.
+#[allow(dead_code)]
+#[path = "../it/support/procs.rs"]
+mod procs;
+#[allow(dead_code)]
+#[path = "../it/support/wait.rs"]
+mod wait;
+use wait::wait_for;
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(["-c", "user.name=dev", "-c", "user.email=dev@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+#[test]
+#[ignore = "opt-in: qwen-1.5b and aider-chat (a few minutes to set up); cargo test --features real-llm --test real -- --ignored"]
+fn a_loop_whose_agent_is_real_aider_ends_for_a_stated_reason_with_nothing_left_running() {
+    let Some(m) = model("qwen-1.5b") else { return };
+    let Some(aider) = model("aider") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let repo = w.path("repo");
+    std::fs::create_dir_all(repo.join("wiggum")).unwrap();
+    std::fs::write(repo.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    std::fs::write(
+        repo.join("test_calc.py"),
+        "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "a small repository with a bug"]);
+    std::fs::write(
+        repo.join("wiggum/PROMPT.md"),
+        "Fix the bug in calc.py: add(a, b) must return a + b.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("wiggum/fix_plan.md"),
+        "- [ ] Fix add in calc.py so test_calc.py passes\n",
+    )
+    .unwrap();
+    let meta = root().join("tests/real/aider-model-metadata.json");
+    let aider_home = w.path("aider-home");
+    std::fs::create_dir_all(&aider_home).unwrap();
+    let command = format!(
+        "{} --model openai/local --openai-api-base {} --openai-api-key sk-local --model-metadata-file {} --edit-format udiff --map-tokens 0 --no-show-model-warnings --no-check-update --analytics-disable --no-gitignore --no-pretty --no-stream --yes-always --no-detect-urls --timeout 600 --message-file {{prompt_file}} calc.py",
+        aider.display(),
+        srv.base(),
+        meta.display()
+    );
+    let cfg = format!(
+        "[gate]\ntarget = \"off\"\n\n[validation]\ncommands = [\"python3 -m unittest -q test_calc\"]\n\n[safety]\nmax_time_per_iteration = 400\nkill_grace_secs = 5\n\n[agents.aider]\ncommand = \"{}\"\nstdin = false\noutput_format = \"aider\"\nrevision_output = \"file\"\nenv = {{ HOME = \"{}\", LITELLM_LOCAL_MODEL_COST_MAP = \"True\", AIDER_ANALYTICS = \"false\", HF_HUB_OFFLINE = \"1\" }}\n",
+        command.replace('"', "\\\""),
+        aider_home.display()
+    );
+    let cfg_path = w.write("aider.toml", &cfg);
+    let token = format!("real-aider-{}", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_studio-agents"))
+        .args([
+            "wiggum",
+            "start",
+            "aider-loop",
+            "--artifact-path",
+            &repo.display().to_string(),
+            "--agent",
+            "aider",
+            "--config",
+            &cfg_path,
+            "--max-iterations",
+            "2",
+            "--foreground",
+        ])
+        .env("STUDIO_AGENTS_HOME", w.path("home"))
+        .env("STUDIO_AGENTS_TEST_TOKEN", &token)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let state: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    let reason = state["stop_reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no stop reason: {state}\n{err}"));
+    assert!(
+        ["plan_empty", "max_iterations", "breaker", "promise"].contains(&reason),
+        "{reason}: {state}"
+    );
+    let runs = std::fs::read_to_string(repo.join("wiggum/runs.jsonl")).unwrap();
+    let iterations = runs
+        .lines()
+        .filter(|l| l.contains("\"record\":\"iteration\""))
+        .count();
+    assert!(iterations >= 1, "{runs}");
+    eprintln!("aider loop ended: {reason} after {iterations} iteration record(s)");
+    procs::assert_no_survivors(&token);
+}

