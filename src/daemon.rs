@@ -188,7 +188,8 @@ fn child_args(o: &StartOpts, root: &Path) -> Result<Vec<String>> {
 }
 
 /// Start the loop as a daemon and return once it holds its lock (within about a second).
-pub fn detach(opts: &StartOpts) -> Result<i32> {
+/// Returns whether the settings ask to attach the live view (`auto_watch`, on a terminal).
+pub fn detach(opts: &StartOpts) -> Result<bool> {
     let home = config::home_dir()?;
     let p = start::prepare(opts, &home)?;
     check_not_running(&p)?;
@@ -254,7 +255,8 @@ pub fn detach(opts: &StartOpts) -> Result<i32> {
     println!("started loop `{t}` (pid {pid})");
     println!("  artifact: {}", p.layout.root().display());
     println!("  log:      {}", log_path.display());
+    println!("  watch:    studio-agents wiggum watch {t}");
     println!("  status:   studio-agents wiggum status {t}");
     println!("  stop:     studio-agents wiggum stop {t}");
-    Ok(0)
+    Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
 }

@@ -22,4 +22,5 @@ pub mod report;
 pub mod runlog;
 pub mod state;
 pub mod vcs;
+pub mod watch;
 pub mod wiggum;

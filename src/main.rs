@@ -13,6 +13,7 @@ fn main() {
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),
             Wiggum::Status(a) => status::status(a),
+            Wiggum::Watch(a) => studio_agents::watch::run(&a.topic),
             Wiggum::List(a) => status::list(a),
             Wiggum::Gate(a) => gate::run(a, config),
             Wiggum::Panel(a) => panel::run(a, config),

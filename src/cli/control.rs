@@ -81,6 +81,24 @@ fn wait_released(layout: &Layout, deadline: Option<Instant>) -> Result<bool> {
     }
 }
 
+/// Ask a running loop to stop (graceful, with `grace` seconds for the agent) without waiting.
+pub fn request_stop(topic: &str, layout: &Layout, grace: u64) -> Result<Holder> {
+    let h = running(topic, layout)?;
+    control::update(&layout.control(), |r| r.stop_grace_secs = Some(grace))?;
+    signal_holder(&h, Signal::SIGTERM)?;
+    Ok(h)
+}
+
+/// Set or clear the pause request of a running loop.
+pub fn pause_quiet(topic: &str, layout: &Layout, on: bool) -> Result<Holder> {
+    let h = running(topic, layout)?;
+    control::update(&layout.control(), |r| {
+        r.pause = on;
+        r.pause_reason = on.then(|| "paused by the user".into());
+    })?;
+    Ok(h)
+}
+
 /// `stop`.
 pub fn stop(a: &StopArgs) -> Result<i32> {
     let layout = layout_of(&a.topic)?;
@@ -96,8 +114,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
         println!("stopped loop `{}`", a.topic);
         return Ok(0);
     }
-    control::update(&layout.control(), |r| r.stop_grace_secs = Some(a.timeout))?;
-    signal_holder(&h, Signal::SIGTERM)?;
+    request_stop(&a.topic, &layout, a.timeout)?;
     let force_at = Instant::now() + Duration::from_secs(a.timeout + 5);
     if !wait_released(&layout, Some(force_at))? {
         let _gone = signal_holder(&h, Signal::SIGTERM);
@@ -118,11 +135,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
 /// `pause` (`on = true`) and `resume`.
 pub fn pause(topic: &str, on: bool) -> Result<i32> {
     let layout = layout_of(topic)?;
-    let h = running(topic, &layout)?;
-    control::update(&layout.control(), |r| {
-        r.pause = on;
-        r.pause_reason = on.then(|| "paused by the user".into());
-    })?;
+    let h = pause_quiet(topic, &layout, on)?;
     if on {
         println!(
             "loop `{topic}` (pid {}) will pause at the next iteration boundary",

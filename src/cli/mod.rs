@@ -59,6 +59,11 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum status research\n  studio-agents wiggum status --json"
     )]
     Status(status::StatusArgs),
+    /// The live view: status, metrics, the agent's output; keys to stop, pause, resume, add a sign.
+    #[command(
+        after_help = "Example:\n  studio-agents wiggum watch research    # q leaves the view, the loop continues"
+    )]
+    Watch(TopicArg),
     /// List every registered loop.
     #[command(
         after_help = "Examples:\n  studio-agents wiggum list\n  studio-agents wiggum list --json"

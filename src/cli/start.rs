@@ -40,6 +40,9 @@ pub struct StartArgs {
     /// Run the three-persona panel after the evaluator.
     #[arg(long)]
     pub panel: bool,
+    /// Attach the live view after starting (also `[defaults] auto_watch`).
+    #[arg(long, conflicts_with = "foreground")]
+    pub watch: bool,
     /// Run in this process instead of detaching.
     #[arg(long)]
     pub foreground: bool,
@@ -69,8 +72,11 @@ impl StartArgs {
 pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     let opts = args.opts(config);
     if args.foreground {
-        daemon::run_foreground(&opts)
-    } else {
-        daemon::detach(&opts)
+        return daemon::run_foreground(&opts);
     }
+    let auto_watch = daemon::detach(&opts)?;
+    if args.watch || auto_watch {
+        return crate::watch::run(&args.topic);
+    }
+    Ok(0)
 }

@@ -99,7 +99,9 @@ pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
             };
             (end - s.started_at).num_seconds()
         }),
-        pause_reason: ctl.pause.then_some(ctl.pause_reason).flatten(),
+        pause_reason: (holder.is_some() && ctl.pause)
+            .then_some(ctl.pause_reason)
+            .flatten(),
         state: st,
     })
 }

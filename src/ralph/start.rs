@@ -208,7 +208,8 @@ fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
 pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result<Loop> {
     let layout = p.layout.clone();
     let (prev, completed) = super::recover::recover(&layout).await?;
-    control::update(&layout.control(), |r| r.stop_after_iteration = false)?;
+    // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
+    control::clear(&layout.control())?;
     let repo = Repo::open_or_init(layout.root())?;
     let prev = prev.unwrap_or_default();
     let state = LoopState {

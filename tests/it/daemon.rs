@@ -351,3 +351,17 @@ fn a_second_signal_forces_past_the_grace_period() {
     assert_eq!(t.state()["stop_reason"], "user_stop");
     assert_no_survivors(&t.token);
 }
+
+#[test]
+fn requests_left_by_a_previous_run_do_not_pause_a_new_start() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(
+        t.wiggum("control.json"),
+        r#"{"pause": true, "pause_reason": "old", "stop_after_iteration": true}"#,
+    )
+    .unwrap();
+    t.start_fg("fresh", "", &[]).code(0);
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    assert_eq!(t.runs("iteration").len(), 3);
+}

@@ -8,3 +8,4 @@ mod gate_cmd;
 mod inspect;
 mod loop_core;
 mod loop_gate;
+mod watch;

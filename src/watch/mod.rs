@@ -1,0 +1,126 @@
+//! `wiggum watch <topic>`: the live view. On a terminal, a full-screen view redrawn every half
+//! second with keys to stop, pause, resume and add a sign; elsewhere (a pipe, a log), one line
+//! each time the status changes. Either way it ends when the loop stops; the loop never depends
+//! on it.
+
+pub mod keys;
+pub mod snapshot;
+pub mod view;
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
+
+use crate::cli::control;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use keys::{Action, Key, Mode};
+
+const TICK: Duration = Duration::from_millis(500);
+
+/// Run the view until the user quits or the loop stops.
+pub fn run(topic: &str) -> Result<i32> {
+    let layout = control::layout_of(topic)?;
+    if std::io::stdout().is_terminal() {
+        interactive(topic, &layout)
+    } else {
+        lines(topic, &layout)
+    }
+}
+
+fn lines(topic: &str, layout: &Layout) -> Result<i32> {
+    let mut last = String::new();
+    loop {
+        let s = snapshot::load(topic, layout, 0)?;
+        let line = s.line();
+        if line != last {
+            println!("{line}");
+            last = line;
+        }
+        if !s.running {
+            return Ok(0);
+        }
+        std::thread::sleep(TICK); // allow: the view polls the disk, never spins
+    }
+}
+
+fn key_of(code: KeyCode) -> Option<Key> {
+    match code {
+        KeyCode::Char(c) => Some(Key::Char(c)),
+        KeyCode::Enter => Some(Key::Enter),
+        KeyCode::Backspace => Some(Key::Backspace),
+        KeyCode::Esc => Some(Key::Esc),
+        _ => None,
+    }
+}
+
+fn act(topic: &str, layout: &Layout, a: Action) -> Result<String> {
+    Ok(match a {
+        Action::None | Action::Quit => String::new(),
+        Action::Stop => {
+            let h = control::request_stop(topic, layout, 10)?;
+            format!("stop sent to pid {}; the agent gets 10 s to finish", h.pid)
+        }
+        Action::Pause => {
+            control::pause_quiet(topic, layout, true)?;
+            "pausing at the next iteration boundary".into()
+        }
+        Action::Resume => {
+            control::pause_quiet(topic, layout, false)?;
+            "resumed".into()
+        }
+        Action::AddSign(what, fix) => {
+            let path = layout.memory("AGENT.md");
+            let text = crate::fsutil::read_opt(&path)?.unwrap_or_default();
+            crate::fsutil::atomic_write(
+                &path,
+                crate::ralph::signs::add(&text, &what, &fix).as_bytes(),
+            )?;
+            "sign added to AGENT.md (the next iteration reads it)".into()
+        }
+    })
+}
+
+fn interactive(topic: &str, layout: &Layout) -> Result<i32> {
+    let mut term = ratatui::try_init()
+        .map_err(|e| Error::runtime(format!("cannot open the terminal: {e}")))?;
+    let result = (|| -> Result<i32> {
+        let mut mode = Mode::Normal;
+        let mut note = String::new();
+        loop {
+            let s = snapshot::load(topic, layout, 12)?;
+            let prompt = keys::prompt(&mode);
+            let msg = if prompt.is_empty() {
+                note.clone()
+            } else {
+                prompt
+            };
+            term.draw(|f| view::draw(f, &s, &msg))
+                .map_err(|e| Error::runtime(format!("draw: {e}")))?;
+            if !event::poll(TICK).map_err(|e| Error::runtime(format!("terminal: {e}")))? {
+                continue;
+            }
+            let Event::Key(k) =
+                event::read().map_err(|e| Error::runtime(format!("terminal: {e}")))?
+            else {
+                continue;
+            };
+            if k.kind != KeyEventKind::Press {
+                continue;
+            }
+            let Some(key) = key_of(k.code) else { continue };
+            let (next, action) = keys::on_key(mode, key);
+            mode = next;
+            if action == Action::Quit {
+                return Ok(0);
+            }
+            note = match act(topic, layout, action) {
+                Ok(n) => n,
+                Err(e) => format!("error: {e}"),
+            };
+        }
+    })();
+    ratatui::restore();
+    result
+}

@@ -1,0 +1,139 @@
+//! What the live view shows, read from disk (state, control requests, run records, the plan and
+//! the running agent's log), the same way `status` reads it: without the daemon's help.
+
+use crate::control;
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout::Layout;
+use crate::lock;
+use crate::ralph::fix_plan;
+use crate::runlog::{self, RunRecord};
+use crate::state::{self, LoopState};
+
+/// One frame's worth of facts.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// The topic.
+    pub topic: String,
+    /// The state, when there is one.
+    pub state: Option<LoopState>,
+    /// Someone holds the lock.
+    pub running: bool,
+    /// Why it is paused, if it is.
+    pub pause_reason: Option<String>,
+    /// The latest iteration records, newest last.
+    pub recent: Vec<RunRecord>,
+    /// Open plan items, in order.
+    pub open_items: Vec<String>,
+    /// The last lines of the current agent's log.
+    pub log_tail: Vec<String>,
+}
+
+fn tail(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| (*l).to_string())
+        .collect()
+}
+
+/// Read a snapshot.
+pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> {
+    let st = state::read(&layout.state()).unwrap_or(None);
+    let running = lock::holder(&layout.lock())?.is_some();
+    let ctl = control::read(&layout.control());
+    let runs = runlog::read(&layout.runs())?;
+    let recent: Vec<RunRecord> = runs
+        .into_iter()
+        .filter(|r| r.record == "iteration")
+        .collect();
+    let recent = recent[recent.len().saturating_sub(8)..].to_vec();
+    let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+    let open_items = fix_plan::items(&plan)
+        .into_iter()
+        .filter(|i| !i.done)
+        .map(|i| i.text)
+        .collect();
+    let n = st.as_ref().map_or(0, |s| s.current_iteration);
+    let dir = if n == 0 {
+        layout.planning_dir()
+    } else {
+        layout.iteration_dir(n)
+    };
+    let log_tail =
+        fsutil::read_opt(&dir.join("agent.log"))?.map_or_else(Vec::new, |t| tail(&t, log_lines));
+    Ok(Snapshot {
+        topic: topic.to_string(),
+        state: st,
+        running,
+        pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
+        recent,
+        open_items,
+        log_tail,
+    })
+}
+
+impl Snapshot {
+    /// `running`, `paused`, …, or `dead` when the state says live but nobody holds the lock.
+    #[must_use]
+    pub fn status(&self) -> String {
+        match &self.state {
+            None if self.running => "starting".into(),
+            None => "unknown".into(),
+            Some(s) if s.status.is_live() && !self.running => "dead".into(),
+            Some(s) => s.status.as_str().into(),
+        }
+    }
+
+    /// One line for logs and pipes.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let Some(s) = &self.state else {
+            return format!("{} {}", self.topic, self.status());
+        };
+        let mut out = format!(
+            "{} {} iteration {}/{}",
+            self.topic,
+            self.status(),
+            s.current_iteration,
+            s.max_iterations
+        );
+        if let Some(q) = s.last_quality {
+            out.push_str(&format!(" quality {q:.2}/{:.2}", s.quality_threshold));
+        }
+        if let Some(g) = s.last_gate_score {
+            out.push_str(&format!(" gate {g:.2}"));
+        }
+        if let Some(n) = s.items_remaining {
+            out.push_str(&format!(" items {n}"));
+        }
+        if let Some(r) = s.stop_reason.filter(|_| !self.running) {
+            out.push_str(&format!(" stop reason {}", r.as_str()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_takes_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), vec!["b", "c"]);
+        assert_eq!(tail("", 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_live_state_without_a_lock_is_dead() {
+        let s = Snapshot {
+            state: Some(LoopState {
+                status: crate::state::Status::Running,
+                ..LoopState::default()
+            }),
+            running: false,
+            ..Snapshot::default()
+        };
+        assert_eq!(s.status(), "dead");
+    }
+}

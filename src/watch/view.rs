@@ -1,0 +1,210 @@
+//! Drawing a snapshot, pure: the same frame for the same facts (tested on ratatui's TestBackend).
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use super::snapshot::Snapshot;
+
+fn bar(v: f64) -> String {
+    let filled = (v.clamp(0.0, 1.0) * 10.0).round() as usize;
+    format!("{}{} {v:.2}", "█".repeat(filled), "░".repeat(10 - filled))
+}
+
+fn header(s: &Snapshot) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::styled(
+        format!("Wiggum loop: {}", s.topic),
+        Style::default().add_modifier(Modifier::BOLD),
+    )];
+    let Some(st) = &s.state else {
+        lines.push(Line::from(format!("Status: {}", s.status())));
+        return lines;
+    };
+    lines.push(Line::from(format!(
+        "Status: {}   Iteration: {} / {}   Items remaining: {}",
+        s.status(),
+        st.current_iteration,
+        st.max_iterations,
+        st.items_remaining
+            .map_or("-".to_string(), |n| n.to_string())
+    )));
+    lines.push(Line::from(format!(
+        "Quality: {} → {:.2} (target)   Gate: {}   Cost: ${:.4}",
+        st.last_quality
+            .map_or("-".to_string(), |q| format!("{q:.2}")),
+        st.quality_threshold,
+        st.last_gate_score
+            .map_or("-".to_string(), |g| format!("{g:.2}")),
+        st.cost_usd
+    )));
+    if let Some(r) = &s.pause_reason {
+        lines.push(Line::from(format!("Paused: {r}")));
+    }
+    if let (Some(r), false) = (st.stop_reason, s.running) {
+        lines.push(Line::from(format!(
+            "Stopped: {} ({})",
+            r.as_str(),
+            st.stop_detail.clone().unwrap_or_default()
+        )));
+    }
+    lines
+}
+
+fn metrics(s: &Snapshot) -> Vec<Line<'static>> {
+    let Some(q) = s.recent.iter().rev().find_map(|r| r.quality) else {
+        return vec![Line::from("no metrics yet")];
+    };
+    [
+        ("Completeness ", q.completeness),
+        ("Verification ", q.verification),
+        ("Clarity      ", q.clarity),
+        ("Actionability", q.actionability),
+    ]
+    .into_iter()
+    .map(|(k, v)| Line::from(format!("{k}  {}", bar(v))))
+    .collect()
+}
+
+fn current(s: &Snapshot) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    if let Some(item) = s.open_items.first() {
+        lines.push(Line::from(format!("Next item: {item}")));
+    }
+    if let Some(st) = &s.state
+        && let Some(pid) = st.agent_pid
+    {
+        lines.push(Line::from(format!(
+            "Agent {} running (pid {pid})",
+            st.agent
+        )));
+    }
+    lines.extend(s.log_tail.iter().map(|l| Line::from(format!("> {l}"))));
+    lines
+}
+
+fn recent(s: &Snapshot) -> Vec<Line<'static>> {
+    s.recent
+        .iter()
+        .rev()
+        .map(|r| {
+            let outcome = serde_json::to_value(r.outcome)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
+            let gate = r.gate.as_ref().map_or(String::new(), |g| {
+                format!("  gate {:?} {:.2}", g.verdict, g.final_score.unwrap_or(0.0)).to_uppercase()
+            });
+            let commit = r
+                .commit
+                .as_deref()
+                .map_or(String::new(), |c| format!("  {}", &c[..8.min(c.len())]));
+            Line::from(format!(
+                "Iteration {}: {outcome}{gate}  {} files{commit}",
+                r.iteration,
+                r.files_changed.len()
+            ))
+        })
+        .collect()
+}
+
+/// Draw the whole screen; `message` is the footer's last line (prompts, confirmations).
+pub fn draw(f: &mut Frame<'_>, s: &Snapshot, message: &str) {
+    let [top, mid, cur, rec, foot] = Layout::vertical([
+        Constraint::Length(7),
+        Constraint::Length(6),
+        Constraint::Min(6),
+        Constraint::Length(10),
+        Constraint::Length(3),
+    ])
+    .areas(f.area());
+    let block = |t: &'static str| Block::default().borders(Borders::ALL).title(t);
+    f.render_widget(Paragraph::new(header(s)).block(block(" Loop ")), top);
+    f.render_widget(
+        Paragraph::new(metrics(s)).block(block(" Quality metrics ")),
+        mid,
+    );
+    f.render_widget(
+        Paragraph::new(current(s))
+            .wrap(Wrap { trim: false })
+            .block(block(" Current iteration ")),
+        cur,
+    );
+    f.render_widget(
+        Paragraph::new(recent(s)).block(block(" Recent iterations ")),
+        rec,
+    );
+    let help = if message.is_empty() {
+        "[s] stop  [p] pause  [r] resume  [a] add sign  [q] quit (the loop continues)".to_string()
+    } else {
+        message.to_string()
+    };
+    f.render_widget(Paragraph::new(help).block(block(" Commands ")), foot);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    fn screen(s: &Snapshot, msg: &str) -> String {
+        let mut t = Terminal::new(TestBackend::new(100, 34)).unwrap();
+        t.draw(|f| draw(f, s, msg)).unwrap();
+        let buf = t.backend().buffer().clone();
+        (0..buf.area.height)
+            .map(|y| {
+                (0..buf.area.width)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn shows_status_iteration_items_log_and_commands() {
+        let st = crate::state::LoopState {
+            topic: "t".into(),
+            status: crate::state::Status::Running,
+            current_iteration: 3,
+            max_iterations: 10,
+            items_remaining: Some(4),
+            last_quality: Some(0.72),
+            quality_threshold: 0.85,
+            agent: "claude".into(),
+            agent_pid: Some(4242),
+            ..Default::default()
+        };
+        let s = Snapshot {
+            topic: "research".into(),
+            state: Some(st),
+            running: true,
+            open_items: vec!["Add evidence links".into()],
+            log_tail: vec!["Reading fix_plan.md...".into()],
+            ..Snapshot::default()
+        };
+        let out = screen(&s, "");
+        for want in [
+            "Wiggum loop: research",
+            "Status: running",
+            "Iteration: 3 / 10",
+            "Items remaining: 4",
+            "Quality: 0.72 → 0.85",
+            "Next item: Add evidence links",
+            "Agent claude running (pid 4242)",
+            "> Reading fix_plan.md...",
+            "[s] stop",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        assert!(screen(&s, "What went wrong? > links").contains("What went wrong? > links"));
+    }
+
+    #[test]
+    fn bars_are_bounded() {
+        assert_eq!(bar(0.8), "████████░░ 0.80");
+        assert_eq!(bar(2.0), "██████████ 2.00");
+    }
+}
