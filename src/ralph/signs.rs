@@ -20,7 +20,7 @@ pub fn add(agent_md: &str, what: &str, fix: &str) -> String {
         .lines()
         .any(|l| l.trim() == "## Signs" || l.starts_with("## Signs "))
     {
-        out.push_str("\n\n## Signs\n");
+        out.push_str("\n\n## Signs");
     }
     out.push_str("\n\n");
     out.push_str(&sign);
