@@ -113,6 +113,8 @@ pub enum EvaluatorKind {
     Ollama,
     /// An OpenAI-compatible `/v1/chat/completions`.
     Openai,
+    /// An Anthropic-style `/v1/messages`.
+    Anthropic,
     /// Built-in, deterministic, offline.
     Heuristic,
 }
@@ -183,7 +185,9 @@ impl EvaluatorEntry {
         };
         match self.kind {
             EvaluatorKind::Command => need("command", &self.command),
-            EvaluatorKind::Ollama | EvaluatorKind::Openai => need("model", &self.model),
+            EvaluatorKind::Ollama | EvaluatorKind::Openai | EvaluatorKind::Anthropic => {
+                need("model", &self.model)
+            }
             EvaluatorKind::Heuristic => Ok(()),
         }
     }

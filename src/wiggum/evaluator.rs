@@ -75,7 +75,7 @@ impl Evaluator {
     pub fn enable_panel(&mut self, settings: &Settings) -> Result<()> {
         if self.entry.kind == EvaluatorKind::Heuristic {
             return Err(Error::input(
-                "--panel: the panel needs a model evaluator (kind = command, ollama or openai); the heuristic evaluator has no personas",
+                "--panel: the panel needs a model evaluator (kind = command, ollama, openai or anthropic); the heuristic evaluator has no personas",
             ));
         }
         self.panel = Some(PanelOpts {

@@ -54,6 +54,18 @@ pub fn request(
     let model = entry.model.clone().unwrap_or_default();
     let messages = json!([{"role": "user", "content": prompt}]);
     match entry.kind {
+        EvaluatorKind::Anthropic => {
+            // No response schema in this protocol: the extractor reads the answer.
+            let base = entry.url.as_deref().unwrap_or("https://api.anthropic.com");
+            (
+                format!(
+                    "{}/v1/messages",
+                    base.trim_end_matches('/').trim_end_matches("/v1")
+                ),
+                json!({"model": model, "messages": messages, "temperature": temperature,
+                       "max_tokens": MAX_ANSWER_TOKENS}),
+            )
+        }
         EvaluatorKind::Ollama => {
             let base = entry.url.as_deref().unwrap_or("http://127.0.0.1:11434");
             // Ollama's JSON mode; the extractor copes with whatever shape comes back.
@@ -81,6 +93,16 @@ pub fn request(
 
 /// The answer text out of a response body.
 pub fn answer_text(kind: EvaluatorKind, body: &Value) -> Option<String> {
+    if kind == EvaluatorKind::Anthropic {
+        let parts: Vec<&str> = body
+            .get("content")?
+            .as_array()?
+            .iter()
+            .filter(|c| c.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect();
+        return (!parts.is_empty()).then(|| parts.join(""));
+    }
     let v = match kind {
         EvaluatorKind::Ollama => body.pointer("/message/content"),
         _ => body.pointer("/choices/0/message/content"),
@@ -102,7 +124,11 @@ async fn attempt(
     key: Option<&str>,
 ) -> Attempt {
     let mut req = c.post(url).json(body);
-    if let Some(k) = key {
+    if kind == EvaluatorKind::Anthropic {
+        req = req
+            .header("anthropic-version", "2023-06-01")
+            .header("x-api-key", key.unwrap_or("none"));
+    } else if let Some(k) = key {
         req = req.bearer_auth(k);
     }
     let resp = match req.send().await {
@@ -152,11 +178,13 @@ pub async fn chat(
     schema: &Value,
 ) -> Result<String> {
     let c = client(Duration::from_secs(entry.timeout_secs.max(1)))?;
+    let default_key_env = (entry.kind == EvaluatorKind::Anthropic).then_some("ANTHROPIC_API_KEY");
     let key = entry
         .api_key_env
         .as_deref()
+        .or(default_key_env)
         .and_then(|k| std::env::var(k).ok());
-    let mut schema = Some(schema);
+    let mut schema = (entry.kind != EvaluatorKind::Anthropic).then_some(schema);
     let mut last = String::new();
     let (mut url, _) = request(entry, prompt, temperature, schema);
     let mut tries = 0;
@@ -234,6 +262,21 @@ mod tests {
         assert_eq!(
             answer_text(EvaluatorKind::Ollama, &l).as_deref(),
             Some("hi")
+        );
+    }
+
+    #[test]
+    fn anthropic_messages_shape_and_answer() {
+        let mut e = entry(EvaluatorKind::Anthropic);
+        e.url = Some("http://127.0.0.1:1/v1".into());
+        let (url, body) = request(&e, "P", 0.0, None);
+        assert_eq!(url, "http://127.0.0.1:1/v1/messages");
+        assert_eq!(body["max_tokens"], json!(MAX_ANSWER_TOKENS));
+        assert!(body.get("response_format").is_none());
+        let a = json!({"content": [{"type": "thinking", "thinking": "x"}, {"type": "text", "text": "{}"}]});
+        assert_eq!(
+            answer_text(EvaluatorKind::Anthropic, &a).as_deref(),
+            Some("{}")
         );
     }
 

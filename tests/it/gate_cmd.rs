@@ -385,3 +385,31 @@ fn a_server_without_json_schema_support_is_asked_again_without_it() {
     assert!(reqs[0].1.get("response_format").is_some());
     assert!(reqs[1].1.get("response_format").is_none());
 }
+
+#[test]
+fn anthropic_backend_speaks_v1_messages() {
+    let t = TestHome::new();
+    let reply = Reply {
+        status: 200,
+        body: serde_json::json!({"type": "message", "role": "assistant",
+            "content": [{"type": "text", "text": dims([9.0; 6])}], "stop_reason": "end_turn"})
+        .to_string(),
+        delay: Duration::ZERO,
+    };
+    let srv = Server::start(vec![reply], 4);
+    let p = t.root().join("a.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[evaluators.m]\nkind = \"anthropic\"\nurl = \"{}\"\nmodel = \"tiny\"\n",
+            srv.base
+        ),
+    )
+    .unwrap();
+    let r = gate_http(&t, &p);
+    r.code(0);
+    let reqs = srv.requests.lock().unwrap();
+    assert_eq!(reqs[0].0, "/v1/messages");
+    assert_eq!(reqs[0].1["model"], "tiny");
+    assert!(reqs[0].1["max_tokens"].as_u64().unwrap() > 0);
+}

@@ -439,3 +439,26 @@ fn a_loop_whose_agent_is_real_aider_ends_for_a_stated_reason_with_nothing_left_r
     eprintln!("aider loop ended: {reason} after {iterations} iteration record(s)");
     procs::assert_no_survivors(&token);
 }
+
+#[test]
+fn the_anthropic_backend_scores_through_the_real_messages_endpoint() {
+    let Some(m) = model("smollm2") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let base = format!("http://127.0.0.1:{}", srv.port);
+    let cfg = w.write("anthropic.toml", &format!("[evaluators.llama]\nkind = \"anthropic\"\nurl = \"{base}\"\nmodel = \"local\"\ntimeout_secs = 120\nretries = 1\n"));
+    let (_, v, err) = gate_json(&w, &cfg, &["--max-rounds", "1"]);
+    let rec = &v["record"];
+    // The protocol round trip is what is under test: a 135M model may answer with no scores,
+    // which must then be the extractor's clear ERROR, not a transport failure.
+    match rec["final"].as_str().unwrap() {
+        "ERROR" => {
+            let e = rec["error"].as_str().unwrap();
+            assert!(
+                e.starts_with("evaluator: no scores in the evaluator's answer"),
+                "{e}\n{err}"
+            );
+        }
+        _ => assert_eq!(rec["wiggum_scores"]["r1"].as_object().unwrap().len(), 6),
+    }
+}
