@@ -221,13 +221,18 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
         "the dead daemon's agent is still there before the restart"
     );
 
-    std::fs::write(t.release_file(), "").unwrap();
     t.start_bg("crashy", "block,spawn", &env, &[]).code(0);
-    t.wait_stopped("crashy");
+    // The restart first kills what the dead daemon left, then runs iteration 2 afresh.
+    let fresh = t.wait_state("a fresh agent for iteration 2", |s| {
+        s["current_iteration"] == 2 && s["agent_pid"].is_number() && s["agent_pid"] != agent
+    });
     assert!(
         !pid_alive(agent),
         "the restart killed what the dead daemon left"
     );
+    assert_ne!(fresh["pid"], daemon);
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_stopped("crashy");
     let st = t.state();
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
     let after = t.git_log();
