@@ -54,6 +54,13 @@ struct AgentProducer<'a> {
 
 impl Producer for AgentProducer<'_> {
     fn available(&self) -> bool {
+        // Revisions cost what iterations cost: none once the budget is spent.
+        let max = self.lp.settings.safety.max_cost_per_loop;
+        let spent = self.lp.runner.state.cost_usd;
+        if max > 0.0 && spent >= max {
+            tracing::warn!("no revision: ${spent:.2} of the ${max:.2} budget is spent");
+            return false;
+        }
         true
     }
 

@@ -4,6 +4,7 @@ mod support;
 
 mod bad_input;
 mod daemon;
+mod exits;
 mod gate_cmd;
 mod inspect;
 mod loop_core;

@@ -1,0 +1,125 @@
+//! Exit conditions end to end: the cost budget, the quality threshold, and a code loop judged on
+//! its diff.
+
+use crate::support::TestHome;
+
+/// An agent that works like the fake one and reports its cost as `claude -p --output-format json`.
+fn costly_agent(t: &TestHome, cost: f64) -> String {
+    let script = t.root().join("costly.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "{} > {}/work.log 2>&1\nprintf '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\",\"total_cost_usd\":{cost},\"usage\":{{\"input_tokens\":1000,\"output_tokens\":200}}}}\\n'\n",
+            t.agent_cmd("", "FAKE_ITEMS=9"),
+            t.root().display()
+        ),
+    )
+    .unwrap();
+    format!("sh {}", script.display())
+}
+
+#[test]
+fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
+    let t = TestHome::new();
+    let cmd = costly_agent(&t, 4.0);
+    t.write_home_config(&format!(
+        "[safety]\nmax_cost_per_loop = 10.0\n\n[agents.paid]\ncommand = \"{cmd}\"\noutput_format = \"claude-json\"\n"
+    ));
+    let art = t.art().display().to_string();
+    t.run(&[
+        "wiggum",
+        "start",
+        "paid",
+        "--artifact-path",
+        &art,
+        "--agent",
+        "paid",
+        "--foreground",
+    ])
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "budget", "{st}");
+    // Planning ($4), iteration 1 ($4, total 8 < 10), one revision round ($4, total 12); then
+    // nothing more is spawned: no second revision, no second iteration.
+    assert_eq!(st["cost_usd"], 12.0);
+    let spawned = std::fs::read_to_string(t.pids_file())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("agent "))
+        .count();
+    assert_eq!(spawned, 3);
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 1);
+    assert_eq!(iters[0]["cost_usd"], 4.0);
+    assert_eq!(iters[0]["tokens_in"], 1000);
+    assert_eq!(iters[0]["gate"]["termination"], "no_producer");
+}
+
+#[test]
+fn reaching_the_quality_threshold_ends_the_loop() {
+    let t = TestHome::new();
+    let cmd = t.agent_cmd("", "FAKE_ITEMS=9");
+    let art = t.art().display().to_string();
+    t.run(&[
+        "wiggum",
+        "start",
+        "q",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+        "--quality-threshold",
+        "0.05",
+    ])
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "threshold_met", "{st}");
+    assert_eq!(t.runs("iteration").len(), 1);
+    assert!(st["last_quality"].as_f64().unwrap() >= 0.05);
+}
+
+#[test]
+fn a_code_loop_is_judged_on_its_diff_with_tests_as_backpressure() {
+    let t = TestHome::new();
+    std::fs::remove_file(t.art().join("artifact.md")).unwrap();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] add the feature file\n").unwrap();
+    // The "agent" writes code and ticks the plan; the validation command is the test suite.
+    let agent = t.root().join("coder.sh");
+    std::fs::write(
+        &agent,
+        "cat > /dev/null\nprintf 'def feature():\\n    return 42\\n' > feature.py\nsed -i 's/- \\[ \\]/- [x]/' wiggum/fix_plan.md\n",
+    )
+    .unwrap();
+    t.write_home_config("[gate]\ntarget = \"diff\"\n\n[validation]\ncommands = [\"grep -q 'return 42' feature.py\"]\n");
+    let art = t.art().display().to_string();
+    let cmd = format!("sh {}", agent.display());
+    t.run(&[
+        "wiggum",
+        "start",
+        "code",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+    ])
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["outcome"], "accepted");
+    assert_eq!(it["gate"]["rounds"], 1);
+    assert!(
+        it["files_changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "feature.py")
+    );
+    let log = t.git_log();
+    assert_eq!(
+        log[0],
+        "wiggum-agent <wiggum@studio-agents.local>|Wiggum iteration 1: add the feature file"
+    );
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
