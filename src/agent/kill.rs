@@ -68,12 +68,15 @@ pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
     holders.len()
 }
 
-/// Reap zombies that were reparented to us (never a child someone else awaits).
+/// Reap zombies that were reparented to us (never a child someone else awaits). Agent trees
+/// run in sessions of their own, so a zombie child in our own session is a direct child that
+/// its spawner will wait for: it is left alone.
 pub fn reap_adopted() {
     let me = std::process::id().cast_signed();
+    let my_session = procs::stat(me).map(|s| s.session);
     let managed = MANAGED.lock().map(|m| m.clone()).unwrap_or_default();
     for c in procs::children_of(me) {
-        if !c.is_running() && !managed.contains(&c.pid) {
+        if !c.is_running() && !managed.contains(&c.pid) && Some(c.session) != my_session {
             let _reaped = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
         }
     }

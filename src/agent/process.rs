@@ -147,10 +147,16 @@ pub async fn run(
     let mut leader = child.into_inner();
     let deadline = tokio::time::sleep(job.limit);
     tokio::pin!(deadline);
+    // A closed control channel means nobody can ask for a stop: wait for the other two.
+    let stop = async {
+        if control.wait_for(|l| *l >= StopLevel::Now).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
     let status = tokio::select! {
         s = leader.wait() => Some(s),
         () = &mut deadline => None,
-        _ = control.wait_for(|l| *l >= StopLevel::Now) => None,
+        () = stop => None,
     };
     let ending = match status {
         Some(s) => {
@@ -190,4 +196,83 @@ pub fn new_token(label: &str) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("{label}-{}-{nanos}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(dir: &std::path::Path, command: &str, limit_ms: u64) -> Job {
+        Job {
+            command: command.into(),
+            cwd: dir.to_path_buf(),
+            env: vec![],
+            stdin: None,
+            log: dir.join("log"),
+            stdout: None,
+            limit: Duration::from_millis(limit_ms),
+            grace: Duration::from_millis(300),
+            token: new_token("unit"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_control_channel_never_stops_a_job() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = watch::channel(StopLevel::None);
+        drop(tx);
+        let out = run(
+            &job(d.path(), "sleep 0.2; echo done", 5000),
+            &mut rx,
+            |_| {},
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.ending, Ending::Exited { code: 0 });
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("log")).unwrap(),
+            "done\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_wall_limit_kills_a_term_ignoring_group() {
+        let d = tempfile::tempdir().unwrap();
+        let (_tx, mut rx) = watch::channel(StopLevel::None);
+        let j = job(d.path(), "trap '' TERM; sleep 30 & sleep 30", 200);
+        let out = run(&j, &mut rx, |_| {}).await.unwrap();
+        assert_eq!(out.ending, Ending::TimedOut);
+        assert!(!out.killed.is_empty(), "SIGKILL was needed");
+        assert!(kill::survivors(out.pid.cast_signed(), &j.token).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_stop_request_ends_the_job_as_stopped() {
+        let d = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = watch::channel(StopLevel::None);
+        let j = job(d.path(), "sleep 30", 60_000);
+        let stopper = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tx.send(StopLevel::Now).unwrap();
+        };
+        let (out, ()) = tokio::join!(run(&j, &mut rx, |_| {}), stopper);
+        assert_eq!(out.unwrap().ending, Ending::Stopped);
+    }
+
+    #[tokio::test]
+    async fn exit_codes_and_signals_are_told_apart() {
+        let d = tempfile::tempdir().unwrap();
+        let (_tx, mut rx) = watch::channel(StopLevel::None);
+        let e = run(&job(d.path(), "exit 7", 5000), &mut rx, |_| {})
+            .await
+            .unwrap()
+            .ending;
+        assert_eq!(e, Ending::Exited { code: 7 });
+        let s = run(&job(d.path(), "kill -KILL $$", 5000), &mut rx, |_| {})
+            .await
+            .unwrap()
+            .ending;
+        assert_eq!(s, Ending::Signaled { signal: 9 });
+        assert!(s.killed() && !s.success());
+    }
 }

@@ -8,13 +8,14 @@ use std::time::Duration;
 use clap::Args;
 use tokio::sync::watch;
 
+use super::common;
 use crate::agent::process::{self, Job, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
-use crate::config::{self, RevisionOutput, Sources};
+use crate::config::{self, RevisionOutput};
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::wiggum::Verdict;
 use crate::wiggum::gate::{self, Producer};
-use crate::wiggum::{Verdict, evaluator, prompts};
 
 /// Flags of `gate`.
 #[derive(Debug, Args)]
@@ -49,7 +50,7 @@ pub struct GateArgs {
 struct CommandProducer {
     spec: Option<AgentSpec>,
     file: PathBuf,
-    work: tempfile::TempDir,
+    work: PathBuf,
     control: watch::Receiver<StopLevel>,
     limit: Duration,
 }
@@ -63,7 +64,7 @@ impl Producer for CommandProducer {
         let Some(spec) = &self.spec else {
             return Err(Error::runtime("no producer"));
         };
-        let dir = self.work.path();
+        let dir = self.work.as_path();
         let prompt_file = dir.join(format!("revision-r{round}.prompt.md"));
         let answer = dir.join(format!("revision-r{round}.md"));
         fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
@@ -106,12 +107,7 @@ impl Producer for CommandProducer {
 
 /// Run `gate`.
 pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
-    let home = config::home_dir()?;
-    let mut settings = config::load(&Sources {
-        home: Some(home.join("wiggum.toml")),
-        loop_file: None,
-        explicit: config_file,
-    })?;
+    let mut settings = common::settings(config_file)?;
     if let Some(v) = a.pass_threshold {
         config::check_score(v).map_err(|m| Error::input(format!("--pass-threshold {m}")))?;
         settings.defaults.pass_threshold = v;
@@ -120,31 +116,10 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         config::check_positive(v.into()).map_err(|m| Error::input(format!("--max-rounds {m}")))?;
         settings.defaults.max_rounds = v;
     }
-    let content = std::fs::read_to_string(&a.file).map_err(|e| {
-        Error::input(format!(
-            "{}: cannot read the document: {e}",
-            a.file.display()
-        ))
-    })?;
-    let name = a
-        .evaluator
-        .clone()
-        .unwrap_or_else(|| settings.defaults.evaluator.clone());
-    let origin = if a.evaluator.is_some() {
-        "--evaluator"
-    } else {
-        "[defaults] evaluator"
-    };
-    let (_tx, rx) = watch::channel(StopLevel::None);
-    let work =
-        tempfile::tempdir().map_err(|e| Error::runtime(format!("cannot make a temp dir: {e}")))?;
-    let mut judge = evaluator::resolve(
-        &settings,
-        &name,
-        origin,
-        work.path().to_path_buf(),
-        rx.clone(),
-    )?;
+    let content = common::read_document(&a.file)?;
+    // Kept whole: it owns the scratch dir and the control channel's sender.
+    let mut judging = common::judging(&settings, a.evaluator.as_ref(), "--evaluator")?;
+    let judge = &mut judging.judge;
     if a.panel || settings.defaults.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1") {
         judge.enable_panel(&settings)?;
     }
@@ -159,41 +134,27 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         ),
         None => None,
     };
-    if let (Some(s), Some(m)) = (&spec, judge.model())
-        && s.table.command.contains(&m)
+    if let Some(w) = spec
+        .as_ref()
+        .and_then(|s| judge.same_model_as(&s.table.command))
     {
-        eprintln!(
-            "warning: the evaluator and the producer use the same model ({m}); the gate is not independent"
-        );
+        eprintln!("warning: {w}; the gate is not independent");
     }
-    let opts = gate::Opts {
-        pass_threshold: settings.defaults.pass_threshold,
-        max_rounds: settings.defaults.max_rounds,
-        focus_threshold: settings.gate.focus_threshold,
-        weights: settings.gate.weights.clone(),
-        input_chars: settings.gate.evaluator_input_chars,
-        revision_template: prompts::load(
-            settings.gate.revision_template.as_deref(),
-            prompts::DEFAULT_REVISION,
-        )?,
-    };
+    let opts = gate::Opts::from_settings(&settings, settings.defaults.max_rounds)?;
     let mut producer = CommandProducer {
         spec,
         file: a.file.clone(),
-        work,
-        control: rx,
+        work: judging.work.path().to_path_buf(),
+        control: judging.control.clone(),
         limit: Duration::from_secs(settings.safety.max_time_per_iteration),
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    let rt = common::runtime()?;
     let json = a.json;
     let out = rt.block_on(gate::run(
         &a.task,
         &a.task_type,
         &content,
-        &judge,
+        &*judge,
         &mut producer,
         &opts,
         |r| {

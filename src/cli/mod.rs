@@ -1,6 +1,7 @@
 //! Command-line definitions (clap). One module per subcommand; no business logic here beyond
 //! turning flags into library calls.
 
+pub mod common;
 pub mod control;
 pub mod gate;
 pub mod inspect;

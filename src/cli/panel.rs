@@ -4,14 +4,10 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
-use tokio::sync::watch;
-
-use crate::agent::process::StopLevel;
-use crate::config::{self, Sources};
+use super::common;
 use crate::error::{Error, Result};
-use crate::wiggum::evaluator;
 use crate::wiggum::gate::Judge;
+use clap::Args;
 
 /// Flags of `panel`.
 #[derive(Debug, Args)]
@@ -30,36 +26,12 @@ pub struct PanelArgs {
 
 /// Run `panel`.
 pub fn run(a: &PanelArgs, config_file: Option<PathBuf>) -> Result<i32> {
-    let home = config::home_dir()?;
-    let settings = config::load(&Sources {
-        home: Some(home.join("wiggum.toml")),
-        loop_file: None,
-        explicit: config_file,
-    })?;
-    let content = std::fs::read_to_string(&a.file).map_err(|e| {
-        Error::input(format!(
-            "{}: cannot read the document: {e}",
-            a.file.display()
-        ))
-    })?;
-    let name = a
-        .model
-        .clone()
-        .unwrap_or_else(|| settings.defaults.evaluator.clone());
-    let origin = if a.model.is_some() {
-        "--model"
-    } else {
-        "[defaults] evaluator"
-    };
-    let (_tx, rx) = watch::channel(StopLevel::None);
-    let work =
-        tempfile::tempdir().map_err(|e| Error::runtime(format!("cannot make a temp dir: {e}")))?;
-    let mut judge = evaluator::resolve(&settings, &name, origin, work.path().to_path_buf(), rx)?;
+    let settings = common::settings(config_file)?;
+    let content = common::read_document(&a.file)?;
+    let mut j = common::judging(&settings, a.model.as_ref(), "--model")?;
+    let judge = &mut j.judge;
     judge.enable_panel(&settings)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))?;
+    let rt = common::runtime()?;
     let reviews = rt.block_on(judge.panel(&a.task, &content));
     if a.json {
         println!(

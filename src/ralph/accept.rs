@@ -12,7 +12,7 @@ use crate::config::{GateTarget, OnGateFail, RevisionOutput};
 use crate::error::Result;
 use crate::fsutil;
 use crate::wiggum::gate::{self, Producer};
-use crate::wiggum::{GateRecord, Verdict, evaluator, prompts};
+use crate::wiggum::{GateRecord, Verdict, evaluator};
 
 /// The first failing validation: a missing required file or a failing command.
 pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
@@ -120,17 +120,7 @@ pub async fn gate(
     if lp.settings.defaults.panel {
         judge.enable_panel(&lp.settings)?;
     }
-    let opts = gate::Opts {
-        pass_threshold: lp.settings.defaults.pass_threshold,
-        max_rounds,
-        focus_threshold: lp.settings.gate.focus_threshold,
-        weights: lp.settings.gate.weights.clone(),
-        input_chars: lp.settings.gate.evaluator_input_chars,
-        revision_template: prompts::load(
-            lp.settings.gate.revision_template.as_deref(),
-            prompts::DEFAULT_REVISION,
-        )?,
-    };
+    let opts = gate::Opts::from_settings(&lp.settings, max_rounds)?;
     let task_type = lp.task_type.clone();
     let runs = lp.runner.layout.runs();
     let spec = lp.producer.clone();
@@ -161,13 +151,7 @@ pub async fn gate(
         );
     };
     let mut record = outcome.record.clone();
-    if let Some(m) = judge.model()
-        && lp.producer.table.command.contains(&m)
-    {
-        record.contamination_warning = Some(format!(
-            "the evaluator and the producer use the same model ({m})"
-        ));
-    }
+    record.contamination_warning = judge.same_model_as(&lp.producer.table.command);
     let keep = match (record.verdict, lp.settings.gate.on_gate_fail) {
         (Verdict::Pass, _) | (_, OnGateFail::KeepBest) => true,
         (_, OnGateFail::Revert) => false,

@@ -133,6 +133,14 @@ impl Evaluator {
             .or_else(|| self.entry.command.clone())
     }
 
+    /// A warning when the producer's command runs the evaluator's own model (or command).
+    #[must_use]
+    pub fn same_model_as(&self, producer_command: &str) -> Option<String> {
+        self.model()
+            .filter(|m| !m.trim().is_empty() && producer_command.contains(m.as_str()))
+            .map(|m| format!("the evaluator and the producer use the same model ({m})"))
+    }
+
     /// Where to keep this evaluator's logs.
     pub fn set_work(&mut self, dir: PathBuf) {
         self.work = dir;

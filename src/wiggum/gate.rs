@@ -58,6 +58,23 @@ pub struct Opts {
     pub revision_template: String,
 }
 
+impl Opts {
+    /// The gate's knobs from the settings (the revision template loaded and checked).
+    pub fn from_settings(s: &crate::config::Settings, max_rounds: u32) -> Result<Opts> {
+        Ok(Opts {
+            pass_threshold: s.defaults.pass_threshold,
+            max_rounds,
+            focus_threshold: s.gate.focus_threshold,
+            weights: s.gate.weights.clone(),
+            input_chars: s.gate.evaluator_input_chars,
+            revision_template: prompts::load(
+                s.gate.revision_template.as_deref(),
+                prompts::DEFAULT_REVISION,
+            )?,
+        })
+    }
+}
+
 /// One evaluated round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Round {

@@ -1,0 +1,75 @@
+//! What the standalone commands (`gate`, `panel`) share: settings without a loop, the document,
+//! an evaluator with a scratch directory, and a runtime.
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::watch;
+
+use crate::agent::process::StopLevel;
+use crate::config::{self, Settings, Sources};
+use crate::error::{Error, Result};
+use crate::wiggum::evaluator::{self, Evaluator};
+
+/// `$STUDIO_AGENTS_HOME/wiggum.toml` < `--config FILE`.
+pub fn settings(config_file: Option<PathBuf>) -> Result<Settings> {
+    let home = config::home_dir()?;
+    config::load(&Sources {
+        home: Some(home.join("wiggum.toml")),
+        loop_file: None,
+        explicit: config_file,
+    })
+}
+
+/// The document to judge (exit 2 naming it when unreadable).
+pub fn read_document(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("{}: cannot read the document: {e}", path.display())))
+}
+
+/// An evaluator chosen by a flag (or `[defaults] evaluator`), its scratch dir, and a stop
+/// control for the processes it runs.
+pub struct Judging {
+    /// The evaluator.
+    pub judge: Evaluator,
+    /// Where its prompts, answers and logs go (removed on drop).
+    pub work: tempfile::TempDir,
+    /// Stop control (never triggered by these commands; Ctrl-C ends the process group).
+    pub control: watch::Receiver<StopLevel>,
+    _tx: watch::Sender<StopLevel>,
+}
+
+/// Resolve the evaluator named by `flag` (`--evaluator`, `--model`) or the default.
+pub fn judging(settings: &Settings, value: Option<&String>, flag: &str) -> Result<Judging> {
+    let name = value
+        .cloned()
+        .unwrap_or_else(|| settings.defaults.evaluator.clone());
+    let origin = if value.is_some() {
+        flag
+    } else {
+        "[defaults] evaluator"
+    };
+    let (tx, rx) = watch::channel(StopLevel::None);
+    let work =
+        tempfile::tempdir().map_err(|e| Error::runtime(format!("cannot make a temp dir: {e}")))?;
+    let judge = evaluator::resolve(
+        settings,
+        &name,
+        origin,
+        work.path().to_path_buf(),
+        rx.clone(),
+    )?;
+    Ok(Judging {
+        judge,
+        work,
+        control: rx,
+        _tx: tx,
+    })
+}
+
+/// A current-thread runtime for one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))
+}
