@@ -111,11 +111,20 @@ fn open_log(job: &Job) -> Result<(File, File)> {
     Ok((out, err))
 }
 
-/// Spawn the job, tell `on_spawn` its pid, and supervise it to its end.
+/// What a job tells its owner while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobEvent {
+    /// It started with this pid (= process group).
+    Spawned(u32),
+    /// A stop request arrived: its tree is being terminated.
+    Stopping,
+}
+
+/// Spawn the job, report its events, and supervise it to its end.
 pub async fn run(
     job: &Job,
     control: &mut watch::Receiver<StopLevel>,
-    on_spawn: impl FnOnce(u32),
+    mut on_event: impl FnMut(JobEvent),
 ) -> Result<Outcome> {
     let (out, err) = open_log(job)?;
     let stdin = match &job.stdin {
@@ -142,7 +151,7 @@ pub async fn run(
         .ok_or_else(|| Error::runtime("spawned job has no pid"))?;
     let pgid = pid.cast_signed();
     kill::manage(pgid);
-    on_spawn(pid);
+    on_event(JobEvent::Spawned(pid));
     // Wait on the leader alone: process-wrap's group wait would block on any lingering member.
     let mut leader = child.into_inner();
     let deadline = tokio::time::sleep(job.limit);
@@ -167,7 +176,10 @@ pub async fn run(
                 (None, None) => Ending::Exited { code: -1 },
             }
         }
-        None if *control.borrow() >= StopLevel::Now => Ending::Stopped,
+        None if *control.borrow() >= StopLevel::Now => {
+            on_event(JobEvent::Stopping);
+            Ending::Stopped
+        }
         None => Ending::TimedOut,
     };
     let forced = control.clone();

@@ -8,13 +8,13 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use crate::agent::output::{self, Report};
-use crate::agent::process::{self, Job, Outcome, StopLevel};
+use crate::agent::process::{self, Job, JobEvent, Outcome, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::Safety;
 use crate::error::Result;
 use crate::fsutil;
 use crate::layout::Layout;
-use crate::state::{self, LoopState};
+use crate::state::{self, LoopState, Status};
 
 /// Everything needed to run agents for one loop; owns the loop's state.
 pub struct Runner {
@@ -119,11 +119,16 @@ impl Runner {
         let state_path = self.layout.state();
         let st = &mut self.state;
         st.agent_token = Some(job.token.clone());
-        let outcome = process::run(&job, &mut self.control, |pid| {
-            st.agent_pid = Some(pid);
-            st.agent_pgid = Some(pid.cast_signed());
+        let outcome = process::run(&job, &mut self.control, |event| {
+            match event {
+                JobEvent::Spawned(pid) => {
+                    st.agent_pid = Some(pid);
+                    st.agent_pgid = Some(pid.cast_signed());
+                }
+                JobEvent::Stopping => st.status = Status::Stopping,
+            }
             if let Err(e) = state::save(&state_path, st) {
-                tracing::error!("cannot record the agent's pid: {e}");
+                tracing::error!("cannot record the agent's state: {e}");
             }
         })
         .await?;

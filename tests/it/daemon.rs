@@ -335,6 +335,9 @@ fn a_second_signal_forces_past_the_grace_period() {
             if p.contains("term ") { Ok(()) } else { Err(p) }
         },
     );
+    t.wait_state("status stopping during the grace period", |s| {
+        s["status"] == "stopping"
+    });
     let begun = Instant::now();
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
