@@ -1,7 +1,9 @@
 //! The `studio-agents` binary: parse, dispatch, map errors to exit codes (DESIGN §2).
 
 use clap::Parser;
-use studio_agents::cli::{Cli, Top, Wiggum, control, gate, inspect, panel, start, status};
+use studio_agents::cli::{
+    Cli, Top, Wiggum, control, delegate, gate, inspect, panel, start, status,
+};
 
 fn main() {
     let cli = Cli::parse();
@@ -23,6 +25,7 @@ fn main() {
             Wiggum::Sign(s) => inspect::sign(s),
             Wiggum::Report(a) => inspect::report_cmd(a),
         },
+        Top::Delegate(d) => delegate::run(d, config),
     };
     let code = match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 
 pub mod common;
 pub mod control;
+pub mod delegate;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
@@ -34,6 +35,9 @@ pub enum Top {
     /// Ralph loops with the Wiggum gate.
     #[command(subcommand)]
     Wiggum(Wiggum),
+    /// Single-shot delegation: one agent run on a task file produces an artifact.
+    #[command(subcommand)]
+    Delegate(delegate::Delegate),
 }
 
 /// `wiggum` subcommands.

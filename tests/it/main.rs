@@ -4,6 +4,7 @@ mod support;
 
 mod bad_input;
 mod daemon;
+mod delegate;
 mod exits;
 mod gate_cmd;
 mod inspect;

@@ -1,0 +1,157 @@
+//! `delegate start <topic> <task.md>`: one agent, one shot, one artifact — the delegation that
+//! precedes a loop (ADR 0015's phase 4). The result lands in `<dir>/artifact.md` beside
+//! `task.md` and `metadata.json`; `--then-wiggum` chains a detached Wiggum loop on it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use tokio::sync::watch;
+
+use super::common;
+use crate::agent::output;
+use crate::agent::process::{self, Job, StopLevel};
+use crate::agent::spec;
+use crate::error::{Error, Result};
+use crate::layout::Layout;
+use crate::ralph::start::StartOpts;
+use crate::ralph::templates;
+use crate::{config, fsutil, registry};
+
+/// `delegate` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Delegate {
+    /// Run an agent once on a task file; its result becomes the artifact.
+    #[command(
+        after_help = "Examples:\n  studio-agents delegate start monarch task.md --agent claude\n  studio-agents delegate start monarch task.md --agent claude --then-wiggum"
+    )]
+    Start(DelegateArgs),
+}
+
+/// Flags of `delegate start`.
+#[derive(Debug, Args)]
+pub struct DelegateArgs {
+    /// The topic (also the Wiggum loop's, with --then-wiggum).
+    pub topic: String,
+    /// The task, in Markdown.
+    pub task: PathBuf,
+    /// Agent: an [agents] entry or a preset.
+    #[arg(long, value_name = "NAME", conflicts_with = "agent_cmd")]
+    pub agent: Option<String>,
+    /// Any command as the agent (prompt on stdin).
+    #[arg(long, value_name = "CMD")]
+    pub agent_cmd: Option<String>,
+    /// Where the artifact goes (default: $STUDIO_AGENTS_HOME/artifacts/<topic>).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_path: Option<PathBuf>,
+    /// Then start a detached Wiggum loop on the artifact with the same agent.
+    #[arg(long)]
+    pub then_wiggum: bool,
+}
+
+/// Run `delegate start`.
+pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
+    let Delegate::Start(a) = d;
+    registry::check_topic(&a.topic)?;
+    let task = std::fs::read_to_string(&a.task)
+        .map_err(|e| Error::input(format!("{}: cannot read the task: {e}", a.task.display())))?;
+    let settings = common::settings(config_file.clone())?;
+    let agent = spec::resolve(&settings, a.agent.as_deref(), a.agent_cmd.as_deref())?;
+    let dir = match &a.artifact_path {
+        Some(p) => p.clone(),
+        None => config::home_dir()?.join("artifacts").join(&a.topic),
+    };
+    let layout = Layout::new(
+        std::path::absolute(&dir)
+            .map_err(|e| Error::input(format!("--artifact-path {}: {e}", dir.display())))?,
+    );
+    if layout.original_artifact().exists() {
+        return Err(Error::input(format!(
+            "{} exists already: delegation writes a new artifact (start a loop on it instead: studio-agents wiggum start {} --artifact-path {})",
+            layout.original_artifact().display(),
+            a.topic,
+            layout.root().display()
+        )));
+    }
+    fsutil::create_dir_all(layout.root())?;
+    fsutil::atomic_write(&layout.root().join("task.md"), task.as_bytes())?;
+    let meta = serde_json::json!({"agent_type": agent.name, "topic": a.topic,
+        "task_file": "task.md", "created_at": chrono::Utc::now()});
+    fsutil::atomic_write(
+        &layout.metadata(),
+        serde_json::to_string_pretty(&meta)
+            .unwrap_or_default()
+            .as_bytes(),
+    )?;
+    let prompt = templates::render(
+        include_str!("../../templates/DELEGATE_PROMPT.md"),
+        &[
+            ("topic", a.topic.clone()),
+            ("task", task),
+            ("artifact_path", layout.root().display().to_string()),
+        ],
+    );
+    let work = layout.root().join("delegation");
+    fsutil::create_dir_all(&work)?;
+    let prompt_file = work.join("prompt.md");
+    fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
+    let job = Job {
+        command: spec::command_line(&agent.table, &prompt_file),
+        cwd: layout.root().to_path_buf(),
+        env: [
+            ("TOPIC", a.topic.clone()),
+            ("ARTIFACT_PATH", layout.root().display().to_string()),
+            ("WIGGUM_PHASE", "delegation".into()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .chain(agent.table.env.clone())
+        .collect(),
+        stdin: agent.table.stdin.then(|| prompt_file.clone()),
+        log: work.join("agent.log"),
+        stdout: Some(work.join("answer.md")),
+        limit: Duration::from_secs(settings.safety.max_time_per_iteration),
+        grace: Duration::from_secs(settings.safety.kill_grace_secs),
+        token: process::new_token(&format!("delegate-{}", a.topic)),
+    };
+    let (_tx, mut rx) = watch::channel(StopLevel::None);
+    crate::agent::kill::become_subreaper();
+    let out = common::runtime()?.block_on(process::run(&job, &mut rx, |_| {}))?;
+    if !out.ending.success() {
+        return Err(Error::runtime(format!(
+            "the agent ended {:?}; see {}",
+            out.ending,
+            job.log.display()
+        )));
+    }
+    if !layout.original_artifact().exists() {
+        let answer = fsutil::read_opt(&work.join("answer.md"))?.unwrap_or_default();
+        let text = output::parse(agent.table.output_format, &answer).text;
+        if text.trim().is_empty() {
+            return Err(Error::runtime(format!(
+                "the agent wrote no artifact.md and printed nothing; see {}",
+                job.log.display()
+            )));
+        }
+        fsutil::atomic_write(&layout.original_artifact(), text.trim_start().as_bytes())?;
+    }
+    println!("artifact: {}", layout.original_artifact().display());
+    if !a.then_wiggum {
+        println!(
+            "refine it with: studio-agents wiggum start {} --artifact-path {}",
+            a.topic,
+            layout.root().display()
+        );
+        return Ok(0);
+    }
+    let opts = StartOpts {
+        topic: a.topic.clone(),
+        artifact_path: layout.root().to_path_buf(),
+        agent: a.agent.clone(),
+        agent_cmd: a.agent_cmd.clone(),
+        config: config_file,
+        ..StartOpts::default()
+    };
+    crate::daemon::detach(&opts)?;
+    Ok(0)
+}

@@ -1,0 +1,149 @@
+//! `delegate start`: one agent run turns a task into an artifact, optionally chained into a loop.
+
+use crate::support::TestHome;
+
+fn task(t: &TestHome) -> String {
+    let p = t.root().join("task.md");
+    std::fs::write(
+        &p,
+        "Find out why the Monarch UI shows an empty tags panel.\n",
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn an_agent_writing_artifact_md_produces_the_artifact_with_its_metadata() {
+    let t = TestHome::new();
+    let out = t.root().join("deleg");
+    let cmd = "p=$(cat); case \"$p\" in *'empty tags panel'*) printf '# Monarch\\n\\n## Findings\\nbody\\n' > artifact.md ;; esac";
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "monarch",
+        &task(&t),
+        "--agent-cmd",
+        cmd,
+        "--artifact-path",
+        &out.display().to_string(),
+    ]);
+    r.code(0);
+    assert!(
+        r.stdout()
+            .contains("refine it with: studio-agents wiggum start monarch")
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("artifact.md")).unwrap(),
+        "# Monarch\n\n## Findings\nbody\n"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("task.md"))
+            .unwrap()
+            .contains("empty tags panel")
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(meta["agent_type"], "custom");
+    // A second delegation never overwrites the artifact.
+    t.run(&[
+        "delegate",
+        "start",
+        "monarch",
+        &task(&t),
+        "--agent-cmd",
+        cmd,
+        "--artifact-path",
+        &out.display().to_string(),
+    ])
+    .code(2);
+}
+
+#[test]
+fn an_agent_printing_its_result_has_it_saved_as_the_artifact() {
+    let t = TestHome::new();
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "printed",
+        &task(&t),
+        "--agent-cmd",
+        "cat > /dev/null; printf '# Printed\\n\\nresult\\n'",
+    ]);
+    r.code(0);
+    let art = t.home().join("artifacts/printed/artifact.md");
+    assert_eq!(
+        std::fs::read_to_string(art).unwrap(),
+        "# Printed\n\nresult\n"
+    );
+}
+
+#[test]
+fn then_wiggum_chains_a_loop_on_the_new_artifact() {
+    let t = TestHome::new();
+    let out = t.root().join("chain");
+    let fake = t.agent_cmd("", "");
+    let cmd = format!(
+        "if [ \"$WIGGUM_PHASE\" = delegation ]; then cat > /dev/null; printf '# R\\n\\n## S\\nbody\\n' > artifact.md; else {fake}; fi"
+    );
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "chain",
+        &task(&t),
+        "--agent-cmd",
+        &cmd,
+        "--artifact-path",
+        &out.display().to_string(),
+        "--then-wiggum",
+    ]);
+    r.code(0);
+    assert!(
+        r.stdout().contains("started loop `chain`"),
+        "{}",
+        r.stdout()
+    );
+    t.wait_stopped("chain");
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(st["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn a_failing_or_silent_agent_and_a_missing_task_are_errors() {
+    let t = TestHome::new();
+    t.run(&[
+        "delegate",
+        "start",
+        "x",
+        "/nonexistent/task.md",
+        "--agent-cmd",
+        "true",
+    ])
+    .code(2);
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "silent",
+        &task(&t),
+        "--agent-cmd",
+        "cat > /dev/null",
+    ]);
+    r.code(1);
+    assert!(
+        r.stderr()
+            .contains("wrote no artifact.md and printed nothing"),
+        "{}",
+        r.stderr()
+    );
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "fails",
+        &task(&t),
+        "--agent-cmd",
+        "exit 4",
+    ]);
+    r.code(1);
+    assert!(r.stderr().contains("Exited { code: 4 }"), "{}", r.stderr());
+}
