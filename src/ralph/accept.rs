@@ -116,7 +116,7 @@ pub async fn gate(
         dir.to_path_buf(),
         lp.runner.control.clone(),
     )?;
-    judge.set_work(dir.to_path_buf());
+
     if lp.settings.defaults.panel {
         judge.enable_panel(&lp.settings)?;
     }
@@ -142,7 +142,8 @@ pub async fn gate(
             }
         })
         .await;
-        if out.record.verdict != Verdict::Error || attempts >= 2 {
+        let stopping = lp.runner.stop_level() >= crate::agent::process::StopLevel::Now;
+        if out.record.verdict != Verdict::Error || attempts >= 2 || stopping {
             break out;
         }
         tracing::warn!(

@@ -141,11 +141,6 @@ impl Evaluator {
             .map(|m| format!("the evaluator and the producer use the same model ({m})"))
     }
 
-    /// Where to keep this evaluator's logs.
-    pub fn set_work(&mut self, dir: PathBuf) {
-        self.work = dir;
-    }
-
     async fn run_command(&self, command: &str, prompt: &str) -> Result<String> {
         crate::fsutil::create_dir_all(&self.work)?;
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
