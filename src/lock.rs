@@ -26,11 +26,20 @@ pub struct Holder {
 }
 
 impl Holder {
-    /// Whether `pid` is still the very process that wrote this (same start time).
+    /// Whether `pid` is still the very process that wrote this: same start time and, when it
+    /// can be read, the same executable (a rebuilt binary reads as "… (deleted)").
     #[must_use]
     pub fn is_same_process(&self) -> bool {
-        procs::stat(self.pid.cast_signed())
-            .is_some_and(|s| s.is_running() && s.start_ticks == self.start_ticks)
+        let started = procs::stat(self.pid.cast_signed())
+            .is_some_and(|s| s.is_running() && s.start_ticks == self.start_ticks);
+        let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid))
+            .ok()
+            .map(|p| {
+                let s = p.display().to_string();
+                s.strip_suffix(" (deleted)")
+                    .map_or(s.clone(), str::to_string)
+            });
+        started && exe.is_none_or(|e| self.exe.is_empty() || e == self.exe)
     }
 }
 
@@ -147,6 +156,16 @@ mod tests {
         let h = holder(&p).unwrap().unwrap();
         assert_eq!(h.pid, std::process::id());
         assert!(h.is_same_process());
+        let other_exe = Holder {
+            exe: "/usr/bin/something-else".into(),
+            ..h.clone()
+        };
+        assert!(!other_exe.is_same_process());
+        let other_start = Holder {
+            start_ticks: h.start_ticks + 1,
+            ..h.clone()
+        };
+        assert!(!other_start.is_same_process());
         drop(g);
         assert_eq!(holder(&p).unwrap(), None);
     }

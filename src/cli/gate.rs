@@ -53,6 +53,7 @@ struct CommandProducer {
     work: PathBuf,
     control: watch::Receiver<StopLevel>,
     limit: Duration,
+    temperature: f64,
 }
 
 impl Producer for CommandProducer {
@@ -76,6 +77,7 @@ impl Producer for CommandProducer {
                 .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
             env: vec![
                 ("WIGGUM_PHASE".into(), "revision".into()),
+                ("WIGGUM_TEMPERATURE".into(), self.temperature.to_string()),
                 ("ITERATION".into(), round.to_string()),
             ],
             stdin: spec.table.stdin.then(|| prompt_file.clone()),
@@ -147,6 +149,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         work: judging.work.path().to_path_buf(),
         control: judging.control.clone(),
         limit: Duration::from_secs(settings.safety.max_time_per_iteration),
+        temperature: settings.gate.revision_temperature,
     };
     let rt = common::runtime()?;
     let json = a.json;

@@ -73,6 +73,7 @@ impl Producer for AgentProducer<'_> {
             dir: self.dir,
             stem: &stem,
             stdout: Some(answer.clone()),
+            temperature: Some(self.lp.settings.gate.revision_temperature),
         };
         let run = self.lp.runner.run_agent(&self.spec, &phase, prompt).await?;
         if !run.outcome.ending.success() {

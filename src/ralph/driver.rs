@@ -146,6 +146,7 @@ impl Loop {
             dir: &layout.planning_dir(),
             stem: "prompt",
             stdout: None,
+            temperature: None,
         };
         for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
             let agent = self.agent.clone();

@@ -94,6 +94,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             dir: &dir,
             stem: "prompt",
             stdout: None,
+            temperature: None,
         };
         let agent = lp.agent.clone();
         let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;

@@ -55,6 +55,8 @@ pub struct Phase<'a> {
     pub stem: &'a str,
     /// Capture stdout separately (revision answers).
     pub stdout: Option<PathBuf>,
+    /// Sampling temperature for producers that call a model (`WIGGUM_TEMPERATURE`).
+    pub temperature: Option<f64>,
 }
 
 impl Runner {
@@ -103,6 +105,9 @@ impl Runner {
             ("WIGGUM_PHASE".into(), phase.name.to_string()),
             ("PROMPT_FILE".into(), prompt_file.display().to_string()),
         ];
+        if let Some(temp) = phase.temperature {
+            env.push(("WIGGUM_TEMPERATURE".into(), temp.to_string()));
+        }
         env.extend(t.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let job = Job {
             command: spec::command_line(t, &prompt_file),

@@ -5,4 +5,5 @@ set -eu
 n=$(($(cat "$SCRIPT_DIR/producer-calls" 2>/dev/null || echo 0) + 1))
 echo "$n" > "$SCRIPT_DIR/producer-calls"
 cat > "$SCRIPT_DIR/producer-prompt-$n.txt"
+echo "${WIGGUM_TEMPERATURE:-unset}" > "$SCRIPT_DIR/producer-temperature-$n"
 cat "$SCRIPT_DIR/revision-$n"

@@ -110,6 +110,11 @@ fn passes_at_round_two_with_the_issues_reaching_the_producer() {
     assert_eq!(v["record"]["rounds"], 2);
     assert_eq!(v["record"]["wiggum_r1"], 7.15);
     assert_eq!(v["record"]["wiggum_scores"]["r2"]["depth"], 8.0);
+    assert_eq!(
+        s.read("producer-temperature-1").trim(),
+        "0.3",
+        "revision temperature"
+    );
     let prompt = s.read("producer-prompt-1.txt");
     assert!(
         prompt.contains("add a worked example of the lock") && prompt.contains("first draft"),
