@@ -111,6 +111,47 @@ pub fn named(settings: &Settings, name: &str) -> Option<AgentSpec> {
         })
 }
 
+/// The program a preset runs, when the agent is a preset not overridden in `[agents]`.
+#[must_use]
+pub fn preset_program(settings: &Settings, spec: &AgentSpec) -> Option<&'static str> {
+    if settings.agents.contains_key(&spec.name) {
+        return None;
+    }
+    PRESETS.iter().copied().find(|p| *p == spec.name)
+}
+
+/// Whether a program is found on `PATH`.
+#[must_use]
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| {
+            let p = dir.join(program);
+            p.is_file()
+                && std::fs::metadata(&p).is_ok_and(|m| {
+                    use std::os::unix::fs::PermissionsExt;
+                    m.permissions().mode() & 0o111 != 0
+                })
+        })
+    })
+}
+
+/// Refuse a preset whose CLI is not installed, naming where the choice came from.
+pub fn check_installed(settings: &Settings, spec: &AgentSpec, from_flag: bool) -> Result<()> {
+    match preset_program(settings, spec) {
+        Some(program) if !on_path(program) => {
+            let origin = if from_flag {
+                "--agent"
+            } else {
+                "[defaults] agent"
+            };
+            Err(Error::input(format!(
+                "{origin}: the `{program}` CLI is not on PATH (install it, or pick another agent with --agent NAME or --agent-cmd CMD)"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Single-quote a path for `sh`.
 #[must_use]
 pub fn shell_quote(p: &Path) -> String {

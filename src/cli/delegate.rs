@@ -57,6 +57,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         .map_err(|e| Error::input(format!("{}: cannot read the task: {e}", a.task.display())))?;
     let settings = common::settings(config_file.clone())?;
     let agent = spec::resolve(&settings, a.agent.as_deref(), a.agent_cmd.as_deref())?;
+    spec::check_installed(&settings, &agent, a.agent.is_some())?;
     let dir = match &a.artifact_path {
         Some(p) => p.clone(),
         None => config::home_dir()?.join("artifacts").join(&a.topic),

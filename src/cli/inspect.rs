@@ -48,8 +48,10 @@ pub struct SummaryArgs {
 /// `sign` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Sign {
-        /// Add a sign (a lesson from a failure) to the loop's AGENT.md; the next iteration reads it.
-    #[command(after_help = "Example:\n  studio-agents wiggum sign add research --what \"Iteration 3 added broken links\" --fix \"Test each link before adding it\"")]
+    /// Add a sign (a lesson from a failure) to the loop's AGENT.md; the next iteration reads it.
+    #[command(
+        after_help = "Example:\n  studio-agents wiggum sign add research --what \"Iteration 3 added broken links\" --fix \"Test each link before adding it\""
+    )]
     Add {
         /// The loop's topic.
         topic: String,

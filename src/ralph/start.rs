@@ -132,6 +132,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     }
     d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
     let agent = spec::resolve(&settings, opts.agent.as_deref(), opts.agent_cmd.as_deref())?;
+    spec::check_installed(&settings, &agent, opts.agent.is_some())?;
     let producer = match &settings.gate.producer {
         Some(name) => spec::named(&settings, name)
             .ok_or_else(|| Error::input(format!("[gate] producer: unknown agent `{name}`")))?,

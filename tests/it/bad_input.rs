@@ -157,6 +157,32 @@ fn missing_paths_topics_and_agents_are_refused() {
         ],
         "--agent: unknown agent `nosuch`",
     );
+    refused(
+        &t,
+        &[
+            "wiggum",
+            "start",
+            "x",
+            "--artifact-path",
+            &art,
+            "--agent",
+            "codex",
+            "--foreground",
+        ],
+        "--agent: the `codex` CLI is not on PATH",
+    );
+    refused(
+        &t,
+        &[
+            "wiggum",
+            "start",
+            "x",
+            "--artifact-path",
+            &art,
+            "--foreground",
+        ],
+        "[defaults] agent: the `claude` CLI is not on PATH",
+    );
     std::fs::remove_file(t.art().join("artifact.md")).unwrap();
     refused_start(&t, "x", &[], "no artifact.md");
 }
