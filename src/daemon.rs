@@ -125,6 +125,7 @@ fn init_logging(layout: &Layout, daemonized: bool) -> Result<()> {
     } else {
         let _already = tracing_subscriber::fmt()
             .with_env_filter(filter)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
             .try_init();
     }

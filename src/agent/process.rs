@@ -72,6 +72,17 @@ pub enum Ending {
     Stopped,
 }
 
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Exited { code } => write!(f, "exited with code {code}"),
+            Ending::Signaled { signal } => write!(f, "was killed by signal {signal}"),
+            Ending::TimedOut => write!(f, "timed out and was killed"),
+            Ending::Stopped => write!(f, "was stopped"),
+        }
+    }
+}
+
 impl Ending {
     /// Exited with code 0.
     #[must_use]

@@ -120,7 +120,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
     let out = common::runtime()?.block_on(process::run(&job, &mut rx, |_| {}))?;
     if !out.ending.success() {
         return Err(Error::runtime(format!(
-            "the agent ended {:?}; see {}",
+            "the agent {}; see {}",
             out.ending,
             job.log.display()
         )));

@@ -92,7 +92,7 @@ impl Producer for CommandProducer {
             let log = fsutil::read_opt(&job.log)?.unwrap_or_default();
             let tail: String = log.lines().last().unwrap_or_default().to_string();
             return Err(Error::runtime(format!(
-                "`{}` ended {:?}: {tail}",
+                "`{}` {}: {tail}",
                 spec.name, out.ending
             )));
         }

@@ -38,7 +38,7 @@ pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
         fsutil::append_line(&job.log, &format!("$ {cmd}"))?;
         let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
         if !out.ending.success() {
-            return Ok(Some(format!("`{cmd}` failed ({:?})", out.ending)));
+            return Ok(Some(format!("`{cmd}` {}", out.ending)));
         }
     }
     Ok(None)
@@ -78,7 +78,7 @@ impl Producer for AgentProducer<'_> {
         let run = self.lp.runner.run_agent(&self.spec, &phase, prompt).await?;
         if !run.outcome.ending.success() {
             return Err(crate::error::Error::runtime(format!(
-                "the producer ended {:?}",
+                "the producer {}",
                 run.outcome.ending
             )));
         }
@@ -148,8 +148,8 @@ pub async fn gate(
             break out;
         }
         tracing::warn!(
-            "gate ERROR ({:?}); retrying the evaluation once",
-            out.record.error
+            "gate ERROR ({}); retrying the evaluation once",
+            out.record.error.as_deref().unwrap_or("unknown")
         );
     };
     let mut record = outcome.record.clone();

@@ -191,8 +191,10 @@ impl Loop {
             if ok {
                 let sha = self.commit("Wiggum planning: fix_plan.md")?;
                 tracing::info!(
-                    "planned {} items (commit {sha:?})",
-                    fix_plan::remaining(&plan)
+                    "planned {} items{}",
+                    fix_plan::remaining(&plan),
+                    sha.map(|s| format!(" (commit {})", &s[..8]))
+                        .unwrap_or_default()
                 );
                 return Ok(None);
             }

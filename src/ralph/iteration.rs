@@ -47,6 +47,34 @@ fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
     }
 }
 
+/// One line on how an iteration ended, for the log.
+fn verdict_line(r: &RunRecord) -> String {
+    let name = |v: serde_json::Result<serde_json::Value>| {
+        v.ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let gate = r.gate.as_ref().map_or(String::new(), |g| {
+        format!(
+            ", gate {} {:.2} (r1 {:.2}, {} round(s))",
+            name(serde_json::to_value(g.verdict)),
+            g.final_score.unwrap_or(0.0),
+            g.wiggum_r1.unwrap_or(0.0),
+            g.rounds
+        )
+    });
+    let commit = r.commit.as_deref().map_or_else(
+        || ", not committed".to_string(),
+        |c| format!(", commit {}", &c[..8.min(c.len())]),
+    );
+    format!(
+        "iteration {} {}: {} file(s) changed{gate}{commit}",
+        r.iteration,
+        name(serde_json::to_value(r.outcome)),
+        r.files_changed.len()
+    )
+}
+
 /// Move a discarded attempt's directory aside (evidence is kept, never committed).
 pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
     let layout = &lp.runner.layout;
@@ -127,7 +155,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         match next {
             Next::Retry => {
                 rec.note = Some(format!(
-                    "crashed ({:?}); retrying with a fresh process",
+                    "crashed (it {}); retrying with a fresh process",
                     run.outcome.ending
                 ));
                 runlog::append(&layout.runs(), &rec)?;
@@ -206,5 +234,6 @@ async fn accept_changes(
     rec.ended_at = Utc::now();
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
+    tracing::info!("{}", verdict_line(&rec));
     runlog::append(&layout.runs(), &rec)
 }

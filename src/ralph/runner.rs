@@ -149,14 +149,17 @@ impl Runner {
         if let Some(c) = report.cost_usd {
             self.state.cost_usd += c;
         }
+        let what = match phase.name {
+            "iteration" => format!("iteration {}", phase.iteration),
+            "revision" => format!("iteration {}, revision", phase.iteration),
+            other => other.to_string(),
+        };
         tracing::info!(
-            "{} {} of iteration {}: pid {} ended {:?} after {:?}",
+            "{what}: agent `{}` (pid {}) {} after {:.1}s",
             agent.name,
-            phase.name,
-            phase.iteration,
             outcome.pid,
             outcome.ending,
-            outcome.duration
+            outcome.duration.as_secs_f64()
         );
         Ok(AgentRun {
             outcome,

@@ -167,7 +167,7 @@ impl Evaluator {
         crate::fsutil::remove_file_opt(&answer)?;
         if !out.ending.success() {
             return Err(Error::runtime(format!(
-                "evaluator command `{command}` ended {:?} (log: {})",
+                "evaluator command `{command}` {} (log: {})",
                 out.ending,
                 job.log.display()
             )));
