@@ -80,6 +80,13 @@ impl Layout {
     pub fn iteration_dir(&self, n: u32) -> PathBuf {
         self.wiggum().join(iteration_dir_name(n))
     }
+    /// `fix_plan.md` as it was when the current attempt began: restored when the attempt is
+    /// discarded, so a retried iteration does not skip items the discarded one had ticked.
+    #[must_use]
+    pub fn plan_backup(&self) -> PathBuf {
+        self.wiggum().join(".fix_plan.attempt")
+    }
+
     /// The planning phase's directory (its agent log lives there).
     #[must_use]
     pub fn planning_dir(&self) -> PathBuf {
@@ -100,7 +107,12 @@ impl Layout {
             ["wiggum", name] => {
                 matches!(
                     *name,
-                    ".lock" | "state.json" | "control.json" | "runs.jsonl" | "wiggum.toml"
+                    ".lock"
+                        | "state.json"
+                        | "control.json"
+                        | "runs.jsonl"
+                        | "wiggum.toml"
+                        | ".fix_plan.attempt"
                 ) || name.starts_with("daemon.log")
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
@@ -122,7 +134,7 @@ impl Layout {
             ["wiggum", name] => {
                 matches!(
                     *name,
-                    ".lock" | "state.json" | "control.json" | "runs.jsonl"
+                    ".lock" | "state.json" | "control.json" | "runs.jsonl" | ".fix_plan.attempt"
                 ) || name.starts_with("daemon.log")
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")

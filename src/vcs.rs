@@ -9,6 +9,23 @@ use git2::{IndexAddOption, Oid, Repository, Signature, StatusOptions};
 use crate::error::{Error, GitContext, Result};
 use crate::layout::Layout;
 
+/// The iteration number and sha of HEAD when it is one of our iteration commits
+/// (`Wiggum iteration N: …`). Never creates a repository.
+#[must_use]
+pub fn head_iteration(dir: &Path) -> Option<(u32, String)> {
+    let repo = Repository::discover(dir).ok()?;
+    let head = repo.head().ok()?.peel_to_commit().ok()?;
+    let n = head
+        .message()
+        .ok()?
+        .strip_prefix("Wiggum iteration ")?
+        .split(':')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((n, head.id().to_string()))
+}
+
 /// The repository holding a loop's artifact directory.
 pub struct Repo {
     repo: Repository,

@@ -75,9 +75,27 @@ fn verdict_line(r: &RunRecord) -> String {
     )
 }
 
-/// Move a discarded attempt's directory aside (evidence is kept, never committed).
+/// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not
+/// done, as far as the loop is concerned). Returns whether anything changed.
+pub fn restore_plan(layout: &crate::layout::Layout) -> Res<bool> {
+    let Some(before) = fsutil::read_opt(&layout.plan_backup())? else {
+        return Ok(false);
+    };
+    let now = fsutil::read_opt(&layout.fix_plan())?;
+    let changed = now.as_deref() != Some(before.as_str());
+    if changed {
+        fsutil::atomic_write(&layout.fix_plan(), before.as_bytes())?;
+        tracing::warn!("restored fix_plan.md as it was before the discarded attempt");
+    }
+    fsutil::remove_file_opt(&layout.plan_backup())?;
+    Ok(changed)
+}
+
+/// Move a discarded attempt's directory aside (evidence is kept, never committed) and restore
+/// the plan it may have ticked.
 pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
     let layout = &lp.runner.layout;
+    restore_plan(layout)?;
     let dir = layout.iteration_dir(n);
     if !dir.exists() {
         return Ok(());
@@ -115,6 +133,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let template = fsutil::read(&layout.memory("PROMPT.md"))?;
         let prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
         let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+        fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.repo.snapshot()?;
         let phase = Phase {
             name: "iteration",
@@ -172,6 +191,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         }
         lp.promise_seen = rec.promise_seen;
         if kind == decide::RunKind::NoChange {
+            fsutil::remove_file_opt(&layout.plan_backup())?;
             rec.outcome = Outcome::NoChange;
             runlog::append(&layout.runs(), &rec)?;
             if let Next::Trip(why) = next {
@@ -197,7 +217,8 @@ async fn accept_changes(
         rec.outcome = Outcome::Rejected;
         rec.validation_failed = Some(why);
         rec.ended_at = Utc::now();
-        return runlog::append(&layout.runs(), &rec);
+        runlog::append(&layout.runs(), &rec)?;
+        return fsutil::remove_file_opt(&layout.plan_backup());
     }
     let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
     let claimed = fix_plan::newly_done(plan_before, &plan_after);
@@ -224,6 +245,7 @@ async fn accept_changes(
         let msg = accept::commit_message(n, review.as_deref(), &fallback);
         crate::failpoint::hit("before-commit")?;
         rec.commit = lp.commit(&msg)?;
+        crate::failpoint::hit("after-commit")?;
         lp.runner.state.last_committed_iteration = n;
         rec.outcome = Outcome::Accepted;
     } else {
@@ -235,5 +257,6 @@ async fn accept_changes(
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
     tracing::info!("{}", verdict_line(&rec));
-    runlog::append(&layout.runs(), &rec)
+    runlog::append(&layout.runs(), &rec)?;
+    fsutil::remove_file_opt(&layout.plan_backup())
 }

@@ -36,7 +36,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
     }
     let runs = runlog::read(&layout.runs())?;
-    let completed = runs
+    let mut completed = runs
         .iter()
         .filter(|r| {
             r.record == "iteration" && !matches!(r.outcome, Outcome::Crashed | Outcome::Interrupted)
@@ -44,9 +44,27 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         .map(|r| r.iteration)
         .max()
         .unwrap_or(0);
+    // Committed, but the supervisor died before its run record was written: not interrupted.
+    if let Some((n, sha)) = crate::vcs::head_iteration(layout.root())
+        && n > completed
+    {
+        let rec = serde_json::json!({"record": "iteration", "iteration": n, "attempt": 0,
+            "started_at": Utc::now(), "ended_at": Utc::now(), "duration_ms": 0, "outcome": "accepted",
+            "commit": sha, "note": "committed before the supervisor died; this record was rebuilt from git"});
+        runlog::append(&layout.runs(), &rec)?;
+        completed = n;
+    }
+    let interrupted = prev
+        .as_ref()
+        .is_some_and(|s| s.status.is_live() && s.current_iteration > completed);
+    if interrupted {
+        // The plan goes back to what it was when the discarded attempt began.
+        super::iteration::restore_plan(layout)?;
+    } else {
+        fsutil::remove_file_opt(&layout.plan_backup())?;
+    }
     if let Some(s) = &prev
-        && s.status.is_live()
-        && s.current_iteration > completed
+        && interrupted
     {
         let rec = serde_json::json!({"record": "iteration", "iteration": s.current_iteration, "attempt": 0,
             "started_at": s.updated_at, "ended_at": Utc::now(), "duration_ms": 0, "outcome": "interrupted",

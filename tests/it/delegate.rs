@@ -145,5 +145,9 @@ fn a_failing_or_silent_agent_and_a_missing_task_are_errors() {
         "exit 4",
     ]);
     r.code(1);
-    assert!(r.stderr().contains("the agent exited with code 4"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains("the agent exited with code 4"),
+        "{}",
+        r.stderr()
+    );
 }

@@ -3,6 +3,7 @@
 mod support;
 
 mod bad_input;
+mod crash;
 mod daemon;
 mod delegate;
 mod exits;

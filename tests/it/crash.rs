@@ -1,0 +1,132 @@
+//! Crashes at the worst moments (failpoints abort the supervisor), then a restart: no commit is
+//! lost, the repository is never left mid-commit, the plan matches the committed work.
+
+use crate::support::TestHome;
+
+fn crash_at(t: &TestHome, topic: &str, failpoint: &str) {
+    let art = t.art().display().to_string();
+    let cmd = t.agent_cmd("", "");
+    let out = t
+        .cmd(&[
+            "wiggum",
+            "start",
+            topic,
+            "--artifact-path",
+            &art,
+            "--agent-cmd",
+            &cmd,
+            "--foreground",
+        ])
+        .env("STUDIO_AGENTS_FAILPOINT", failpoint)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        None,
+        "aborted by the failpoint: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(t.status_json(topic)["status"], "dead");
+}
+
+fn restart_and_check(t: &TestHome, topic: &str) {
+    t.start_fg(topic, "", &[]).code(0);
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    let log = t.git_log();
+    let subjects: Vec<&str> = log.iter().map(|l| l.split('|').nth(1).unwrap()).collect();
+    assert_eq!(
+        subjects,
+        vec![
+            "Wiggum iteration 3: Improve part 3",
+            "Wiggum iteration 2: Improve part 2",
+            "Wiggum iteration 1: Improve part 1",
+            "Wiggum planning: fix_plan.md",
+        ]
+    );
+    // Every item's work is in the final artifact: nothing ticked was lost with a discarded dir.
+    let fin = std::fs::read_to_string(t.wiggum("final/artifact.md")).unwrap();
+    for part in 1..=3 {
+        assert_eq!(
+            fin.matches(&format!("## Improve part {part}")).count(),
+            1,
+            "{fin}"
+        );
+    }
+    let fsck = std::process::Command::new("git")
+        .args(["fsck", "--no-progress"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+    assert!(!t.art().join(".git/index.lock").exists());
+    let dirty = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    let dirty = String::from_utf8_lossy(&dirty.stdout);
+    assert!(
+        !dirty.contains("fix_plan.md") && !dirty.contains("artifact.md"),
+        "{dirty}"
+    );
+}
+
+#[test]
+fn a_crash_just_before_a_commit_redoes_the_iteration_with_the_plan_restored() {
+    let t = TestHome::new();
+    crash_at(&t, "c1", "before-commit@1");
+    // The agent had ticked item 1 before the crash.
+    assert!(
+        std::fs::read_to_string(t.wiggum("fix_plan.md"))
+            .unwrap()
+            .contains("- [x] Improve part 1")
+    );
+    restart_and_check(&t, "c1");
+    let iters = t.runs("iteration");
+    assert!(
+        iters
+            .iter()
+            .any(|r| r["iteration"] == 1 && r["outcome"] == "interrupted"),
+        "{iters:?}"
+    );
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_commit_leaves_the_repository_whole() {
+    let t = TestHome::new();
+    // The first commit is planning's; the second is iteration 1's, staged but not written.
+    crash_at(&t, "c2", "commit-after-stage@2");
+    assert_eq!(t.git_log().len(), 1);
+    restart_and_check(&t, "c2");
+}
+
+#[test]
+fn a_crash_in_the_middle_of_a_state_write_leaves_the_old_state_readable() {
+    let t = TestHome::new();
+    crash_at(&t, "c3", "atomic-after-temp-write@12");
+    // Written by temp file + rename: the old state is intact and parses.
+    let st = t.state();
+    assert_eq!(st["topic"], "c3");
+    restart_and_check(&t, "c3");
+}
+
+#[test]
+fn a_crash_after_the_commit_but_before_its_record_keeps_the_commit() {
+    let t = TestHome::new();
+    // The 1st hit of this point is right after iteration 1's commit, before its run record.
+    crash_at(&t, "c4", "after-commit@1");
+    assert_eq!(t.git_log().len(), 2);
+    restart_and_check(&t, "c4");
+    let iters = t.runs("iteration");
+    assert!(
+        iters.iter().any(|r| r["iteration"] == 1
+            && r["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("rebuilt from git"))),
+        "{iters:?}"
+    );
+}
