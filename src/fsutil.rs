@@ -9,6 +9,12 @@ use crate::error::{Error, IoContext, Result};
 /// Replace `path` atomically: write a temp file in the same directory, fsync it, rename it over
 /// `path`, fsync the directory. A crash leaves either the old or the new content, never half.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
+    atomic_write_at(path, bytes, "atomic-after-temp-write")
+}
+
+/// [`atomic_write`] with its own failpoint name (tests crash between the temp write and the
+/// rename of one kind of file).
+pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::input(format!("{} has no parent directory", path.display())))?;
@@ -19,7 +25,7 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         .at(dir, "create a temp file in")?;
     tmp.write_all(bytes).at(tmp.path(), "write")?;
     tmp.as_file().sync_all().at(tmp.path(), "fsync")?;
-    crate::failpoint::hit("atomic-after-temp-write")?;
+    crate::failpoint::hit(failpoint)?;
     tmp.persist(path)
         .map_err(|e| e.error)
         .at(path, "rename a temp file over")?;

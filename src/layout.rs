@@ -117,16 +117,24 @@ impl Layout {
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
-            ["wiggum", "final" | "planning" | "discarded", ..] => true,
-            ["wiggum", dir, file] if dir.starts_with("iteration-") => matches!(
-                *file,
-                "agent.log" | "eval.json" | "prompt.md" | "validation.log"
-            ),
+            [
+                "wiggum",
+                "final" | "planning" | "discarded" | "delegation",
+                ..,
+            ] => true,
+            ["wiggum", dir, file] if dir.starts_with("iteration-") => {
+                matches!(
+                    *file,
+                    "agent.log" | "eval.json" | "prompt.md" | "validation.log" | "eval.log"
+                ) || file.starts_with("revision-")
+                    || file.starts_with("eval-")
+            }
             _ => false,
         }
     }
 
-    /// Runtime files that are never committed (the lock, state, logs, control requests).
+    /// Runtime files that are never committed: the lock, state, run records, logs, prompts
+    /// and revision scratch, discarded attempts. `templates/gitignore` lists the same.
     #[must_use]
     pub fn is_runtime_path(rel: &Path) -> bool {
         let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
@@ -139,7 +147,14 @@ impl Layout {
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
-            ["wiggum", "discarded", ..] => true,
+            ["wiggum", "discarded" | "planning" | "delegation" | "final", ..] => true,
+            ["wiggum", dir, file] if dir.starts_with("iteration-") => {
+                matches!(
+                    *file,
+                    "agent.log" | "validation.log" | "eval.log" | "prompt.md"
+                ) || file.starts_with("revision-")
+                    || file.starts_with("eval-")
+            }
             _ => false,
         }
     }
@@ -186,11 +201,35 @@ mod tests {
     }
 
     #[test]
-    fn runtime_paths_are_a_subset() {
-        assert!(Layout::is_runtime_path(Path::new("wiggum/state.json")));
-        assert!(!Layout::is_runtime_path(Path::new(
-            "wiggum/iteration-001/agent.log"
-        )));
-        assert!(!Layout::is_runtime_path(Path::new("wiggum/wiggum.toml")));
+    fn runtime_paths_are_supervisor_paths_and_match_the_gitignore() {
+        let runtime = [
+            "wiggum/state.json",
+            "wiggum/iteration-001/agent.log",
+            "wiggum/iteration-001/revision-r2.md",
+            "wiggum/planning/agent.log",
+            "wiggum/discarded/iteration-001.attempt-1/artifact.md",
+        ];
+        for p in runtime {
+            assert!(Layout::is_runtime_path(Path::new(p)), "{p}");
+            assert!(Layout::is_supervisor_path(Path::new(p)), "{p}");
+        }
+        for p in [
+            "wiggum/wiggum.toml",
+            "wiggum/iteration-001/eval.json",
+            "wiggum/iteration-001/artifact.md",
+            "wiggum/.gitignore",
+        ] {
+            assert!(!Layout::is_runtime_path(Path::new(p)), "{p}");
+        }
+        let ignore = include_str!("../templates/gitignore");
+        for pattern in [
+            ".lock",
+            "runs.jsonl",
+            "iteration-*/agent.log",
+            "iteration-*/revision-*",
+            "discarded/",
+        ] {
+            assert!(ignore.lines().any(|l| l == pattern), "{pattern}");
+        }
     }
 }

@@ -206,7 +206,7 @@ pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
     let mut json = serde_json::to_string_pretty(state)
         .map_err(|e| crate::error::Error::runtime(format!("serialise state: {e}")))?;
     json.push('\n');
-    fsutil::atomic_write(path, json.as_bytes())
+    fsutil::atomic_write_at(path, json.as_bytes(), "state-after-temp-write")
 }
 
 /// Read the state without touching it (for `status`, `list`). A corrupt file is an error here.

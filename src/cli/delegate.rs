@@ -92,7 +92,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
             ("artifact_path", layout.root().display().to_string()),
         ],
     );
-    let work = layout.root().join("delegation");
+    let work = layout.wiggum().join("delegation");
     fsutil::create_dir_all(&work)?;
     let prompt_file = work.join("prompt.md");
     fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;

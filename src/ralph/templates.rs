@@ -9,7 +9,7 @@ use crate::fsutil;
 use crate::layout::Layout;
 
 /// The memory files and their templates.
-pub const FILES: [(&str, &str); 4] = [
+pub const FILES: [(&str, &str); 5] = [
     ("PROMPT.md", include_str!("../../templates/PROMPT.md")),
     (
         "PLANNING_PROMPT.md",
@@ -17,6 +17,7 @@ pub const FILES: [(&str, &str); 4] = [
     ),
     ("AGENT.md", include_str!("../../templates/AGENT.md")),
     ("fix_plan.md", include_str!("../../templates/fix_plan.md")),
+    (".gitignore", include_str!("../../templates/gitignore")),
 ];
 
 /// Fill placeholders.

@@ -107,8 +107,16 @@ fn a_crash_in_the_middle_of_a_commit_leaves_the_repository_whole() {
 #[test]
 fn a_crash_in_the_middle_of_a_state_write_leaves_the_old_state_readable() {
     let t = TestHome::new();
-    crash_at(&t, "c3", "atomic-after-temp-write@12");
-    // Written by temp file + rename: the old state is intact and parses.
+    // The 7th state write is the one recording iteration 1's agent pid.
+    crash_at(&t, "c3", "state-after-temp-write@7");
+    // Written by temp file + rename: the crash left the new state in a temp file, and the old
+    // one intact and readable.
+    let temps = std::fs::read_dir(t.wiggum(""))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .count();
+    assert_eq!(temps, 1);
     let st = t.state();
     assert_eq!(st["topic"], "c3");
     restart_and_check(&t, "c3");

@@ -81,6 +81,29 @@ fn plans_then_iterates_to_plan_empty_with_a_fresh_agent_and_a_commit_each() {
             && !tracked.contains("runs.jsonl"),
         "{tracked}"
     );
+    assert!(
+        !tracked.contains("agent.log") && !tracked.contains("prompt.md"),
+        "{tracked}"
+    );
+    assert!(
+        tracked.contains("wiggum/.gitignore") && tracked.contains("iteration-001/eval.json"),
+        "{tracked}"
+    );
+    // Runtime files are ignored: the work tree is clean after the loop.
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&status.stdout),
+        "",
+        "git status is clean"
+    );
+    assert!(
+        t.wiggum("iteration-001/agent.log").exists(),
+        "logs stay on disk"
+    );
     assert_no_survivors(&t.token);
 }
 
