@@ -147,7 +147,11 @@ impl Layout {
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
-            ["wiggum", "discarded" | "planning" | "delegation" | "final", ..] => true,
+            [
+                "wiggum",
+                "discarded" | "planning" | "delegation" | "final",
+                ..,
+            ] => true,
             ["wiggum", dir, file] if dir.starts_with("iteration-") => {
                 matches!(
                     *file,

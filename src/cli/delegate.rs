@@ -147,7 +147,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
     }
     let opts = StartOpts {
         topic: a.topic.clone(),
-        artifact_path: layout.root().to_path_buf(),
+        artifact_path: Some(layout.root().to_path_buf()),
         agent: a.agent.clone(),
         agent_cmd: a.agent_cmd.clone(),
         config: config_file,

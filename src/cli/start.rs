@@ -13,9 +13,10 @@ use crate::ralph::start::StartOpts;
 pub struct StartArgs {
     /// The loop's name (letters, digits, '-', '_', '.').
     pub topic: String,
-    /// The artifact directory (holds artifact.md; wiggum/ is created inside).
+    /// The artifact directory (holds artifact.md; wiggum/ is created inside). Optional when the
+    /// topic is registered: a restart needs no flags.
     #[arg(long, value_name = "DIR")]
-    pub artifact_path: PathBuf,
+    pub artifact_path: Option<PathBuf>,
     /// Iteration limit (≥ 1).
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

@@ -25,8 +25,8 @@ use crate::{control, fsutil, registry, wiggum};
 pub struct StartOpts {
     /// The topic.
     pub topic: String,
-    /// `--artifact-path`.
-    pub artifact_path: PathBuf,
+    /// `--artifact-path` (a registered topic's path when omitted).
+    pub artifact_path: Option<PathBuf>,
     /// `--max-iterations`.
     pub max_iterations: Option<u32>,
     /// `--quality-threshold`.
@@ -95,7 +95,15 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     flag("--max-rounds", opts.max_rounds, |v| {
         config::check_positive(v.into())
     })?;
-    let p = &opts.artifact_path;
+    let p = &match &opts.artifact_path {
+        Some(p) => p.clone(),
+        None => registry::lookup(home, &opts.topic)?.ok_or_else(|| {
+            Error::input(format!(
+                "--artifact-path is required: no loop `{}` is registered yet",
+                opts.topic
+            ))
+        })?,
+    };
     if !p.is_dir() {
         return Err(Error::input(format!(
             "--artifact-path {}: not a directory",
@@ -132,6 +140,13 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     }
     d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
     let agent = spec::resolve(&settings, opts.agent.as_deref(), opts.agent_cmd.as_deref())?;
+    if let Some(cmd) = &opts.agent_cmd {
+        // The effective settings remember the command, so a restart needs no flags.
+        settings
+            .agents
+            .insert(agent.name.clone(), config::AgentEntry::Command(cmd.clone()));
+        settings.defaults.agent.clone_from(&agent.name);
+    }
     spec::check_installed(&settings, &agent, opts.agent.is_some())?;
     let producer = match &settings.gate.producer {
         Some(name) => spec::named(&settings, name)

@@ -198,6 +198,14 @@ fn a_malformed_loop_settings_file_is_refused_and_kept() {
 #[test]
 fn unknown_topics_exit_2() {
     let t = TestHome::new();
+    let r = t.run(&["wiggum", "start", "never-started"]);
+    r.code(2);
+    assert!(
+        r.stderr()
+            .contains("--artifact-path is required: no loop `never-started` is registered yet"),
+        "{}",
+        r.stderr()
+    );
     for sub in ["stop", "pause", "resume", "status"] {
         let r = t.run(&["wiggum", sub, "nosuch"]);
         r.code(2);

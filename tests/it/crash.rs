@@ -114,7 +114,10 @@ fn a_crash_in_the_middle_of_a_state_write_leaves_the_old_state_readable() {
     let temps = std::fs::read_dir(t.wiggum(""))
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            n.starts_with('.') && n.ends_with(".tmp")
+        })
         .count();
     assert_eq!(temps, 1);
     let st = t.state();

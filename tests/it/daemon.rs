@@ -221,7 +221,8 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
         "the dead daemon's agent is still there before the restart"
     );
 
-    t.start_bg("crashy", "block,spawn", &env, &[]).code(0);
+    // Same topic, no other flags: the registry and the loop's own settings know the rest.
+    t.run(&["wiggum", "start", "crashy"]).code(0);
     // The restart first kills what the dead daemon left, then runs iteration 2 afresh.
     let fresh = t.wait_state("a fresh agent for iteration 2", |s| {
         s["current_iteration"] == 2 && s["agent_pid"].is_number() && s["agent_pid"] != agent
