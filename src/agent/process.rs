@@ -153,6 +153,7 @@ pub async fn run(
             .stderr(err);
     });
     cmd.wrap(ProcessSession);
+    cmd.wrap(super::deathsig::KillWithParent);
     let started = Instant::now();
     let child = cmd
         .spawn()

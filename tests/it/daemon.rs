@@ -216,9 +216,25 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
         if v["status"] == "dead" { Ok(v) } else { Err(v) }
     });
     assert!(v["pid"].is_null());
+    // The kernel kills the agent's leader with its supervisor (parent-death signal) ...
+    wait_for(
+        "the agent's leader to die with its supervisor",
+        Duration::from_secs(10),
+        || {
+            if pid_alive(agent) { Err(agent) } else { Ok(()) }
+        },
+    );
+    // ... while helpers it started elsewhere are left for the restart to kill.
+    let helpers: Vec<i64> = std::fs::read_to_string(t.pids_file())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("setsid "))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .filter(|p| pid_alive(*p))
+        .collect();
     assert!(
-        pid_alive(agent),
-        "the dead daemon's agent is still there before the restart"
+        !helpers.is_empty(),
+        "a setsid helper outlived the dead supervisor"
     );
 
     // Same topic, no other flags: the registry and the loop's own settings know the rest.
@@ -227,10 +243,12 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
     let fresh = t.wait_state("a fresh agent for iteration 2", |s| {
         s["current_iteration"] == 2 && s["agent_pid"].is_number() && s["agent_pid"] != agent
     });
-    assert!(
-        !pid_alive(agent),
-        "the restart killed what the dead daemon left"
-    );
+    for h in &helpers {
+        assert!(
+            !pid_alive(*h),
+            "the restart killed helper {h} the dead run left"
+        );
+    }
     assert_ne!(fresh["pid"], daemon);
     std::fs::write(t.release_file(), "").unwrap();
     t.wait_stopped("crashy");
