@@ -188,3 +188,24 @@ url = "http://127.0.0.1:11434"
     assert_eq!(s.evaluators.len(), 3);
     assert_eq!(s.validation.commands, vec!["cargo test --quiet"]);
 }
+
+#[test]
+fn the_documented_settings_parse_as_written() {
+    let doc = include_str!("../../docs/config.md");
+    let start = doc
+        .find("```toml\n")
+        .expect("a toml block in docs/config.md")
+        + 8;
+    let len = doc[start..].find("```").expect("closed block");
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "documented.toml", &doc[start..start + len]);
+    let s = load(&Sources {
+        explicit: Some(p),
+        ..Sources::default()
+    })
+    .unwrap_or_else(|e| panic!("docs/config.md's example no longer parses: {e}"));
+    // The documented values are the defaults.
+    assert_eq!(s.defaults, Settings::default().defaults);
+    assert_eq!(s.safety, Settings::default().safety);
+    assert_eq!(s.gate, Settings::default().gate);
+}
