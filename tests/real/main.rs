@@ -4,11 +4,12 @@
 //! reached the tests say so loudly and skip; any other failure fails. The server is stopped by
 //! pid when each test ends.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -22,31 +23,48 @@ fn cache() -> PathBuf {
     std::env::var_os("REAL_LLM_CACHE").map_or_else(|| root().join("target/real-llm"), PathBuf::from)
 }
 
-/// Set up once per model; `None` (after a loud message) when the registry is unreachable.
+/// Set up once per target (`smollm2`, `qwen-1.5b`, `aider`); `None` (after a loud message)
+/// when the registry is unreachable.
 fn model(size: &str) -> Option<PathBuf> {
-    static SMALL: OnceLock<Option<PathBuf>> = OnceLock::new();
-    static BIG: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let cell = if size == "smollm2" { &SMALL } else { &BIG };
-    cell.get_or_init(|| {
-        let out = Command::new("bash")
-            .arg(root().join("tests/real/setup.sh"))
-            .arg(cache())
-            .arg(size)
-            .output()
-            .expect("run setup.sh");
-        match out.status.code() {
-            Some(0) => Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().last().unwrap_or_default())),
-            Some(75) => {
-                eprintln!(
-                    "\n!!!!! SKIPPED: the package registry is unreachable, the real-component tier did not run:\n!!!!! {}\n",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-                None
-            }
-            _ => panic!("setup.sh {size} failed:\n{}", String::from_utf8_lossy(&out.stderr)),
+    static DONE: Mutex<BTreeMap<String, Option<PathBuf>>> = Mutex::new(BTreeMap::new());
+    let mut done = DONE.lock().unwrap();
+    if let Some(p) = done.get(size) {
+        return p.clone();
+    }
+    let out = Command::new("bash")
+        .arg(root().join("tests/real/setup.sh"))
+        .arg(cache())
+        .arg(size)
+        .output()
+        .expect("run setup.sh");
+    let got = match out.status.code() {
+        Some(0) => Some(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .last()
+                .unwrap_or_default(),
+        )),
+        Some(75) => {
+            eprintln!(
+                "\n!!!!! SKIPPED: the package registry is unreachable, the real-component tier did not run:\n!!!!! {}\n",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            None
         }
-    })
-    .clone()
+        _ => panic!(
+            "setup.sh {size} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    };
+    if let Some(p) = &got {
+        assert!(
+            p.is_file(),
+            "setup.sh {size} printed {}, which is not a file",
+            p.display()
+        );
+    }
+    done.insert(size.to_string(), got.clone());
+    got
 }
 
 /// A running llama.cpp server; stopped by pid on drop.
@@ -394,7 +412,7 @@ fn a_loop_whose_agent_is_real_aider_ends_for_a_stated_reason_with_nothing_left_r
         meta.display()
     );
     let cfg = format!(
-        "[gate]\ntarget = \"off\"\n\n[validation]\ncommands = [\"python3 -m unittest -q test_calc\"]\n\n[safety]\nmax_time_per_iteration = 400\nkill_grace_secs = 5\n\n[agents.aider]\ncommand = \"{}\"\nstdin = false\noutput_format = \"aider\"\nrevision_output = \"file\"\nenv = {{ HOME = \"{}\", LITELLM_LOCAL_MODEL_COST_MAP = \"True\", AIDER_ANALYTICS = \"false\", HF_HUB_OFFLINE = \"1\" }}\n",
+        "[gate]\ntarget = \"off\"\n\n[validation]\ncommands = [\"python3 -m unittest -q test_calc\"]\n\n[safety]\nmax_time_per_iteration = 900\nkill_grace_secs = 5\n\n[agents.aider]\ncommand = \"{}\"\nstdin = false\noutput_format = \"aider\"\nrevision_output = \"file\"\nenv = {{ HOME = \"{}\", LITELLM_LOCAL_MODEL_COST_MAP = \"True\", AIDER_ANALYTICS = \"false\", HF_HUB_OFFLINE = \"1\" }}\n",
         command.replace('"', "\\\""),
         aider_home.display()
     );
@@ -412,7 +430,7 @@ fn a_loop_whose_agent_is_real_aider_ends_for_a_stated_reason_with_nothing_left_r
             "--config",
             &cfg_path,
             "--max-iterations",
-            "2",
+            "1",
             "--foreground",
         ])
         .env("STUDIO_AGENTS_HOME", w.path("home"))
@@ -436,6 +454,14 @@ fn a_loop_whose_agent_is_real_aider_ends_for_a_stated_reason_with_nothing_left_r
         .filter(|l| l.contains("\"record\":\"iteration\""))
         .count();
     assert!(iterations >= 1, "{runs}");
+    // At least one aider turn ran to its end under the supervisor (not killed, not crashed).
+    let finished = runs
+        .lines()
+        .filter(|l| {
+            l.contains("\"record\":\"iteration\"") && !l.contains("\"outcome\":\"crashed\"")
+        })
+        .count();
+    assert!(finished >= 1, "no aider turn finished: {runs}");
     eprintln!("aider loop ended: {reason} after {iterations} iteration record(s)");
     procs::assert_no_survivors(&token);
 }

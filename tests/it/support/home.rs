@@ -109,7 +109,14 @@ impl TestHome {
 
     /// `start --foreground` with the fake agent.
     pub fn start_fg(&self, topic: &str, fake: &str, extra: &[&str]) -> Run {
-        let cmd = self.agent_cmd(fake, "");
+        let mut args = vec!["--foreground"];
+        args.extend_from_slice(extra);
+        self.start_with(topic, fake, "", &args)
+    }
+
+    /// `start <topic> --artifact-path <art> --agent-cmd <fake agent> <extra…>`.
+    fn start_with(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
+        let cmd = self.agent_cmd(fake, env);
         let art = self.art().display().to_string();
         let mut args = vec![
             "wiggum",
@@ -119,7 +126,6 @@ impl TestHome {
             &art,
             "--agent-cmd",
             &cmd,
-            "--foreground",
         ];
         args.extend_from_slice(extra);
         self.run(&args)
@@ -273,19 +279,7 @@ pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
 impl TestHome {
     /// `start` (detached) with the fake agent; returns once `start` has returned.
     pub fn start_bg(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
-        let cmd = self.agent_cmd(fake, env);
-        let art = self.art().display().to_string();
-        let mut args = vec![
-            "wiggum",
-            "start",
-            topic,
-            "--artifact-path",
-            &art,
-            "--agent-cmd",
-            &cmd,
-        ];
-        args.extend_from_slice(extra);
-        self.run(&args)
+        self.start_with(topic, fake, env, extra)
     }
 
     /// The release file blocked fake agents wait for.
