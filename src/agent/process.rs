@@ -21,8 +21,7 @@ pub enum StopLevel {
     /// Keep going.
     #[default]
     None,
-    /// Finish the current iteration, then stop (the job is not touched).
-    AfterIteration,
+
     /// Stop now: SIGTERM, grace, SIGKILL.
     Now,
     /// Stop now without waiting out the grace period.

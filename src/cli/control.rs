@@ -42,11 +42,7 @@ pub fn running(topic: &str, layout: &Layout) -> Result<Holder> {
     let shown = st.map_or_else(
         || "never started".to_string(),
         |s| {
-            let status = if s.status.is_live() {
-                "dead"
-            } else {
-                s.status.as_str()
-            };
+            let status = state::shown_status(Some(&s), false);
             match s.stop_reason {
                 Some(r) => format!("status {status}, stop reason {}", r.as_str()),
                 None => format!("status {status}"),

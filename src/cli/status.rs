@@ -69,12 +69,7 @@ fn agent_usage(pid: u32) -> (Option<f32>, Option<u64>) {
 pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
     let st = state::read(&layout.state()).unwrap_or(None);
     let holder = lock::holder(&layout.lock())?;
-    let status = match (&st, &holder) {
-        (None, Some(_)) => "starting".to_string(),
-        (None, None) => "unknown".to_string(),
-        (Some(s), None) if s.status.is_live() => "dead".to_string(),
-        (Some(s), _) => s.status.as_str().to_string(),
-    };
+    let status = state::shown_status(st.as_ref(), holder.is_some()).to_string();
     let agent_pid = st
         .as_ref()
         .and_then(|s| s.agent_pid)
@@ -107,29 +102,7 @@ pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
 }
 
 fn line(v: &View) -> String {
-    let Some(s) = &v.state else {
-        return format!("{:<20} {}", v.topic, v.status);
-    };
-    let mut out = format!(
-        "{:<20} {:<9} iteration {}/{}",
-        v.topic, v.status, s.current_iteration, s.max_iterations
-    );
-    if let Some(q) = s.last_quality {
-        out.push_str(&format!("  quality {q:.2}/{:.2}", s.quality_threshold));
-    }
-    if let Some(g) = s.last_gate_score {
-        out.push_str(&format!("  gate {g:.2}"));
-    }
-    if let Some(n) = s.items_remaining {
-        out.push_str(&format!("  items left {n}"));
-    }
-    if let Some(p) = v.pid {
-        out.push_str(&format!("  pid {p}"));
-    }
-    if let Some(r) = s.stop_reason.filter(|_| v.pid.is_none()) {
-        out.push_str(&format!("  stop reason {}", r.as_str()));
-    }
-    out
+    state::one_line(&v.topic, v.state.as_ref(), v.pid)
 }
 
 fn detail(v: &View) -> String {

@@ -24,8 +24,6 @@ pub struct Facts {
     pub cost_usd: f64,
     /// The budget, USD (0 = none).
     pub max_cost: f64,
-    /// The breaker's verdict, if tripped.
-    pub breaker: Option<String>,
 }
 
 /// The first exit condition that holds, in the order a user would want it reported.
@@ -33,9 +31,6 @@ pub struct Facts {
 pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
     if f.stop_requested {
         return Some((StopReason::UserStop, "stop requested".into()));
-    }
-    if let Some(why) = &f.breaker {
-        return Some((StopReason::Breaker, why.clone()));
     }
     if f.promise_seen {
         return Some((
@@ -185,13 +180,6 @@ mod tests {
                     ..base()
                 },
                 StopReason::UserStop,
-            ),
-            (
-                Facts {
-                    breaker: Some("x".into()),
-                    ..base()
-                },
-                StopReason::Breaker,
             ),
             (
                 Facts {

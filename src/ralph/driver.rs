@@ -59,8 +59,7 @@ impl Loop {
         let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
         Ok(Facts {
             stop_requested: self.runner.stop_level() >= StopLevel::Now
-                || control::read(&self.runner.layout.control()).stop_after_iteration
-                || self.runner.stop_level() == StopLevel::AfterIteration,
+                || control::read(&self.runner.layout.control()).stop_after_iteration,
             iterations_done: self.done,
             max_iterations: self.settings.defaults.max_iterations,
             plan_remaining: fix_plan::remaining(&plan),
@@ -69,7 +68,6 @@ impl Loop {
             promise_seen: self.promise_seen,
             cost_usd: self.runner.state.cost_usd,
             max_cost: self.settings.safety.max_cost_per_loop,
-            breaker: None,
         })
     }
 

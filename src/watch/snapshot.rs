@@ -19,6 +19,8 @@ pub struct Snapshot {
     pub state: Option<LoopState>,
     /// Someone holds the lock.
     pub running: bool,
+    /// Who (the supervisor's pid).
+    pub pid: Option<u32>,
     /// Why it is paused, if it is.
     pub pause_reason: Option<String>,
     /// The latest iteration records, newest last.
@@ -40,7 +42,8 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// Read a snapshot.
 pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> {
     let st = state::read(&layout.state()).unwrap_or(None);
-    let running = lock::holder(&layout.lock())?.is_some();
+    let pid = lock::holder(&layout.lock())?.map(|h| h.pid);
+    let running = pid.is_some();
     let ctl = control::read(&layout.control());
     let runs = runlog::read(&layout.runs())?;
     let recent: Vec<RunRecord> = runs
@@ -66,6 +69,7 @@ pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> 
         topic: topic.to_string(),
         state: st,
         running,
+        pid,
         pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
         recent,
         open_items,
@@ -77,40 +81,13 @@ impl Snapshot {
     /// `running`, `paused`, …, or `dead` when the state says live but nobody holds the lock.
     #[must_use]
     pub fn status(&self) -> String {
-        match &self.state {
-            None if self.running => "starting".into(),
-            None => "unknown".into(),
-            Some(s) if s.status.is_live() && !self.running => "dead".into(),
-            Some(s) => s.status.as_str().into(),
-        }
+        state::shown_status(self.state.as_ref(), self.running).to_string()
     }
 
-    /// One line for logs and pipes.
+    /// One line for logs and pipes (the same as `list` prints).
     #[must_use]
     pub fn line(&self) -> String {
-        let Some(s) = &self.state else {
-            return format!("{} {}", self.topic, self.status());
-        };
-        let mut out = format!(
-            "{} {} iteration {}/{}",
-            self.topic,
-            self.status(),
-            s.current_iteration,
-            s.max_iterations
-        );
-        if let Some(q) = s.last_quality {
-            out.push_str(&format!(" quality {q:.2}/{:.2}", s.quality_threshold));
-        }
-        if let Some(g) = s.last_gate_score {
-            out.push_str(&format!(" gate {g:.2}"));
-        }
-        if let Some(n) = s.items_remaining {
-            out.push_str(&format!(" items {n}"));
-        }
-        if let Some(r) = s.stop_reason.filter(|_| !self.running) {
-            out.push_str(&format!(" stop reason {}", r.as_str()));
-        }
-        out
+        state::one_line(&self.topic, self.state.as_ref(), self.pid)
     }
 }
 
