@@ -53,11 +53,7 @@ pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
     let its: Vec<&RunRecord> = records.iter().filter(|r| r.record == "iteration").collect();
     let mut outcomes = BTreeMap::new();
     for r in &its {
-        let name = serde_json::to_value(r.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        *outcomes.entry(name).or_insert(0) += 1;
+        *outcomes.entry(r.outcome.as_str().to_string()).or_insert(0) += 1;
     }
     let gates: Vec<_> = its
         .iter()

@@ -32,6 +32,22 @@ pub enum Outcome {
     Planned,
 }
 
+impl Outcome {
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::GateFailed => "gate_failed",
+            Outcome::Rejected => "rejected",
+            Outcome::NoChange => "no_change",
+            Outcome::Crashed => "crashed",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Planned => "planned",
+        }
+    }
+}
+
 /// One line of `runs.jsonl` (a documented contract, see docs/json.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -156,6 +172,21 @@ mod tests {
             got.iter().map(|r| r.iteration).collect::<Vec<_>>(),
             vec![1, 2]
         );
+    }
+
+    #[test]
+    fn outcome_names_match_the_json() {
+        for o in [
+            Outcome::Accepted,
+            Outcome::GateFailed,
+            Outcome::Rejected,
+            Outcome::NoChange,
+            Outcome::Crashed,
+            Outcome::Interrupted,
+            Outcome::Planned,
+        ] {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
+        }
     }
 
     #[test]

@@ -183,13 +183,10 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         match r.verdict {
             Verdict::Error => println!("ERROR: {}", r.error.as_deref().unwrap_or("unknown")),
             v => println!(
-                "{} after {} round(s) ({:?}): r1 {:.2}, kept round {} at {:.2}",
-                serde_json::to_value(v)
-                    .ok()
-                    .and_then(|x| x.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                "{} after {} round(s) ({}): r1 {:.2}, kept round {} at {:.2}",
+                v.as_str(),
                 r.rounds,
-                r.termination,
+                r.termination.as_str(),
                 r.wiggum_r1.unwrap_or(0.0),
                 r.best_round.unwrap_or(0),
                 r.final_score.unwrap_or(0.0)

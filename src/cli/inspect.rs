@@ -149,8 +149,10 @@ pub fn diff(a: &DiffArgs) -> Result<i32> {
     };
     let Some(sha) = &rec.commit else {
         return Err(Error::input(format!(
-            "iteration {} of `{}` was not committed (outcome {:?})",
-            rec.iteration, a.topic, rec.outcome
+            "iteration {} of `{}` was not committed (outcome {})",
+            rec.iteration,
+            a.topic,
+            rec.outcome.as_str()
         )));
     };
     let repo = Repo::open_or_init(layout.root())?;
@@ -160,18 +162,13 @@ pub fn diff(a: &DiffArgs) -> Result<i32> {
 
 fn row(r: &RunRecord) -> String {
     let g = r.gate.as_ref();
-    let verdict = g.map_or("-".to_string(), |g| {
-        format!("{:?}", g.verdict).to_uppercase()
-    });
+    let verdict = g.map_or("-", |g| g.verdict.as_str());
     let score = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2}"));
     format!(
         "{:>4} {:>2}  {:<12} {:<5} r1 {:<5} kept {:<5} {:>7.1}s  {:<8} {}",
         r.iteration,
         r.attempt,
-        serde_json::to_value(r.outcome)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default(),
+        r.outcome.as_str(),
         verdict,
         score(g.and_then(|g| g.wiggum_r1)),
         score(g.and_then(|g| g.final_score)),

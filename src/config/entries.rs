@@ -119,6 +119,20 @@ pub enum EvaluatorKind {
     Heuristic,
 }
 
+impl EvaluatorKind {
+    /// The lowercase name, as in the settings file.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvaluatorKind::Command => "command",
+            EvaluatorKind::Ollama => "ollama",
+            EvaluatorKind::Openai => "openai",
+            EvaluatorKind::Anthropic => "anthropic",
+            EvaluatorKind::Heuristic => "heuristic",
+        }
+    }
+}
+
 /// An `[evaluators.NAME]` table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -177,10 +191,7 @@ impl EvaluatorEntry {
             Some(s) if !s.trim().is_empty() => Ok(()),
             _ => Err(format!(
                 "[evaluators.{name}] kind = \"{}\" needs `{field}`",
-                serde_json::to_value(self.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default()
+                self.kind.as_str()
             )),
         };
         match self.kind {

@@ -49,15 +49,10 @@ fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
 
 /// One line on how an iteration ended, for the log.
 fn verdict_line(r: &RunRecord) -> String {
-    let name = |v: serde_json::Result<serde_json::Value>| {
-        v.ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
-    };
     let gate = r.gate.as_ref().map_or(String::new(), |g| {
         format!(
             ", gate {} {:.2} (r1 {:.2}, {} round(s))",
-            name(serde_json::to_value(g.verdict)),
+            g.verdict.as_str(),
             g.final_score.unwrap_or(0.0),
             g.wiggum_r1.unwrap_or(0.0),
             g.rounds
@@ -70,7 +65,7 @@ fn verdict_line(r: &RunRecord) -> String {
     format!(
         "iteration {} {}: {} file(s) changed{gate}{commit}",
         r.iteration,
-        name(serde_json::to_value(r.outcome)),
+        r.outcome.as_str(),
         r.files_changed.len()
     )
 }

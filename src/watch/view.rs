@@ -89,12 +89,13 @@ fn recent(s: &Snapshot) -> Vec<Line<'static>> {
         .iter()
         .rev()
         .map(|r| {
-            let outcome = serde_json::to_value(r.outcome)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
+            let outcome = r.outcome.as_str();
             let gate = r.gate.as_ref().map_or(String::new(), |g| {
-                format!("  gate {:?} {:.2}", g.verdict, g.final_score.unwrap_or(0.0)).to_uppercase()
+                format!(
+                    "  gate {} {:.2}",
+                    g.verdict.as_str(),
+                    g.final_score.unwrap_or(0.0)
+                )
             });
             let commit = r
                 .commit

@@ -23,6 +23,18 @@ pub enum Verdict {
     Error,
 }
 
+impl Verdict {
+    /// `PASS`, `FAIL` or `ERROR`, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Error => "ERROR",
+        }
+    }
+}
+
 /// Why the gate stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +51,21 @@ pub enum Termination {
     NoProducer,
     /// Evaluator or producer failure.
     Error,
+}
+
+impl Termination {
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Pass => "pass",
+            Termination::RoundsExhausted => "rounds_exhausted",
+            Termination::Cycling => "cycling",
+            Termination::Unchanged => "unchanged",
+            Termination::NoProducer => "no_producer",
+            Termination::Error => "error",
+        }
+    }
 }
 
 /// The gate's knobs.
