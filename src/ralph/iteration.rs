@@ -86,11 +86,9 @@ pub fn restore_plan(layout: &crate::layout::Layout) -> Res<bool> {
     Ok(changed)
 }
 
-/// Move a discarded attempt's directory aside (evidence is kept, never committed) and restore
-/// the plan it may have ticked.
-pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
-    let layout = &lp.runner.layout;
-    restore_plan(layout)?;
+/// Move iteration `n`'s directory into `wiggum/discarded/` as `iteration-NNN.<label>.<time>`:
+/// evidence is kept, never committed, and out of the way of the next attempt.
+pub fn move_aside(layout: &crate::layout::Layout, n: u32, label: &str) -> Res<()> {
     let dir = layout.iteration_dir(n);
     if !dir.exists() {
         return Ok(());
@@ -99,7 +97,7 @@ pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
     fsutil::create_dir_all(&aside)?;
     let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
     let to = aside.join(format!(
-        "{}.attempt-{attempt}.{stamp}",
+        "{}.{label}.{stamp}",
         crate::layout::iteration_dir_name(n)
     ));
     std::fs::rename(&dir, &to).map_err(|e| crate::error::Error::Io {
@@ -107,6 +105,12 @@ pub fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
         action: "move aside",
         source: e,
     })
+}
+
+/// Discard an attempt: restore the plan it may have ticked and move its directory aside.
+fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
+    restore_plan(&lp.runner.layout)?;
+    move_aside(&lp.runner.layout, n, &format!("attempt-{attempt}"))
 }
 
 /// Run iteration `n` to its end.

@@ -5,7 +5,7 @@
 use chrono::Utc;
 
 use crate::agent::kill;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fsutil;
 use crate::layout::Layout;
 use crate::runlog::{self, Outcome};
@@ -78,21 +78,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             .map_or(0, |s| s.current_iteration)
             .max(completed + 1)
     {
-        let dir = layout.iteration_dir(n);
-        if dir.exists() {
-            let aside = layout.wiggum().join("discarded");
-            fsutil::create_dir_all(&aside)?;
-            let to = aside.join(format!(
-                "{}.interrupted.{}",
-                crate::layout::iteration_dir_name(n),
-                Utc::now().format("%Y%m%dT%H%M%S%.3f")
-            ));
-            std::fs::rename(&dir, &to).map_err(|e| Error::Io {
-                path: dir,
-                action: "move aside",
-                source: e,
-            })?;
-        }
+        super::iteration::move_aside(layout, n, "interrupted")?;
     }
     Ok((prev, completed))
 }
