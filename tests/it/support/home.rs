@@ -88,8 +88,45 @@ impl TestHome {
     }
 
     /// Run to completion.
+    /// A command that has not finished within 120 s (scaled by `TEST_TIME_FACTOR`) is killed
+    /// and the test fails, so a regression that hangs cannot hang the suite.
     pub fn run(&self, args: &[&str]) -> Run {
-        let out = self.cmd(args).output().expect("spawn studio-agents");
+        let mut child = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn studio-agents");
+        let read = |mut r: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                r.read_to_end(&mut buf).expect("read the command's output");
+                buf
+            })
+        };
+        let out_t = read(Box::new(child.stdout.take().unwrap()));
+        let err_t = read(Box::new(child.stderr.take().unwrap()));
+        let deadline =
+            std::time::Instant::now() + super::wait::scaled(std::time::Duration::from_secs(120));
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if std::time::Instant::now() >= deadline {
+                child.kill().ok();
+                child.wait().ok();
+                panic!(
+                    "`studio-agents {}` did not finish within 120 s",
+                    args.join(" ")
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        };
+        let out = Output {
+            status,
+            stdout: out_t.join().unwrap(),
+            stderr: err_t.join().unwrap(),
+        };
         Run {
             out,
             args: args.iter().map(|s| (*s).to_string()).collect(),
