@@ -186,11 +186,11 @@ pub async fn chat(
         .and_then(|k| std::env::var(k).ok());
     let mut schema = (entry.kind != EvaluatorKind::Anthropic).then_some(schema);
     let mut last = String::new();
-    let (mut url, _) = request(entry, prompt, temperature, schema);
+        let (url, _) = request(entry, prompt, temperature, schema);
     let mut tries = 0;
     while tries <= entry.retries {
-        let (u, body) = request(entry, prompt, temperature, schema);
-        url = u;
+        // Only the body changes between attempts (without the schema after a 4xx).
+        let (_, body) = request(entry, prompt, temperature, schema);
         match attempt(&c, &url, &body, entry.kind, key.as_deref()).await {
             Attempt::Done(t) => return Ok(t),
             Attempt::Fatal(m) if schema.is_some() && m.starts_with("HTTP 4") => {
