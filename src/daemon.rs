@@ -43,7 +43,7 @@ pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
     start::init(&p)?;
     let daemonized = std::env::var_os(DAEMON_ENV).is_some();
     init_logging(&p.layout, daemonized)?;
-        crate::cli::common::runtime()?.block_on(serve(p))
+    crate::cli::common::runtime()?.block_on(serve(p))
 }
 
 async fn serve(p: Prepared) -> Result<i32> {

@@ -123,7 +123,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     let mut judging = common::judging(&settings, a.evaluator.as_ref(), "--evaluator")?;
     let judge = &mut judging.judge;
     if a.panel || settings.defaults.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1") {
-        judge.enable_panel(&settings)?;
+        judge.enable_panel(&settings, "--panel")?;
     }
     let producer_name = a
         .producer

@@ -30,7 +30,14 @@ pub fn run(a: &PanelArgs, config_file: Option<PathBuf>) -> Result<i32> {
     let content = common::read_document(&a.file)?;
     let mut j = common::judging(&settings, a.model.as_ref(), "--model")?;
     let judge = &mut j.judge;
-    judge.enable_panel(&settings)?;
+    judge.enable_panel(
+        &settings,
+        if a.model.is_some() {
+            "--model"
+        } else {
+            "[defaults] evaluator"
+        },
+    )?;
     let rt = common::runtime()?;
     let reviews = rt.block_on(judge.panel(&a.task, &content));
     if a.json {

@@ -119,7 +119,7 @@ pub async fn gate(
     )?;
 
     if lp.settings.defaults.panel {
-        judge.enable_panel(&lp.settings)?;
+        judge.enable_panel(&lp.settings, "[defaults] panel")?;
     }
     let opts = gate::Opts::from_settings(&lp.settings, max_rounds)?;
     let task_type = lp.task_type.clone();

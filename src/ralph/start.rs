@@ -162,7 +162,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let (_tx, rx) = watch::channel(StopLevel::None);
     let mut judge = wiggum::evaluator::resolve(&settings, &evaluator, origin, layout.wiggum(), rx)?;
     if settings.defaults.panel {
-        judge.enable_panel(&settings)?;
+        judge.enable_panel(&settings, "--panel")?;
     }
     if settings.gate.target == config::GateTarget::Artifact && !layout.original_artifact().is_file()
     {

@@ -72,11 +72,12 @@ struct PanelOpts {
 
 impl Evaluator {
     /// Turn on the three-persona panel (model backends only: the heuristic has no personas).
-    pub fn enable_panel(&mut self, settings: &Settings) -> Result<()> {
+    /// `origin` names what asked for the panel (a flag or a key) for the error message.
+    pub fn enable_panel(&mut self, settings: &Settings, origin: &str) -> Result<()> {
         if self.entry.kind == EvaluatorKind::Heuristic {
-            return Err(Error::input(
-                "--panel: the panel needs a model evaluator (kind = command, ollama, openai or anthropic); the heuristic evaluator has no personas",
-            ));
+            return Err(Error::input(format!(
+                "{origin}: the panel needs a model evaluator (kind = command, ollama, openai or anthropic); the heuristic evaluator has no personas"
+            )));
         }
         self.panel = Some(PanelOpts {
             excerpt_chars: settings.gate.panel_excerpt_chars,

@@ -186,7 +186,7 @@ pub async fn chat(
         .and_then(|k| std::env::var(k).ok());
     let mut schema = (entry.kind != EvaluatorKind::Anthropic).then_some(schema);
     let mut last = String::new();
-        let (url, _) = request(entry, prompt, temperature, schema);
+    let (url, _) = request(entry, prompt, temperature, schema);
     let mut tries = 0;
     while tries <= entry.retries {
         // Only the body changes between attempts (without the schema after a 4xx).
