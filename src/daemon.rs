@@ -35,13 +35,22 @@ fn check_not_running(p: &Prepared) -> Result<()> {
     Ok(())
 }
 
+fn print_notes(p: &Prepared) {
+    for n in &p.notes {
+        eprintln!("warning: {n}");
+    }
+}
+
 /// Run the loop in this process. Returns the exit code.
 pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
     let home = config::home_dir()?;
     let p = start::prepare(opts, &home)?;
     check_not_running(&p)?;
-    start::init(&p)?;
     let daemonized = std::env::var_os(DAEMON_ENV).is_some();
+    if !daemonized {
+        print_notes(&p);
+    }
+    start::init(&p)?;
     init_logging(&p.layout, daemonized)?;
     crate::cli::common::runtime()?.block_on(serve(p))
 }
@@ -190,6 +199,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     let home = config::home_dir()?;
     let p = start::prepare(opts, &home)?;
     check_not_running(&p)?;
+    print_notes(&p);
     start::init(&p)?;
     let log_path = p.layout.daemon_log();
     rotate_log(&log_path)?;

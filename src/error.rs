@@ -29,6 +29,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file is larger than the supervisor reads of it.
+    #[error("{}: larger than {cap} bytes, the most the loop reads of it", path.display())]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The limit, in bytes.
+        cap: u64,
+    },
+
     /// A git operation failed.
     #[error("git: cannot {action} in {}: {source}", path.display())]
     Git {
@@ -55,7 +64,7 @@ impl Error {
         match self {
             Error::Input(_) => 2,
             Error::AlreadyRunning(_) | Error::NotRunning(_) => 3,
-            Error::Io { .. } | Error::Git { .. } | Error::Runtime(_) => 1,
+            Error::Io { .. } | Error::TooLarge { .. } | Error::Git { .. } | Error::Runtime(_) => 1,
         }
     }
 

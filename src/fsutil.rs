@@ -1,7 +1,12 @@
-//! Small filesystem helpers with path-carrying errors: atomic replace, append, read.
+//! Small filesystem helpers with path-carrying errors: atomic replace, append, bounded reads.
+//!
+//! Files the supervisor creates are private to the user (0600, directories 0700, narrowed further
+//! by the umask); a file it replaces keeps its mode. Reads are bounded and decode lossily: users'
+//! files and agents' output may hold any bytes and any amount of them.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 use crate::error::{Error, IoContext, Result};
@@ -24,6 +29,12 @@ pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()>
         .tempfile_in(dir)
         .at(dir, "create a temp file in")?;
     tmp.write_all(bytes).at(tmp.path(), "write")?;
+    // A replaced file keeps its mode; a new one stays 0600 (tempfile's).
+    if let Ok(old) = fs::metadata(path) {
+        let mode = old.permissions().mode() & 0o7777;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
+            .at(tmp.path(), "set the mode of")?;
+    }
     tmp.as_file().sync_all().at(tmp.path(), "fsync")?;
     crate::failpoint::hit(failpoint)?;
     tmp.persist(path)
@@ -44,6 +55,7 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
     let mut f = OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o600)
         .open(path)
         .at(path, "open for append")?;
     let mut buf = String::with_capacity(line.len() + 1);
@@ -53,23 +65,99 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
     f.sync_data().at(path, "fsync")
 }
 
-/// Read a UTF-8 file, naming it on failure.
+/// The most the supervisor reads of one text file (an artifact, a plan, a settings file, a state
+/// file); past it the read is an error naming the file.
+pub const TEXT_CAP: u64 = 16 * 1024 * 1024;
+
+/// Read a text file (lossily decoded, at most [`TEXT_CAP`] bytes), naming it on failure.
 pub fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).at(path, "read")
+    read_capped(path, TEXT_CAP)
 }
 
-/// Read a file if it exists.
+/// [`read`] for a file that may not exist.
 pub fn read_opt(path: &Path) -> Result<Option<String>> {
-    match fs::read_to_string(path) {
+    match read(path) {
         Ok(s) => Ok(Some(s)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).at(path, "read"),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
-/// `mkdir -p`, naming the directory on failure.
+/// Read at most `cap` bytes of a file, decoded lossily; a longer file is an error naming it.
+pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
+    let f = File::open(path).at(path, "read")?;
+    let mut buf = Vec::new();
+    f.take(cap + 1).read_to_end(&mut buf).at(path, "read")?;
+    if buf.len() as u64 > cap {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            cap,
+        });
+    }
+    Ok(match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
+
+/// The last `max` bytes of a file (lossily decoded, starting at a line boundary when one is in
+/// the window); empty when the file does not exist.
+pub fn read_tail(path: &Path, max: u64) -> Result<String> {
+    let mut f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(e).at(path, "read"),
+    };
+    let len = f.metadata().at(path, "stat")?.len();
+    let start = len.saturating_sub(max);
+    f.seek(SeekFrom::Start(start)).at(path, "seek in")?;
+    let mut buf = Vec::new();
+    f.take(max).read_to_end(&mut buf).at(path, "read")?;
+    let from = if start > 0 {
+        buf.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1)
+    } else {
+        0
+    };
+    Ok(String::from_utf8_lossy(&buf[from..]).into_owned())
+}
+
+/// `mkdir -p` (new directories 0700), naming the directory on failure.
 pub fn create_dir_all(path: &Path) -> Result<()> {
-    fs::create_dir_all(path).at(path, "create directory")
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .at(path, "create directory")
+}
+
+/// Open a log file for appending, creating it 0600.
+pub fn open_append(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .at(path, "open for append")
+}
+
+/// Remove the temp files an interrupted [`atomic_write`] left in `dir` (`.<name>.tmp`).
+pub fn remove_stale_temps(dir: &Path) -> Result<usize> {
+    let Ok(rd) = fs::read_dir(dir) else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.')
+            && name.ends_with(".tmp")
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            remove_file_opt(&e.path())?;
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 /// Write a file only if it does not exist yet (the loop's memory is never overwritten).
@@ -121,6 +209,58 @@ mod tests {
         fs::write(&p, "mine").unwrap();
         assert!(!write_new(&p, b"template").unwrap());
         assert_eq!(fs::read_to_string(&p).unwrap(), "mine");
+    }
+
+    #[test]
+    fn reads_are_lossy_and_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("out.log");
+        fs::write(&p, b"ok \xff\xfe bytes\n").unwrap();
+        assert_eq!(read(&p).unwrap(), "ok \u{fffd}\u{fffd} bytes\n");
+        let e = read_capped(&p, 4).unwrap_err();
+        assert!(
+            e.to_string().contains("out.log") && e.to_string().contains("4 bytes"),
+            "{e}"
+        );
+        assert_eq!(read_opt(&d.path().join("none")).unwrap(), None);
+    }
+
+    #[test]
+    fn a_tail_starts_at_a_line() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        fs::write(&p, "first line\nsecond\nthird\n").unwrap();
+        assert_eq!(read_tail(&p, 10).unwrap(), "third\n");
+        assert_eq!(read_tail(&p, 1000).unwrap(), "first line\nsecond\nthird\n");
+        assert_eq!(read_tail(&d.path().join("none"), 10).unwrap(), "");
+    }
+
+    #[test]
+    fn new_files_and_dirs_are_private_and_replaced_files_keep_their_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("a/b");
+        create_dir_all(&dir).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        let new = dir.join("state.json");
+        atomic_write(&new, b"{}").unwrap();
+        assert_eq!(mode(&new), 0o600);
+        append_line(&dir.join("runs.jsonl"), "{}").unwrap();
+        assert_eq!(mode(&dir.join("runs.jsonl")), 0o600);
+        let users = dir.join("notes.md");
+        fs::write(&users, "x").unwrap();
+        fs::set_permissions(&users, fs::Permissions::from_mode(0o644)).unwrap();
+        atomic_write(&users, b"y").unwrap();
+        assert_eq!(mode(&users), 0o644);
+    }
+
+    #[test]
+    fn stale_temps_are_removed() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(".state.json.abc.tmp"), "x").unwrap();
+        fs::write(d.path().join("fix_plan.md.tmp"), "agent's").unwrap();
+        assert_eq!(remove_stale_temps(d.path()).unwrap(), 1);
+        assert!(d.path().join("fix_plan.md.tmp").exists());
     }
 
     #[test]

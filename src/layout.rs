@@ -125,7 +125,12 @@ impl Layout {
             ["wiggum", dir, file] if dir.starts_with("iteration-") => {
                 matches!(
                     *file,
-                    "agent.log" | "eval.json" | "prompt.md" | "validation.log" | "eval.log"
+                    "agent.log"
+                        | "eval.json"
+                        | "prompt.md"
+                        | "validation.log"
+                        | "eval.log"
+                        | "hooks.log"
                 ) || file.starts_with("revision-")
                     || file.starts_with("eval-")
             }
@@ -155,7 +160,7 @@ impl Layout {
             ["wiggum", dir, file] if dir.starts_with("iteration-") => {
                 matches!(
                     *file,
-                    "agent.log" | "validation.log" | "eval.log" | "prompt.md"
+                    "agent.log" | "validation.log" | "eval.log" | "prompt.md" | "hooks.log"
                 ) || file.starts_with("revision-")
                     || file.starts_with("eval-")
             }

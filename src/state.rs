@@ -157,6 +157,9 @@ pub struct LoopState {
     pub cost_usd: f64,
     /// The human-review pause (`require_human_review_at_iteration`) already happened.
     pub reviewed: bool,
+    /// Paths (relative to the artifact dir) the loop's agents changed that no commit holds yet:
+    /// a rejected or discarded attempt's work, committed with the next accepted iteration.
+    pub carried_paths: Vec<PathBuf>,
 }
 
 impl Default for LoopState {
@@ -185,6 +188,7 @@ impl Default for LoopState {
             items_remaining: None,
             cost_usd: 0.0,
             reviewed: false,
+            carried_paths: Vec::new(),
         }
     }
 }

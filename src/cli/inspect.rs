@@ -155,7 +155,7 @@ pub fn diff(a: &DiffArgs) -> Result<i32> {
             rec.outcome.as_str()
         )));
     };
-    let repo = Repo::open_or_init(layout.root())?;
+    let repo = Repo::open(layout.root())?;
     print!("{}", repo.commit_patch(sha)?);
     Ok(0)
 }

@@ -247,6 +247,20 @@ pub struct GitSettings {
     pub name: String,
     /// Author and committer email.
     pub email: String,
+    /// The repository's `pre-commit` and `commit-msg` hooks: skipped, or run as git runs them.
+    pub hooks: GitHooks,
+}
+
+/// `[git] hooks`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GitHooks {
+    /// The loop's commits bypass the hooks (`start` says so when there are hooks).
+    #[default]
+    Skip,
+    /// `pre-commit` and `commit-msg` run before each commit; a rejecting hook rejects the
+    /// iteration like a failed validation.
+    Run,
 }
 
 impl Default for GitSettings {
@@ -255,6 +269,7 @@ impl Default for GitSettings {
             commit: true,
             name: "wiggum-agent".into(),
             email: "wiggum@studio-agents.local".into(),
+            hooks: GitHooks::Skip,
         }
     }
 }

@@ -96,6 +96,7 @@ pub async fn gate(
     n: u32,
     dir: &Path,
     task: &str,
+    changed: &[std::path::PathBuf],
 ) -> Result<(Option<GateRecord>, bool)> {
     let target = lp.settings.gate.target;
     if target == GateTarget::Off {
@@ -103,7 +104,11 @@ pub async fn gate(
     }
     let artifact = dir.join("artifact.md");
     let (content, max_rounds) = match target {
-        GateTarget::Diff => (lp.repo.worktree_patch()?, 1),
+        GateTarget::Diff => {
+            let mut paths = changed.to_vec();
+            paths.extend(lp.runner.state.carried_paths.iter().cloned());
+            (lp.repo.worktree_patch(&paths)?, 1)
+        }
         _ => (
             fsutil::read_opt(&artifact)?.unwrap_or_default(),
             lp.settings.defaults.max_rounds,

@@ -148,7 +148,9 @@ impl Loop {
         };
         for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
             let agent = self.agent.clone();
+            let before = self.repo.snapshot()?;
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
+            let changed = self.repo.snapshot()?.changed_paths(&before);
             let stopped = self.runner.stop_level() >= StopLevel::Now;
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
             let ok = fix_plan::has_items(&plan) && !stopped;
@@ -180,14 +182,33 @@ impl Loop {
                     .then(|| "planning wrote no checkbox items to fix_plan.md".into()),
             };
             runlog::append(&layout.runs(), &rec)?;
+            if !ok {
+                super::commit::carry(self, &changed);
+            }
             if stopped {
+                self.runner.save()?;
                 return Ok(Some((
                     StopReason::UserStop,
                     "stopped during planning".into(),
                 )));
             }
             if ok {
-                let sha = self.commit("Wiggum planning: fix_plan.md")?;
+                let dir = layout.planning_dir();
+                let sha = match super::commit::commit(
+                    self,
+                    "Wiggum planning: fix_plan.md",
+                    &changed,
+                    None,
+                    &dir,
+                )
+                .await?
+                {
+                    super::commit::Committed::Rejected(why) => {
+                        return Ok(Some((StopReason::Error, format!("planning: {why}"))));
+                    }
+                    done => done.sha(),
+                };
+                self.runner.save()?;
                 tracing::info!(
                     "planned {} items{}",
                     fix_plan::remaining(&plan),
@@ -201,15 +222,6 @@ impl Loop {
             StopReason::Breaker,
             "planning wrote no items to fix_plan.md".into(),
         )))
-    }
-
-    /// Commit under the configured identity (if committing is on).
-    pub fn commit(&self, message: &str) -> Result<Option<String>> {
-        if !self.settings.git.commit {
-            return Ok(None);
-        }
-        self.repo
-            .commit(message, &self.settings.git.name, &self.settings.git.email)
     }
 
     /// Record the end, copy the final artifact, and return the reason.

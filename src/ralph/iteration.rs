@@ -1,12 +1,14 @@
 //! One iteration: a fresh agent process on a fresh iteration directory, retried on a crash;
 //! then validation, the gate and the commit; one run record per attempt.
 
+use std::path::PathBuf;
+
 use chrono::Utc;
 
 use super::decide::{self, Next};
 use super::driver::Loop;
 use super::runner::{AgentRun, Phase};
-use super::{accept, fix_plan, promise, templates};
+use super::{accept, commit, fix_plan, promise, templates};
 use crate::agent::process::{Ending, StopLevel};
 use crate::error::Result as Res;
 use crate::fsutil;
@@ -107,6 +109,21 @@ pub fn move_aside(layout: &crate::layout::Layout, n: u32, label: &str) -> Res<()
     })
 }
 
+/// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
+/// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
+fn guard_plan(layout: &crate::layout::Layout, plan_before: &str) -> Res<Option<String>> {
+    let open = fix_plan::remaining(plan_before);
+    let now = fsutil::read_opt(&layout.fix_plan())?;
+    if open == 0 || now.as_deref().is_some_and(fix_plan::has_items) {
+        return Ok(None);
+    }
+    fsutil::atomic_write(&layout.fix_plan(), plan_before.as_bytes())?;
+    let what = if now.is_none() { "deleted" } else { "emptied" };
+    Ok(Some(format!(
+        "the agent {what} fix_plan.md while {open} item(s) were open; the plan was restored"
+    )))
+}
+
 /// Discard an attempt: restore the plan it may have ticked and move its directory aside.
 fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
     restore_plan(&lp.runner.layout)?;
@@ -144,7 +161,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         };
         let agent = lp.agent.clone();
         let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
+        let after = lp.repo.snapshot()?;
+        let changed_paths = after.changed_paths(&before);
+        let changed = after.changed_since(&before);
         if lp.runner.stop_level() >= StopLevel::Now {
+            commit::carry(lp, &changed_paths);
             runlog::append(
                 &layout.runs(),
                 &record(&run, n, attempt, Outcome::Interrupted),
@@ -155,7 +176,6 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 format!("stopped during iteration {n}"),
             ));
         }
-        let changed = lp.repo.snapshot()?.changed_since(&before);
         let kind = decide::classify(
             run.outcome.ending.success(),
             run.outcome.ending.killed(),
@@ -172,6 +192,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             promise::seen(&run.report.text, &run.prompt, &lp.settings.defaults.promise);
         match next {
             Next::Retry => {
+                commit::carry(lp, &changed_paths);
                 rec.note = Some(format!(
                     "crashed (it {}); retrying with a fresh process",
                     run.outcome.ending
@@ -181,6 +202,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 continue;
             }
             Next::Trip(why) if kind == decide::RunKind::Crashed => {
+                commit::carry(lp, &changed_paths);
                 rec.note = Some(why.clone());
                 runlog::append(&layout.runs(), &rec)?;
                 discard(lp, n, attempt)?;
@@ -198,9 +220,25 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             }
             return Ok(Result::Done);
         }
-        accept_changes(lp, n, &dir, &plan_before, rec).await?;
+        accept_changes(lp, n, &dir, &plan_before, rec, &changed_paths).await?;
         return Ok(Result::Done);
     }
+}
+
+/// Record a rejected iteration: its work (the agent's changes and the iteration's directory)
+/// stays in the tree, carried to the next commit.
+fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -> Res<()> {
+    let layout = lp.runner.layout.clone();
+    tracing::warn!("iteration {} rejected: {why}", rec.iteration);
+    commit::carry(lp, changed);
+    let dir = layout.iteration_dir(rec.iteration);
+    commit::carry(lp, &commit::loop_paths(&layout, false, Some(&dir)));
+    lp.runner.save()?;
+    rec.outcome = Outcome::Rejected;
+    rec.validation_failed = Some(why);
+    rec.ended_at = Utc::now();
+    runlog::append(&layout.runs(), &rec)?;
+    fsutil::remove_file_opt(&layout.plan_backup())
 }
 
 async fn accept_changes(
@@ -209,15 +247,14 @@ async fn accept_changes(
     dir: &std::path::Path,
     plan_before: &str,
     mut rec: RunRecord,
+    changed: &[PathBuf],
 ) -> Res<()> {
     let layout = lp.runner.layout.clone();
+    if let Some(why) = guard_plan(&layout, plan_before)? {
+        return reject(lp, rec, why, changed);
+    }
     if let Some(why) = accept::validate(lp, dir).await? {
-        tracing::warn!("iteration {n} rejected: {why}");
-        rec.outcome = Outcome::Rejected;
-        rec.validation_failed = Some(why);
-        rec.ended_at = Utc::now();
-        runlog::append(&layout.runs(), &rec)?;
-        return fsutil::remove_file_opt(&layout.plan_backup());
+        return reject(lp, rec, why, changed);
     }
     let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
     let claimed = fix_plan::newly_done(plan_before, &plan_after);
@@ -226,7 +263,7 @@ async fn accept_changes(
     } else {
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
-    let (gate, keep) = accept::gate(lp, n, dir, &task).await?;
+    let (gate, keep) = accept::gate(lp, n, dir, &task, changed).await?;
     if let Some(g) = &gate {
         lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
         lp.runner.state.last_gate_score = g.final_score;
@@ -243,11 +280,18 @@ async fn accept_changes(
             .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
         let msg = accept::commit_message(n, review.as_deref(), &fallback);
         crate::failpoint::hit("before-commit")?;
-        rec.commit = lp.commit(&msg)?;
+        match commit::commit(lp, &msg, changed, Some(dir), dir).await? {
+            commit::Committed::Rejected(why) => {
+                return reject(lp, rec, why, changed);
+            }
+            done => rec.commit = done.sha(),
+        }
         crate::failpoint::hit("after-commit")?;
         lp.runner.state.last_committed_iteration = n;
         rec.outcome = Outcome::Accepted;
     } else {
+        commit::carry(lp, changed);
+        commit::carry(lp, &commit::loop_paths(&layout, false, Some(dir)));
         rec.outcome = Outcome::GateFailed;
     }
     lp.runner.state.items_remaining = Some(fix_plan::remaining(&plan_after));

@@ -2,6 +2,7 @@
 //! driver that performs them (`driver`, `iteration`, `accept`, `runner`, `start`).
 
 pub mod accept;
+pub mod commit;
 pub mod decide;
 pub mod driver;
 pub mod fix_plan;

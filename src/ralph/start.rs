@@ -64,6 +64,8 @@ pub struct Prepared {
     pub evaluator: String,
     /// `$STUDIO_AGENTS_HOME`.
     pub home: PathBuf,
+    /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
+    pub notes: Vec<String>,
 }
 
 fn flag<T>(
@@ -171,6 +173,15 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             layout.root().display()
         )));
     }
+    let findings = crate::vcs::preflight::check(layout.root())?;
+    let mut notes = Vec::new();
+    if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {
+        notes.push(format!(
+            "the loop's commits skip this repository's git hooks ({}); set [git] hooks = \"run\" to run them",
+            findings.hooks.join(", ")
+        ));
+    }
+    notes.extend(uncommitted_note(&layout)?);
     Ok(Prepared {
         topic: opts.topic.clone(),
         layout,
@@ -179,7 +190,46 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         producer,
         evaluator,
         home: home.to_path_buf(),
+        notes,
     })
+}
+
+/// Uncommitted changes under the artifact dir that are not the loop's: they stay out of its
+/// commits, and `start` says so.
+fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
+    let Ok(repo) = Repo::open(layout.root()) else {
+        return Ok(None);
+    };
+    if repo.head().is_none() {
+        return Ok(None);
+    }
+    let carried = crate::state::read(&layout.state())
+        .ok()
+        .flatten()
+        .map(|s| s.carried_paths)
+        .unwrap_or_default();
+    let snap = repo.snapshot()?;
+    let theirs: Vec<String> = snap
+        .paths()
+        .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
+        .map(|p| p.display().to_string())
+        .collect();
+    if theirs.is_empty() {
+        return Ok(None);
+    }
+    let shown: Vec<&str> = theirs.iter().take(8).map(String::as_str).collect();
+    let more = theirs.len().saturating_sub(shown.len());
+    Ok(Some(format!(
+        "{} uncommitted change(s) under {} will be left out of the loop's commits: {}{}",
+        theirs.len(),
+        layout.root().display(),
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )))
 }
 
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.

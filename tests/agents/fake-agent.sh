@@ -14,6 +14,11 @@
 #   slow         sleep FAKE_SLEEP seconds before working (default 1)
 #   block        wait until the file $FAKE_RELEASE exists before working (only at iteration
 #                $FAKE_BLOCK_AT when that is set)
+#   edit-notes   also append a line to $ARTIFACT_PATH/notes.md in each iteration
+#   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
+#   bad-bytes    print bytes that are not UTF-8
+#   envi         start a grandchild with a cleared environment (env -i), same process group
+#   lock-delete  delete wiggum/.lock;  lock-garble  fill it with garbage
 # FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
 set -u
 has() { case ",${FAKE:-}," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -23,6 +28,12 @@ prompt=$(cat)
 has echo && printf '%s\n' "$prompt"
 has ignore-term && trap '' TERM
 has log-term && trap 'echo "term $$" >> "$pids"' TERM
+has bad-bytes && printf 'before \377\376\375 after\n\200\n'
+has lock-delete && rm -f "$WIGGUM_DIR/.lock"
+has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
+if has envi; then
+    env -i sh -c 'echo "envi $$" >> "$0"; exec sleep 1000' "$pids" &
+fi
 if has spawn; then
     sh -c 'trap "" TERM; echo "child $$" >> "$0"; exec sleep 1000' "$pids" &
     setsid sh -c 'echo "setsid $$" >> "$0"; exec sleep 1000' "$pids" &
@@ -54,6 +65,11 @@ planning)
     } > "$plan"
     ;;
 iteration)
+    has edit-notes && echo "notes of iteration $ITERATION" >> "$ARTIFACT_PATH/notes.md"
+    if has delete-plan && { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }; then
+        rm -f "$plan"
+        exit 0
+    fi
     item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
     if [ -n "$item" ]; then
         printf '\n## %s\n\nDone in iteration %s, see [log](https://logs.example.com/%s) and run `make check`.\n' \

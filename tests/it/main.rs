@@ -11,4 +11,5 @@ mod gate_cmd;
 mod inspect;
 mod loop_core;
 mod loop_gate;
+mod repos;
 mod watch;

@@ -6,6 +6,6 @@ pub mod http;
 pub mod procs;
 pub mod wait;
 
-pub use home::TestHome;
+pub use home::{TestHome, git};
 pub use procs::assert_no_survivors;
 pub use wait::wait_for;

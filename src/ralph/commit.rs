@@ -1,0 +1,225 @@
+//! What an accepted iteration commits, and the commit itself: the paths the agent changed, the
+//! work carried from rejected attempts, and the loop's own files (its memory in `wiggum/`, the
+//! iteration's directory) — never anything else of the user's. With `[git] hooks = "run"` the
+//! repository's `pre-commit` and `commit-msg` hooks run first, as git runs them.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::driver::Loop;
+use crate::agent::process::{self, Job};
+use crate::config::GitHooks;
+use crate::error::{Error, IoContext, Result};
+use crate::layout::Layout;
+use crate::vcs::{Pending, preflight};
+
+/// How a commit attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Committed {
+    /// A new commit.
+    Sha(String),
+    /// Nothing differs from HEAD (or committing is off).
+    Nothing,
+    /// A hook refused it; the reason, for the run record.
+    Rejected(String),
+}
+
+impl Committed {
+    /// The new commit's sha, if one was made.
+    #[must_use]
+    pub fn sha(&self) -> Option<String> {
+        match self {
+            Committed::Sha(s) => Some(s.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The files the loop itself owns (relative to the artifact dir): its memory and settings in
+/// `wiggum/`, the iteration's directory, and — while the repository has no commit yet (the loop
+/// created it) — its inputs. Runtime files are left out by the commit itself.
+pub fn loop_paths(layout: &Layout, unborn: bool, iteration_dir: Option<&Path>) -> Vec<PathBuf> {
+    let root = layout.root();
+    let mut out = Vec::new();
+    let mut files_of = |dir: &Path| {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            if e.file_type().is_ok_and(|t| !t.is_dir())
+                && let Ok(rel) = e.path().strip_prefix(root)
+            {
+                out.push(rel.to_path_buf());
+            }
+        }
+    };
+    files_of(&layout.wiggum());
+    if let Some(dir) = iteration_dir {
+        files_of(dir);
+    }
+    if unborn {
+        for input in ["artifact.md", "metadata.json", "task.md"] {
+            if root.join(input).is_file() {
+                out.push(input.into());
+            }
+        }
+    }
+    out
+}
+
+/// Commit `changed` (and the carried and loop-owned paths) with `message`. `dir` is where the
+/// hooks' log goes.
+pub async fn commit(
+    lp: &mut Loop,
+    message: &str,
+    changed: &[PathBuf],
+    iteration_dir: Option<&Path>,
+    dir: &Path,
+) -> Result<Committed> {
+    if !lp.settings.git.commit {
+        return Ok(Committed::Nothing);
+    }
+    if let Some(busy) = lp.repo.busy() {
+        return Err(Error::runtime(format!(
+            "{busy}; the iteration's work is left uncommitted in the work tree"
+        )));
+    }
+    let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();
+    paths.extend(lp.runner.state.carried_paths.iter().cloned());
+    let unborn = lp.repo.head().is_none();
+    paths.extend(loop_paths(&lp.runner.layout, unborn, iteration_dir));
+    let paths: Vec<PathBuf> = paths.into_iter().collect();
+    let Some(pending) = lp.repo.stage_tree(&paths)? else {
+        lp.runner.state.carried_paths.clear();
+        return Ok(Committed::Nothing);
+    };
+    let mut message = message.to_string();
+    if lp.settings.git.hooks == GitHooks::Run {
+        match run_hooks(lp, &pending, &message, dir).await? {
+            Ok(m) => message = m,
+            Err(why) => return Ok(Committed::Rejected(why)),
+        }
+    }
+    let git = &lp.settings.git;
+    let sha = lp.repo.finish(&pending, &message, &git.name, &git.email)?;
+    lp.runner.state.carried_paths.clear();
+    Ok(Committed::Sha(sha))
+}
+
+/// Remember paths an attempt changed but no commit took, for the next commit.
+pub fn carry(lp: &mut Loop, changed: &[PathBuf]) {
+    let carried = &mut lp.runner.state.carried_paths;
+    for p in changed {
+        if !carried.contains(p) && !Layout::is_runtime_path(p) {
+            carried.push(p.clone());
+        }
+    }
+}
+
+/// `pre-commit` with an index holding exactly the commit's tree, then `commit-msg` on the
+/// message. `Ok(Ok(message))`: go on with the (possibly edited) message; `Ok(Err(why))`: a hook
+/// refused.
+async fn run_hooks(
+    lp: &mut Loop,
+    pending: &Pending,
+    message: &str,
+    dir: &Path,
+) -> Result<std::result::Result<String, String>> {
+    let scratch = tempfile::Builder::new()
+        .prefix("wiggum-hooks-")
+        .tempdir()
+        .map_err(|e| Error::runtime(format!("cannot make a temp dir for git hooks: {e}")))?;
+    let index = scratch.path().join("index");
+    lp.repo.write_index_file(pending, &index)?;
+    let msg_file = scratch.path().join("COMMIT_EDITMSG");
+    std::fs::write(&msg_file, format!("{message}\n")).at(&msg_file, "write")?;
+    let repo = &lp.repo;
+    let hooks: Vec<(&str, PathBuf)> = ["pre-commit", "commit-msg"]
+        .into_iter()
+        .filter_map(|h| Some((h, preflight::hook_path(repo.git(), repo.workdir(), h)?)))
+        .collect();
+    for (name, path) in hooks {
+        let mut command = quote(&path);
+        if name == "commit-msg" {
+            command = format!("{command} {}", quote(&msg_file));
+        }
+        let job = hook_job(lp.repo.workdir(), command, &index, dir, lp);
+        crate::fsutil::append_line(&job.log, &format!("$ {name}"))?;
+        let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
+        if !out.ending.success() {
+            let last = crate::fsutil::read_tail(&job.log, 4096)?
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty() && !l.starts_with("$ "))
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            return Ok(Err(format!("the {name} hook {}: {last}", out.ending)));
+        }
+    }
+    let edited = crate::fsutil::read_capped(&msg_file, 64 * 1024)?;
+    let edited: Vec<&str> = edited.lines().filter(|l| !l.starts_with('#')).collect();
+    let edited = edited.join("\n").trim().to_string();
+    if edited.is_empty() {
+        return Ok(Err("the commit-msg hook left an empty message".into()));
+    }
+    Ok(Ok(edited))
+}
+
+fn hook_job(workdir: &Path, command: String, index: &Path, dir: &Path, lp: &Loop) -> Job {
+    Job {
+        command,
+        cwd: workdir.to_path_buf(),
+        env: vec![
+            ("GIT_INDEX_FILE".into(), index.display().to_string()),
+            ("GIT_EDITOR".into(), ":".into()),
+            ("WIGGUM_PHASE".into(), "hook".into()),
+        ],
+        stdin: None,
+        log: dir.join("hooks.log"),
+        stdout: None,
+        limit: Duration::from_secs(lp.settings.validation.timeout_secs),
+        grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
+        token: process::new_token("hook"),
+    }
+}
+
+/// Single-quote a path for `sh -c`.
+fn quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_survives_quotes_and_spaces() {
+        assert_eq!(quote(Path::new("/a b/it's")), r"'/a b/it'\''s'");
+    }
+
+    #[test]
+    fn loop_paths_are_the_loops_own_files() {
+        let d = tempfile::tempdir().unwrap();
+        let layout = Layout::new(d.path());
+        std::fs::create_dir_all(layout.iteration_dir(2)).unwrap();
+        std::fs::write(layout.fix_plan(), "- [ ] a").unwrap();
+        std::fs::write(layout.iteration_dir(2).join("artifact.md"), "x").unwrap();
+        std::fs::write(layout.original_artifact(), "# A").unwrap();
+        std::fs::write(d.path().join(".env.local"), "SECRET=1").unwrap();
+        let it = layout.iteration_dir(2);
+        let mut got = loop_paths(&layout, false, Some(&it));
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                PathBuf::from("wiggum/fix_plan.md"),
+                PathBuf::from("wiggum/iteration-002/artifact.md"),
+            ]
+        );
+        let unborn = loop_paths(&layout, true, None);
+        assert!(unborn.contains(&PathBuf::from("artifact.md")));
+        assert!(!unborn.contains(&PathBuf::from(".env.local")));
+    }
+}

@@ -1,0 +1,221 @@
+//! Committing exactly the iteration's paths. The new tree is HEAD's tree with those paths
+//! replaced by what the work tree holds (or removed when gone): the user's staged entries, files
+//! a sparse checkout keeps out of the work tree, and uncommitted work the agent did not touch
+//! never enter it. Afterwards the index entries of those paths (only) are set to what was
+//! committed, so `git status` is clean for them and whatever the user had staged stays staged.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use git2::build::TreeUpdateBuilder;
+use git2::{FileMode, IndexEntry, IndexTime, Oid, Signature};
+
+use super::Repo;
+use crate::error::{GitContext, Result};
+use crate::layout::Layout;
+
+/// A tree ready to be committed on top of `parent`.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    tree: Oid,
+    parent: Option<Oid>,
+    paths: Vec<PathBuf>,
+}
+
+impl Repo {
+    /// Build the tree HEAD + `paths` (relative to the artifact dir; the runtime files are left
+    /// out). `None` when it equals HEAD's tree: nothing to commit.
+    pub fn stage_tree(&self, paths: &[PathBuf]) -> Result<Option<Pending>> {
+        let wd = &self.workdir;
+        let parent = self.head();
+        let base = match parent {
+            Some(oid) => self
+                .repo
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .git_at(wd, "read HEAD's tree")?,
+            None => {
+                let empty = self
+                    .repo
+                    .treebuilder(None)
+                    .and_then(|b| b.write())
+                    .git_at(wd, "write an empty tree")?;
+                self.repo.find_tree(empty).git_at(wd, "read a tree")?
+            }
+        };
+        let mut update = TreeUpdateBuilder::new();
+        let mut repo_paths = Vec::new();
+        for rel in paths {
+            if Layout::is_runtime_path(rel) {
+                continue;
+            }
+            let repo_rel = self.scope.join(rel);
+            match self.work_entry(&repo_rel)? {
+                Some((oid, mode)) => {
+                    update.upsert(&repo_rel, oid, mode);
+                }
+                None if base.get_path(&repo_rel).is_ok() => {
+                    update.remove(&repo_rel);
+                }
+                None => continue,
+            }
+            repo_paths.push(repo_rel);
+        }
+        let tree = update
+            .create_updated(&self.repo, &base)
+            .git_at(wd, "build the commit's tree")?;
+        crate::failpoint::hit("commit-after-stage")?;
+        if tree == base.id() && parent.is_some() {
+            return Ok(None);
+        }
+        Ok(Some(Pending {
+            tree,
+            parent,
+            paths: repo_paths,
+        }))
+    }
+
+    /// What a work-tree path holds, written to the object database: a file (with its exec bit),
+    /// a symlink, or a submodule's HEAD. `None` when it is gone (or is a plain directory).
+    fn work_entry(&self, repo_rel: &Path) -> Result<Option<(Oid, FileMode)>> {
+        let full = self.workdir.join(repo_rel);
+        let Ok(meta) = std::fs::symlink_metadata(&full) else {
+            return Ok(None);
+        };
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&full).map_err(|e| crate::error::Error::Io {
+                path: full.clone(),
+                action: "read the link",
+                source: e,
+            })?;
+            let oid = self
+                .repo
+                .blob(target.as_os_str().as_encoded_bytes())
+                .git_at(&full, "store a link")?;
+            return Ok(Some((oid, FileMode::Link)));
+        }
+        if meta.is_dir() {
+            return Ok(self.content_id(repo_rel).map(|oid| (oid, FileMode::Commit)));
+        }
+        let oid = self.repo.blob_path(&full).git_at(&full, "store a file")?;
+        let mode = if meta.permissions().mode() & 0o111 != 0 {
+            FileMode::BlobExecutable
+        } else {
+            FileMode::Blob
+        };
+        Ok(Some((oid, mode)))
+    }
+
+    /// Write an index file holding exactly `pending`'s tree, for hooks (`GIT_INDEX_FILE`), as
+    /// git does for a commit of chosen paths.
+    pub fn write_index_file(&self, pending: &Pending, path: &Path) -> Result<()> {
+        let wd = &self.workdir;
+        let tree = self
+            .repo
+            .find_tree(pending.tree)
+            .git_at(wd, "read the tree")?;
+        let mut index = git2::Index::open(path).git_at(path, "create an index")?;
+        index.read_tree(&tree).git_at(path, "fill an index")?;
+        index.write().git_at(path, "write an index")
+    }
+
+    /// Commit `pending` under the given identity and point the user's index at it for the
+    /// committed paths. Returns the new commit's sha.
+    pub fn finish(
+        &self,
+        pending: &Pending,
+        message: &str,
+        name: &str,
+        email: &str,
+    ) -> Result<String> {
+        let wd = &self.workdir;
+        let tree = self
+            .repo
+            .find_tree(pending.tree)
+            .git_at(wd, "read the tree")?;
+        let parent = match pending.parent {
+            Some(oid) => Some(self.repo.find_commit(oid).git_at(wd, "read HEAD")?),
+            None => None,
+        };
+        let sig = Signature::now(name, email).git_at(wd, "make a signature")?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let oid = self
+            .repo
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .git_at(wd, "commit")?;
+        if let Err(e) = self.sync_index(&tree, &pending.paths) {
+            tracing::warn!(
+                "committed {oid}, but the index was not updated ({e}); `git status` may list the committed paths until `git reset -q -- <path>`"
+            );
+        }
+        Ok(oid.to_string())
+    }
+
+    /// Set the index entries of `paths` to what `tree` holds for them; leave every other entry.
+    fn sync_index(&self, tree: &git2::Tree<'_>, paths: &[PathBuf]) -> Result<()> {
+        let wd = &self.workdir;
+        let mut index = self.repo.index().git_at(wd, "open the index")?;
+        index.read(true).git_at(wd, "reload the index")?;
+        for p in paths {
+            let old = index.get_path(p, 0);
+            match tree.get_path(p) {
+                Ok(entry) => {
+                    let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
+                    let e = index_entry(p, entry.id(), entry.filemode(), meta.as_ref(), old);
+                    index.add(&e).git_at(wd, "update the index")?;
+                }
+                Err(_) if old.is_some() => {
+                    index.remove_path(p).git_at(wd, "update the index")?;
+                }
+                Err(_) => {}
+            }
+        }
+        index.write().git_at(wd, "write the index")
+    }
+}
+
+/// An index entry for a committed path, with the work tree's stat data so git sees it clean.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn index_entry(
+    path: &Path,
+    id: Oid,
+    mode: i32,
+    meta: Option<&std::fs::Metadata>,
+    old: Option<IndexEntry>,
+) -> IndexEntry {
+    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+    let time = |s: i64, ns: i64| IndexTime::new(s as i32, ns as u32);
+    let (ctime, mtime, dev, ino, uid, gid, size) =
+        meta.map_or((time(0, 0), time(0, 0), 0, 0, 0, 0, 0), |m| {
+            (
+                time(m.ctime(), m.ctime_nsec()),
+                time(m.mtime(), m.mtime_nsec()),
+                m.dev() as u32,
+                m.ino() as u32,
+                m.uid(),
+                m.gid(),
+                m.size() as u32,
+            )
+        });
+    // Keep only the sparse-checkout bit of the old entry (never intent-to-add); an extended
+    // flag needs the entry's "extended" bit.
+    let extended = old.map_or(0, |o| o.flags_extended & super::snapshot::SKIP_WORKTREE);
+    let mut flags = bytes.len().min(0xfff) as u16;
+    if extended != 0 {
+        flags |= 0x4000;
+    }
+    IndexEntry {
+        ctime,
+        mtime,
+        dev,
+        ino,
+        mode: mode as u32,
+        uid,
+        gid,
+        file_size: size,
+        id,
+        flags,
+        flags_extended: extended,
+        path: bytes,
+    }
+}

@@ -1,0 +1,200 @@
+//! git2 at the edge: find or create the repository, check it before a loop starts (`preflight`),
+//! snapshot what is dirty under the loop's directory (`snapshot`), commit exactly the paths an
+//! iteration changed (`commit`), diff.
+
+mod commit;
+pub mod preflight;
+mod snapshot;
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+pub use commit::Pending;
+pub use snapshot::Snapshot;
+
+use crate::error::{Error, GitContext, Result};
+
+/// The iteration number and sha of HEAD when it is one of our iteration commits
+/// (`Wiggum iteration N: …`). Never creates a repository.
+#[must_use]
+pub fn head_iteration(dir: &Path) -> Option<(u32, String)> {
+    let repo = Repository::discover(dir).ok()?;
+    let head = repo.head().ok()?.peel_to_commit().ok()?;
+    let n = head
+        .message()
+        .ok()?
+        .strip_prefix("Wiggum iteration ")?
+        .split(':')
+        .next()?
+        .parse()
+        .ok()?;
+    Some((n, head.id().to_string()))
+}
+
+/// The repository holding a loop's artifact directory.
+pub struct Repo {
+    repo: Repository,
+    workdir: PathBuf,
+    /// The artifact dir relative to the work tree ("" when they are the same).
+    scope: PathBuf,
+}
+
+impl Repo {
+    /// Open the repository containing `artifact`, or init one there.
+    pub fn open_or_init(artifact: &Path) -> Result<Repo> {
+        let repo = match Repository::discover(artifact) {
+            Ok(r) if !r.is_bare() => r,
+            _ => Repository::init(artifact).git_at(artifact, "init a repository")?,
+        };
+        Self::wrap(repo, artifact)
+    }
+
+    /// Open the repository containing `artifact`; never creates one.
+    pub fn open(artifact: &Path) -> Result<Repo> {
+        let repo = Repository::discover(artifact).git_at(artifact, "find the repository")?;
+        Self::wrap(repo, artifact)
+    }
+
+    fn wrap(repo: Repository, artifact: &Path) -> Result<Repo> {
+        let workdir = repo
+            .workdir()
+            .ok_or_else(|| Error::runtime(format!("{} has no work tree", artifact.display())))?
+            .canonicalize()
+            .map_err(|e| Error::runtime(format!("canonicalise work tree: {e}")))?;
+        let canon = artifact
+            .canonicalize()
+            .map_err(|e| Error::runtime(format!("canonicalise {}: {e}", artifact.display())))?;
+        let scope = canon
+            .strip_prefix(&workdir)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        Ok(Repo {
+            repo,
+            workdir,
+            scope,
+        })
+    }
+
+    /// The work tree's root.
+    #[must_use]
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// The underlying repository (hooks, preflight).
+    #[must_use]
+    pub fn git(&self) -> &Repository {
+        &self.repo
+    }
+
+    fn rel_to_artifact<'a>(&self, repo_rel: &'a Path) -> Option<&'a Path> {
+        repo_rel.strip_prefix(&self.scope).ok()
+    }
+
+    fn pathspec(&self) -> String {
+        if self.scope.as_os_str().is_empty() {
+            "*".into()
+        } else {
+            self.scope.display().to_string()
+        }
+    }
+
+    /// The current HEAD commit, if any.
+    #[must_use]
+    pub fn head(&self) -> Option<Oid> {
+        self.repo.head().ok().and_then(|h| h.target())
+    }
+
+    /// Whether the repository is in the middle of a merge, rebase, cherry-pick, … (a commit
+    /// now would land in the user's half-done operation).
+    #[must_use]
+    pub fn busy(&self) -> Option<String> {
+        (self.repo.state() != git2::RepositoryState::Clean).then(|| {
+            format!(
+                "{}: a git operation ({:?}) is in progress",
+                self.workdir.display(),
+                self.repo.state()
+            )
+        })
+    }
+
+    /// Commit `paths` (relative to the artifact dir) on top of HEAD, without hooks. `None` when
+    /// they hold what HEAD holds.
+    pub fn commit_paths(
+        &self,
+        paths: &[PathBuf],
+        message: &str,
+        name: &str,
+        email: &str,
+    ) -> Result<Option<String>> {
+        match self.stage_tree(paths)? {
+            None => Ok(None),
+            Some(p) => self.finish(&p, message, name, email).map(Some),
+        }
+    }
+
+    /// The patch a commit introduced (against its first parent), as text.
+    pub fn commit_patch(&self, sha: &str) -> Result<String> {
+        let wd = &self.workdir;
+        let oid = Oid::from_str(sha).git_at(wd, "parse a commit id")?;
+        let commit = self.repo.find_commit(oid).git_at(wd, "find the commit")?;
+        let tree = commit.tree().git_at(wd, "read the tree")?;
+        let parent_tree = match commit.parent(0) {
+            Ok(p) => Some(p.tree().git_at(wd, "read the parent tree")?),
+            Err(_) => None,
+        };
+        let diff = self
+            .repo
+            .diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)
+            .git_at(wd, "diff")?;
+        patch_text(&diff, wd)
+    }
+
+    /// The uncommitted changes of `paths` (relative to the artifact dir): the work tree against
+    /// HEAD, as text.
+    pub fn worktree_patch(&self, paths: &[PathBuf]) -> Result<String> {
+        let wd = &self.workdir;
+        let head_tree = match self.head() {
+            Some(oid) => Some(
+                self.repo
+                    .find_commit(oid)
+                    .and_then(|c| c.tree())
+                    .git_at(wd, "read HEAD")?,
+            ),
+            None => None,
+        };
+        let mut opts = git2::DiffOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .show_untracked_content(true)
+            .disable_pathspec_match(true);
+        for p in paths {
+            opts.pathspec(self.scope.join(p));
+        }
+        if paths.is_empty() {
+            return Ok(String::new());
+        }
+        let diff = self
+            .repo
+            .diff_tree_to_workdir(head_tree.as_ref(), Some(&mut opts))
+            .git_at(wd, "diff the work tree")?;
+        patch_text(&diff, wd)
+    }
+}
+
+fn patch_text(diff: &git2::Diff<'_>, wd: &Path) -> Result<String> {
+    let mut out = String::new();
+    diff.print(git2::DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin());
+        }
+        out.push_str(&String::from_utf8_lossy(line.content()));
+        true
+    })
+    .git_at(wd, "print the diff")?;
+    Ok(out)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,233 @@
+//! Checks made at `start`, before any agent runs: a repository the loop could not commit in is
+//! refused with a one-line error (exit 2) and nothing is written. Also what `start` tells the
+//! user once: hooks the loop skips, and uncommitted work it will leave out of its commits.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Repository, RepositoryState};
+
+use crate::error::{Error, Result};
+
+/// What the checks found that is worth saying (nothing here stops the loop).
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Executable hooks the loop would run with `[git] hooks = "run"` (`pre-commit`, `commit-msg`).
+    pub hooks: Vec<String>,
+}
+
+/// Refuse a repository the loop cannot commit in: a merge, rebase or cherry-pick in progress, a
+/// held `index.lock`, an index the git library cannot write, an artifact dir git ignores.
+/// A directory outside any repository passes (the loop creates one there).
+pub fn check(artifact: &Path) -> Result<Findings> {
+    let Ok(repo) = Repository::discover(artifact) else {
+        return Ok(Findings::default());
+    };
+    let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(Findings::default());
+    };
+    if let Some(what) = in_progress(repo.state()) {
+        return Err(Error::input(format!(
+            "{}: {what} is in progress; finish or abort it before starting a loop",
+            workdir.display()
+        )));
+    }
+    let lock = repo.path().join("index.lock");
+    if lock.exists() {
+        return Err(Error::input(format!(
+            "{}: exists: a git command is running in this repository, or one crashed (remove the file if no git process is running)",
+            lock.display()
+        )));
+    }
+    if let Err(e) = repo.index() {
+        return Err(Error::input(format!(
+            "{}: {}: the loop cannot write this index ({})",
+            repo.path().join("index").display(),
+            e.message(),
+            index_fix(e.message())
+        )));
+    }
+    let canon = artifact
+        .canonicalize()
+        .unwrap_or_else(|_| artifact.to_path_buf());
+    let workdir = workdir.canonicalize().unwrap_or(workdir);
+    let scope = canon
+        .strip_prefix(&workdir)
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
+    for probe in [
+        scope.clone(),
+        scope.join("wiggum/fix_plan.md"),
+        scope.join("wiggum/iteration-001/artifact.md"),
+    ] {
+        if probe.as_os_str().is_empty() || !repo.is_path_ignored(&probe).unwrap_or(false) {
+            continue;
+        }
+        let rule = ignore_rule(&repo, &workdir, &probe).map_or_else(
+            || "by a rule git applies (see `git check-ignore -v`)".to_string(),
+            |r| format!("by {r}"),
+        );
+        return Err(Error::input(format!(
+            "--artifact-path {}: git ignores {} {rule}; the loop could never commit its work (remove the rule or choose another directory)",
+            artifact.display(),
+            probe.display()
+        )));
+    }
+    Ok(Findings {
+        hooks: ["pre-commit", "commit-msg"]
+            .into_iter()
+            .filter(|h| hook_path(&repo, &workdir, h).is_some())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
+/// The operation a repository is in the middle of, if any.
+fn in_progress(state: RepositoryState) -> Option<&'static str> {
+    use RepositoryState as S;
+    match state {
+        S::Clean => None,
+        S::Merge => Some("a merge"),
+        S::Revert | S::RevertSequence => Some("a revert"),
+        S::CherryPick | S::CherryPickSequence => Some("a cherry-pick"),
+        S::Bisect => Some("a bisect"),
+        S::Rebase | S::RebaseInteractive | S::RebaseMerge => Some("a rebase"),
+        S::ApplyMailbox | S::ApplyMailboxOrRebase => Some("`git am`"),
+    }
+}
+
+fn index_fix(message: &str) -> &'static str {
+    if message.contains("'link'") {
+        "a split index: run `git update-index --no-split-index`"
+    } else if message.contains("'sdir'") {
+        "a sparse index: run `git sparse-checkout set --no-sparse-index`"
+    } else {
+        "run `git status` to see whether git itself can read it"
+    }
+}
+
+/// An executable hook of the repository (`core.hooksPath` honoured), if there is one.
+#[must_use]
+pub fn hook_path(repo: &Repository, workdir: &Path, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_path("core.hooksPath").ok())
+        .map_or_else(
+            || repo.commondir().join("hooks"),
+            |p| if p.is_absolute() { p } else { workdir.join(p) },
+        );
+    let path = dir.join(name);
+    let meta = std::fs::metadata(&path).ok()?;
+    (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(path)
+}
+
+/// The ignore file, line and rule that make git ignore `repo_rel`, in git's order of precedence
+/// (the last matching rule of the most specific file wins). Each rule is tried alone in a
+/// scratch repository, so the matching is libgit2's own.
+fn ignore_rule(repo: &Repository, workdir: &Path, repo_rel: &Path) -> Option<String> {
+    let scratch_dir = tempfile::tempdir().ok()?;
+    let scratch = Repository::init(scratch_dir.path()).ok()?;
+    let mut found = None;
+    for (file, base) in ignore_files(repo, workdir, repo_rel) {
+        let Ok(text) = std::fs::read(&file) else {
+            continue;
+        };
+        let Ok(rel) = repo_rel.strip_prefix(&base) else {
+            continue;
+        };
+        // A trailing slash tells libgit2 a directory is meant (for rules such as `out/`).
+        let mut rel = rel.as_os_str().to_os_string();
+        if workdir.join(repo_rel).is_dir() {
+            rel.push("/");
+        }
+        let rel = Path::new(&rel);
+        for (i, line) in String::from_utf8_lossy(&text).lines().enumerate() {
+            let rule = line.trim_end();
+            if rule.is_empty() || rule.starts_with('#') {
+                continue;
+            }
+            let (negated, pattern) = rule.strip_prefix('!').map_or((false, rule), |p| (true, p));
+            let _cleared = scratch.clear_ignore_rules();
+            if scratch.add_ignore_rule(pattern).is_err() {
+                continue;
+            }
+            if scratch.is_path_ignored(rel).unwrap_or(false) {
+                found = (!negated).then(|| format!("{}:{}: `{rule}`", file.display(), i + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Candidate ignore files with the directory their patterns are relative to, lowest precedence
+/// first: the user's global excludes, `info/exclude`, then `.gitignore` from the root down.
+fn ignore_files(repo: &Repository, workdir: &Path, repo_rel: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let mut out = Vec::new();
+    let global = repo
+        .config()
+        .ok()
+        .and_then(|c| c.get_path("core.excludesFile").ok())
+        .or_else(|| {
+            std::env::var_os("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+                .map(|c| c.join("git/ignore"))
+        });
+    if let Some(g) = global {
+        out.push((g, PathBuf::new()));
+    }
+    out.push((repo.path().join("info/exclude"), PathBuf::new()));
+    let mut dir = PathBuf::new();
+    out.push((workdir.join(".gitignore"), dir.clone()));
+    let parts: Vec<_> = repo_rel.iter().collect();
+    for part in parts.iter().take(parts.len().saturating_sub(1)) {
+        dir.push(part);
+        out.push((workdir.join(&dir).join(".gitignore"), dir.clone()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vcs::tests::git;
+
+    #[test]
+    fn an_ignored_artifact_dir_is_refused_naming_the_rule() {
+        let d = tempfile::tempdir().unwrap();
+        git(d.path(), &["init", "-q"]);
+        std::fs::write(
+            d.path().join(".gitignore"),
+            "# build output\n*.log\nloops/\n",
+        )
+        .unwrap();
+        let art = d.path().join("loops/a");
+        std::fs::create_dir_all(&art).unwrap();
+        let e = check(&art).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(msg.contains(".gitignore:3: `loops/`"), "{msg}");
+    }
+
+    #[test]
+    fn a_negated_rule_lets_the_dir_through() {
+        let d = tempfile::tempdir().unwrap();
+        git(d.path(), &["init", "-q"]);
+        std::fs::write(d.path().join(".gitignore"), "notes*\n!notes-loop\n").unwrap();
+        let art = d.path().join("notes-loop");
+        std::fs::create_dir_all(&art).unwrap();
+        assert!(check(&art).is_ok());
+    }
+
+    #[test]
+    fn operations_in_progress_have_names() {
+        assert_eq!(in_progress(RepositoryState::Clean), None);
+        assert_eq!(in_progress(RepositoryState::RebaseMerge), Some("a rebase"));
+        assert_eq!(in_progress(RepositoryState::Merge), Some("a merge"));
+        assert_eq!(
+            in_progress(RepositoryState::CherryPick),
+            Some("a cherry-pick")
+        );
+    }
+}

@@ -1,0 +1,197 @@
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::*;
+
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=user", "-c", "user.email=u@x"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+fn paths(v: &[&str]) -> Vec<PathBuf> {
+    v.iter().map(PathBuf::from).collect()
+}
+
+#[test]
+fn init_snapshot_commit_cycle() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    std::fs::create_dir_all(root.join("wiggum")).unwrap();
+    std::fs::write(root.join("artifact.md"), "# A\n").unwrap();
+    let repo = Repo::open_or_init(root).unwrap();
+    let s0 = repo.snapshot().unwrap();
+    // Supervisor files are not changes.
+    std::fs::write(root.join("wiggum/state.json"), "{}").unwrap();
+    std::fs::write(root.join("wiggum/runs.jsonl"), "{}\n").unwrap();
+    assert!(repo.snapshot().unwrap().changed_since(&s0).is_empty());
+    std::fs::write(root.join("notes.md"), "x").unwrap();
+    let s1 = repo.snapshot().unwrap();
+    assert_eq!(s1.changed_since(&s0), vec!["notes.md"]);
+    // Runtime files named among the paths are still left out.
+    let mut changed = s1.changed_paths(&s0);
+    changed.push("wiggum/state.json".into());
+    let sha = repo
+        .commit_paths(&changed, "first", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    assert_eq!(sha.len(), 40);
+    let patch = repo.commit_patch(&sha).unwrap();
+    assert!(
+        patch.contains("notes.md") && !patch.contains("state.json"),
+        "{patch}"
+    );
+    // artifact.md was not among the paths: still untracked.
+    assert!(git(root, &["status", "--porcelain"]).contains("?? artifact.md"));
+    // Nothing new: no commit.
+    assert_eq!(
+        repo.commit_paths(&changed, "again", "w", "w@x").unwrap(),
+        None
+    );
+}
+
+#[test]
+fn an_agent_that_committed_itself_is_neither_duplicated_nor_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    std::fs::write(root.join("a.md"), "a").unwrap();
+    let repo = Repo::open_or_init(root).unwrap();
+    repo.commit_paths(&paths(&["a.md"]), "base", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let before = repo.snapshot().unwrap();
+    // The agent (as aider does) edits two files and commits one of them itself.
+    std::fs::write(root.join("a.md"), "a2").unwrap();
+    std::fs::write(root.join("b.md"), "b").unwrap();
+    git(root, &["add", "a.md"]);
+    git(root, &["commit", "-qm", "aider: a"]);
+    let after = repo.snapshot().unwrap();
+    assert_eq!(after.changed_paths(&before), paths(&["b.md"]));
+    let ours = repo
+        .commit_paths(
+            &after.changed_paths(&before),
+            "Wiggum iteration 1: x",
+            "w",
+            "w@x",
+        )
+        .unwrap()
+        .unwrap();
+    let patch = repo.commit_patch(&ours).unwrap();
+    assert!(patch.contains("b.md") && !patch.contains("a.md"), "{patch}");
+    // Everything committed by the agent: nothing left for us, and no error.
+    let before = repo.snapshot().unwrap();
+    std::fs::write(root.join("c.md"), "c").unwrap();
+    git(root, &["add", "c.md"]);
+    git(root, &["commit", "-qm", "aider: c"]);
+    let after = repo.snapshot().unwrap();
+    assert_eq!(
+        after.changed_since(&before),
+        vec!["(commits made by the agent)"]
+    );
+    assert_eq!(
+        repo.commit_paths(
+            &after.changed_paths(&before),
+            "Wiggum iteration 2: y",
+            "w",
+            "w@x"
+        )
+        .unwrap(),
+        None
+    );
+}
+
+#[test]
+fn commits_only_under_the_artifact_dir_of_a_larger_repo() {
+    let d = tempfile::tempdir().unwrap();
+    Repository::init(d.path()).unwrap();
+    let art = d.path().join("loops/a");
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::write(d.path().join("unrelated.txt"), "user work").unwrap();
+    std::fs::write(art.join("artifact.md"), "# A\n").unwrap();
+    let repo = Repo::open_or_init(&art).unwrap();
+    let s = repo.snapshot().unwrap();
+    assert_eq!(
+        s.paths().collect::<Vec<_>>(),
+        vec![Path::new("artifact.md")]
+    );
+    let sha = repo
+        .commit_paths(&s.changed_paths(&Snapshot::default()), "m", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let patch = repo.commit_patch(&sha).unwrap();
+    assert!(patch.contains("loops/a/artifact.md"));
+    assert!(!patch.contains("unrelated.txt"), "{patch}");
+}
+
+#[test]
+fn the_users_staged_work_stays_staged_and_out_of_the_commit() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("lib.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(root.join("doc.md"), "doc\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "base"]);
+    // The user stages one change and leaves an untracked secret.
+    std::fs::write(root.join("lib.rs"), "fn a() { b() }\n").unwrap();
+    git(root, &["add", "lib.rs"]);
+    std::fs::write(root.join(".env.local"), "TOKEN=1\n").unwrap();
+    let repo = Repo::open(root).unwrap();
+    let before = repo.snapshot().unwrap();
+    std::fs::write(root.join("doc.md"), "doc, improved\n").unwrap();
+    let after = repo.snapshot().unwrap();
+    assert_eq!(after.changed_paths(&before), paths(&["doc.md"]));
+    let sha = repo
+        .commit_paths(
+            &after.changed_paths(&before),
+            "Wiggum iteration 1: doc",
+            "w",
+            "w@x",
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        git(root, &["show", "--format=", "--name-only", &sha]),
+        "doc.md\n"
+    );
+    let status = git(root, &["status", "--porcelain"]);
+    assert_eq!(status, "M  lib.rs\n?? .env.local\n");
+}
+
+#[test]
+fn links_exec_bits_and_deletions_are_committed_as_git_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("gone.md"), "x\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "base"]);
+    let repo = Repo::open(root).unwrap();
+    let before = repo.snapshot().unwrap();
+    std::fs::remove_file(root.join("gone.md")).unwrap();
+    std::fs::write(root.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("run.sh", root.join("latest")).unwrap();
+    let changed = repo.snapshot().unwrap().changed_paths(&before);
+    assert_eq!(changed, paths(&["gone.md", "latest", "run.sh"]));
+    repo.commit_paths(&changed, "m", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let tree = git(root, &["ls-tree", "HEAD"]);
+    assert!(
+        tree.contains("100755 blob") && tree.contains("\trun.sh"),
+        "{tree}"
+    );
+    assert!(
+        tree.contains("120000 blob") && tree.contains("\tlatest"),
+        "{tree}"
+    );
+    assert!(!tree.contains("gone.md"), "{tree}");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}

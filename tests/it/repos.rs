@@ -1,0 +1,382 @@
+//! Repositories as people have them: staged and untracked work of the user's, sparse checkouts,
+//! linked worktrees, submodules, a detached HEAD; and repositories the loop must refuse before
+//! any agent runs (mid-rebase, a held index.lock, a split index, an ignored artifact dir).
+
+use std::path::Path;
+
+use crate::support::{TestHome, git};
+
+/// Files of a commit (`git show --name-only`).
+fn files_of(dir: &Path, rev: &str) -> Vec<String> {
+    git(dir, &["show", "--format=", "--name-only", rev])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every commit the loop made (author wiggum-agent), oldest first.
+fn loop_commits(dir: &Path) -> Vec<String> {
+    git(
+        dir,
+        &["log", "--reverse", "--format=%H", "--author=wiggum-agent"],
+    )
+    .lines()
+    .map(str::to_string)
+    .collect()
+}
+
+/// A repository at the test root with the artifact dir `art/` inside it, one base commit.
+fn repo_with_art(t: &TestHome) -> std::path::PathBuf {
+    let root = t.root();
+    git(&root, &["init", "-q"]);
+    std::fs::write(root.join(".gitignore"), "home/\npids.txt\n.fake-*\n").unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/lib.rs"), "pub fn a() {}\n").unwrap();
+    std::fs::write(t.art().join("notes.md"), "user notes\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "base"]);
+    root
+}
+
+#[test]
+fn the_users_staged_and_untracked_work_is_never_committed_and_stays_as_it_was() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // Staged elsewhere in the repository, modified and untracked inside the artifact dir.
+    std::fs::write(root.join("src/lib.rs"), "pub fn a() { b() }\n").unwrap();
+    git(&root, &["add", "src/lib.rs"]);
+    std::fs::write(t.art().join("notes.md"), "user notes, edited\n").unwrap();
+    std::fs::write(t.art().join(".env.local"), "API_KEY=secret\n").unwrap();
+    let before = git(&root, &["status", "--porcelain"]);
+
+    let r = t.start_fg("staged", "", &[]);
+    r.code(0);
+    let err = r.stderr();
+    assert!(
+        err.contains("left out of the loop's commits")
+            && err.contains(".env.local")
+            && err.contains("notes.md"),
+        "{err}"
+    );
+    let commits = loop_commits(&root);
+    assert_eq!(commits.len(), 4, "planning + 3 iterations");
+    for c in &commits {
+        for f in files_of(&root, c) {
+            assert!(f.starts_with("art/wiggum/"), "commit {c} took {f}");
+        }
+    }
+    // What the user had staged is still staged; their other work is untouched.
+    assert_eq!(git(&root, &["status", "--porcelain"]), before);
+    assert_eq!(
+        git(&root, &["diff", "--cached", "--name-only"]),
+        "src/lib.rs\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.art().join(".env.local")).unwrap(),
+        "API_KEY=secret\n"
+    );
+}
+
+#[test]
+fn what_the_agent_changes_outside_wiggum_is_committed_and_only_that() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    std::fs::write(t.art().join("draft.md"), "the user's draft\n").unwrap();
+    t.start_fg("outside", "edit-notes", &[]).code(0);
+    let commits = loop_commits(&root);
+    let first_iteration = files_of(&root, &commits[1]);
+    assert!(
+        first_iteration.contains(&"art/notes.md".to_string()),
+        "{first_iteration:?}"
+    );
+    assert!(
+        commits
+            .iter()
+            .all(|c| !files_of(&root, c).contains(&"art/draft.md".to_string())),
+        "the untouched draft stays the user's"
+    );
+    assert_eq!(git(&root, &["status", "--porcelain"]), "?? art/draft.md\n");
+}
+
+#[test]
+fn a_sparse_checkout_keeps_every_file_outside_the_cone() {
+    let t = TestHome::new();
+    let art = t.art();
+    git(&art, &["init", "-q"]);
+    std::fs::write(art.join(".gitignore"), ".fake-*\n").unwrap();
+    for d in ["docs", "vendor/big"] {
+        std::fs::create_dir_all(art.join(d)).unwrap();
+        std::fs::write(art.join(d).join("file.txt"), d).unwrap();
+    }
+    git(&art, &["add", "."]);
+    git(&art, &["commit", "-qm", "base"]);
+    git(
+        &art,
+        &["sparse-checkout", "set", "--no-cone", "/*", "!/vendor/"],
+    );
+    assert!(!art.join("vendor/big/file.txt").exists());
+    let r = t.start_fg("sparse", "", &[]);
+    r.code(0);
+    assert!(!r.stderr().contains("vendor"), "{}", r.stderr());
+    let tree = git(&art, &["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(tree.contains("vendor/big/file.txt"), "{tree}");
+    assert!(tree.contains("wiggum/fix_plan.md"), "{tree}");
+    assert_eq!(git(&art, &["status", "--porcelain"]), "");
+    // The sparse flag of the files outside the cone survived the index updates.
+    assert!(git(&art, &["ls-files", "-t"]).contains("S vendor/big/file.txt"));
+}
+
+#[test]
+fn a_linked_worktree_commits_on_its_own_branch() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    let wt = t.root().join("wt");
+    git(
+        &root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "loop-branch",
+            wt.to_str().unwrap(),
+        ],
+    );
+    let art = wt.join("art");
+    let cmd = t.agent_cmd("", "");
+    let art_s = art.display().to_string();
+    t.run(&[
+        "wiggum",
+        "start",
+        "wt",
+        "--artifact-path",
+        &art_s,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+    ])
+    .code(0);
+    assert_eq!(
+        git(&wt, &["log", "--format=%s", "-1"]),
+        "Wiggum iteration 3: Improve part 3\n"
+    );
+    assert_eq!(git(&root, &["log", "--format=%s", "-1", "main"]), "base\n");
+    assert_eq!(git(&wt, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_submodule_and_a_detached_head_are_left_as_they_were() {
+    let t = TestHome::new();
+    let sub = t.root().join("sub-origin");
+    std::fs::create_dir_all(&sub).unwrap();
+    git(&sub, &["init", "-q"]);
+    std::fs::write(sub.join("lib.txt"), "lib").unwrap();
+    git(&sub, &["add", "."]);
+    git(&sub, &["commit", "-qm", "sub"]);
+    let art = t.art();
+    git(&art, &["init", "-q"]);
+    std::fs::write(art.join(".gitignore"), ".fake-*\n").unwrap();
+    git(&art, &["add", "."]);
+    git(&art, &["commit", "-qm", "base"]);
+    git(
+        &art,
+        &["submodule", "add", "-q", sub.to_str().unwrap(), "deps/sub"],
+    );
+    git(&art, &["commit", "-qm", "add sub"]);
+    let gitlink = git(&art, &["ls-tree", "HEAD", "deps/sub"]);
+    git(&art, &["checkout", "-q", "--detach"]);
+    t.start_fg("sub", "", &[]).code(0);
+    // HEAD moved (detached), no branch did; the gitlink is unchanged.
+    assert_eq!(
+        git(&art, &["log", "--format=%s", "-1", "main"]),
+        "add sub\n"
+    );
+    assert_eq!(
+        git(&art, &["log", "--format=%s", "-1"]),
+        "Wiggum iteration 3: Improve part 3\n"
+    );
+    assert!(git(&art, &["status"]).contains("HEAD detached"));
+    assert_eq!(git(&art, &["ls-tree", "HEAD", "deps/sub"]), gitlink);
+    assert_eq!(git(&art, &["status", "--porcelain"]), "");
+}
+
+/// `start` refuses with exit 2 and a message containing `want`, and writes nothing.
+#[track_caller]
+fn refused(t: &TestHome, want: &str) {
+    let r = t.start_fg("refused", "", &[]);
+    r.code(2);
+    assert!(r.stderr().contains(want), "{}", r.stderr());
+    assert!(!t.art().join("wiggum").exists(), "nothing written");
+    assert!(!t.pids_file().exists(), "no agent ran");
+}
+
+#[test]
+fn a_repository_mid_rebase_is_refused_before_any_agent_runs() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    git(&root, &["checkout", "-q", "-b", "topic"]);
+    std::fs::write(root.join("src/lib.rs"), "topic\n").unwrap();
+    git(&root, &["commit", "-qam", "topic"]);
+    git(&root, &["checkout", "-q", "main"]);
+    std::fs::write(root.join("src/lib.rs"), "main\n").unwrap();
+    git(&root, &["commit", "-qam", "main"]);
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "rebase",
+            "topic",
+        ])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the rebase stops on a conflict");
+    refused(&t, "a rebase is in progress");
+}
+
+#[test]
+fn a_held_index_lock_is_refused() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    std::fs::write(root.join(".git/index.lock"), "").unwrap();
+    refused(&t, "index.lock: exists");
+}
+
+#[test]
+fn a_split_index_is_refused_with_the_fix() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    git(&root, &["update-index", "--split-index"]);
+    refused(&t, "git update-index --no-split-index");
+}
+
+#[test]
+fn an_ignored_artifact_dir_is_refused_naming_the_rule() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    std::fs::write(root.join(".gitignore"), "home/\npids.txt\n# loops\nart/\n").unwrap();
+    refused(&t, ".gitignore:4: `art/`");
+}
+
+/// A repository whose `pre-commit` hook exits with `code` and whose `commit-msg` hook appends
+/// a trailer.
+fn with_hooks(t: &TestHome, pre_commit_code: i32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let root = repo_with_art(t);
+    let hooks = root.join(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let write = |name: &str, body: &str| {
+        let p = hooks.join(name);
+        std::fs::write(&p, body).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    write(
+        "pre-commit",
+        &format!(
+            "#!/bin/sh\ngit diff --cached --name-only > \"$(git rev-parse --git-dir)/staged-seen\"\necho 'lint: trailing whitespace' >&2\nexit {pre_commit_code}\n"
+        ),
+    );
+    write(
+        "commit-msg",
+        "#!/bin/sh\nprintf '\\nReviewed-by: hook\\n' >> \"$1\"\n",
+    );
+    root
+}
+
+#[test]
+fn hooks_are_skipped_by_default_and_start_says_so() {
+    let t = TestHome::new();
+    let root = with_hooks(&t, 1);
+    let r = t.start_fg("skip", "", &[]);
+    r.code(0);
+    assert!(
+        r.stderr()
+            .contains("skip this repository's git hooks (pre-commit, commit-msg)")
+    );
+    assert_eq!(loop_commits(&root).len(), 4);
+}
+
+#[test]
+fn a_pre_commit_hook_that_rejects_an_iteration_rejects_it_like_a_failed_validation() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // Rejects the first commit that holds an iteration's files, once.
+    let hook = root.join(".git/hooks/pre-commit");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        "#!/bin/sh
+gd=$(git rev-parse --git-dir)
+git diff --cached --name-only | grep -q iteration- || exit 0
+[ -e \"$gd/once\" ] && exit 0
+: > \"$gd/once\"
+echo 'tests fail' >&2
+exit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    t.write_home_config("[git]\nhooks = \"run\"\n");
+    t.start_fg("hooked", "", &[]).code(0);
+    let iters = t.runs("iteration");
+    assert_eq!(iters[0]["outcome"], "rejected", "{iters:?}");
+    assert!(
+        iters[0]["validation_failed"]
+            .as_str()
+            .unwrap()
+            .contains("pre-commit hook exited with code 1: tests fail"),
+        "{iters:?}"
+    );
+    // The rejected iteration's work was carried into the next accepted commit.
+    let commits = loop_commits(&root);
+    let second = files_of(&root, &commits[1]);
+    assert!(
+        second.iter().any(|f| f.contains("iteration-001/"))
+            && second.iter().any(|f| f.contains("iteration-002/")),
+        "{second:?}"
+    );
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_pre_commit_hook_that_rejects_the_plan_stops_the_loop_saying_why() {
+    let t = TestHome::new();
+    let root = with_hooks(&t, 1);
+    std::fs::write(t.art().join("wiggum.toml"), "").unwrap();
+    t.write_home_config("[git]\nhooks = \"run\"\n[safety]\nmax_no_change_iterations = 2\n");
+    let r = t.start_fg("hooked", "", &["--max-iterations", "2"]);
+    // Planning cannot be committed either: the loop stops and says why.
+    assert_ne!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let st = t.state();
+    let detail = st["stop_detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("pre-commit hook exited with code 1: lint: trailing whitespace"),
+        "{st}"
+    );
+    assert!(loop_commits(&root).is_empty());
+}
+
+#[test]
+fn passing_hooks_see_exactly_the_commit_and_may_edit_its_message() {
+    let t = TestHome::new();
+    let root = with_hooks(&t, 0);
+    std::fs::write(root.join("src/lib.rs"), "staged by the user\n").unwrap();
+    git(&root, &["add", "src/lib.rs"]);
+    t.write_home_config("[git]\nhooks = \"run\"\n");
+    t.start_fg("hooked", "", &["--max-iterations", "1"]).code(0);
+    let msg = git(&root, &["log", "-1", "--format=%B"]);
+    assert!(
+        msg.starts_with("Wiggum iteration 1: Improve part 1"),
+        "{msg}"
+    );
+    assert!(msg.contains("Reviewed-by: hook"), "{msg}");
+    // pre-commit saw the loop's paths, not the user's staged file.
+    let seen = std::fs::read_to_string(root.join(".git/staged-seen")).unwrap();
+    assert!(seen.lines().all(|l| l.starts_with("art/wiggum/")), "{seen}");
+    assert_eq!(
+        git(&root, &["diff", "--cached", "--name-only"]),
+        "src/lib.rs\n"
+    );
+}
