@@ -3,7 +3,6 @@
 //! the loop's lock for its whole life, is a child subreaper, and turns SIGTERM/SIGINT into a
 //! graceful stop (the second one forces).
 
-use std::fs::OpenOptions;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -203,11 +202,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     start::init(&p)?;
     let log_path = p.layout.daemon_log();
     rotate_log(&log_path)?;
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .at(&log_path, "open")?;
+    let log = crate::fsutil::open_append(&log_path)?;
     let err = log.try_clone().at(&log_path, "clone handle")?;
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
@@ -231,13 +226,11 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
             .try_wait()
             .map_err(|e| Error::runtime(format!("daemon: {e}")))?
         {
-            let last = crate::fsutil::read_opt(&log_path)?
-                .and_then(|t| {
-                    t.lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(str::to_string)
-                })
+            let last = crate::fsutil::read_tail(&log_path, 4096)?
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
                 .unwrap_or_default();
             let code = status.code().unwrap_or(1);
             let msg = last.trim_start_matches("error: ").to_string();

@@ -69,6 +69,45 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
 /// file); past it the read is an error naming the file.
 pub const TEXT_CAP: u64 = 16 * 1024 * 1024;
 
+/// The most the supervisor reads of one answer from an evaluator, a model or a revision
+/// producer; a longer answer is an error (the gate records ERROR).
+pub const ANSWER_CAP: u64 = 4 * 1024 * 1024;
+
+/// Call `each` with every line of `r` (without its newline). A line longer than `max_line` is
+/// cut there (the rest of it is skipped), so memory stays bounded whatever the input holds.
+pub fn stream_lines(
+    mut r: impl std::io::BufRead,
+    max_line: usize,
+    mut each: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    let mut line = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            if !line.is_empty() {
+                each(&line);
+            }
+            return Ok(());
+        }
+        let (chunk, ends_line) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let room = max_line.saturating_sub(line.len());
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = ends_line.unwrap_or(buf.len());
+        r.consume(used);
+        if ends_line.is_some() {
+            each(&line);
+            line.clear();
+        }
+    }
+}
+
 /// Read a text file (lossily decoded, at most [`TEXT_CAP`] bytes), naming it on failure.
 pub fn read(path: &Path) -> Result<String> {
     read_capped(path, TEXT_CAP)
@@ -223,6 +262,18 @@ mod tests {
             "{e}"
         );
         assert_eq!(read_opt(&d.path().join("none")).unwrap(), None);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_the_rest_still_read() {
+        let mut input = vec![b'x'; 10_000];
+        input.extend_from_slice(b"\nshort\nlast");
+        let mut got = Vec::new();
+        stream_lines(&input[..], 100, |l| got.push(l.to_vec())).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].len(), 100);
+        assert_eq!(got[1], b"short");
+        assert_eq!(got[2], b"last");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,7 @@ fn open(path: &Path) -> Result<File> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
         .open(path)
         .at(path, "open lock file")
 }
@@ -83,7 +85,7 @@ fn open(path: &Path) -> Result<File> {
 fn read_holder(file: &mut File) -> Option<Holder> {
     let mut s = String::new();
     file.rewind().ok()?;
-    file.read_to_string(&mut s).ok()?;
+    file.take(4096).read_to_string(&mut s).ok()?;
     serde_json::from_str(&s).ok()
 }
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::agent::process::Ending;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::fsutil;
 use crate::ralph::metrics::Metrics;
 use crate::wiggum::GateRecord;
@@ -120,14 +120,25 @@ pub fn append(path: &Path, rec: &impl Serialize) -> Result<()> {
 
 /// Read every iteration record that parses; a torn or foreign line is skipped.
 pub fn read(path: &Path) -> Result<Vec<RunRecord>> {
-    let Some(text) = fsutil::read_opt(path)? else {
-        return Ok(Vec::new());
+    let mut out = Vec::new();
+    for_each(path, |r| out.push(r))?;
+    Ok(out)
+}
+
+/// Stream the records that parse, one line at a time (a torn, foreign or non-UTF-8 line is
+/// skipped); a missing file has none.
+pub fn for_each(path: &Path, mut each: impl FnMut(RunRecord)) -> Result<()> {
+    let f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).at(path, "read"),
     };
-    Ok(text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| serde_json::from_str::<RunRecord>(l).ok())
-        .collect())
+    fsutil::stream_lines(std::io::BufReader::new(f), 1024 * 1024, |l| {
+        if let Ok(r) = serde_json::from_slice::<RunRecord>(l) {
+            each(r);
+        }
+    })
+    .at(path, "read")
 }
 
 #[cfg(test)]

@@ -1,17 +1,24 @@
 //! What an agent's output says: the text to look for the promise in, cost, tokens, errors and
 //! the agent's own commits. One parser per known CLI format; plain text otherwise. Pure.
 
+use std::path::Path;
+
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::config::OutputFormat;
+use crate::error::{IoContext, Result};
 
 /// What we learned from one agent run's output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Report {
-    /// The agent's answer text (the whole log for plain agents).
+    /// The agent's answer text: claude's `result`; for other formats the whole text when parsed
+    /// from a bounded answer, or the last [`TAIL_BYTES`] of a streamed log.
     #[serde(skip)]
     pub text: String,
+    /// Lines of the agent's own answer equal to the completion promise (see `ralph::promise`).
+    #[serde(skip)]
+    pub promise_lines: usize,
     /// Cost of the run in USD, when the agent reports it.
     pub cost_usd: Option<f64>,
     /// Input tokens, when reported.
@@ -24,35 +31,181 @@ pub struct Report {
     pub agent_commits: Vec<String>,
 }
 
-/// Parse `log` as the given format.
+/// How much of a streamed log's end is kept as [`Report::text`].
+pub const TAIL_BYTES: usize = 64 * 1024;
+/// Lines longer than this are cut (claude's one-line JSON result included).
+pub const MAX_LINE: usize = 4 * 1024 * 1024;
+/// A claude log up to this size is also tried as one (pretty-printed) JSON document.
+const WHOLE_JSON: usize = 4 * 1024 * 1024;
+
+/// Parse a bounded text (an answer read back from a file) as the given format.
 #[must_use]
-pub fn parse(format: OutputFormat, log: &str) -> Report {
-    match format {
-        OutputFormat::Plain => Report {
-            text: log.to_string(),
-            ..Report::default()
-        },
-        OutputFormat::ClaudeJson => claude_json(log),
-        OutputFormat::Codex => codex(log),
-        OutputFormat::Aider => aider(log),
+pub fn parse(format: OutputFormat, text: &str) -> Report {
+    let mut s = Scanner::new(format, "", 0);
+    for line in text.lines() {
+        s.line(line.as_bytes());
+    }
+    let (mut r, is_tail) = s.finish();
+    if is_tail {
+        text.clone_into(&mut r.text);
+    }
+    r
+}
+
+/// Stream a log file of any size and any bytes: memory stays bounded (a tail, one line, and
+/// for claude a bounded copy for its one JSON document). A missing log reads as empty.
+pub fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<Report> {
+    let mut s = Scanner::new(format, promise, TAIL_BYTES);
+    match std::fs::File::open(path) {
+        Ok(f) => crate::fsutil::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
+            s.line(l);
+        })
+        .at(path, "read")?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).at(path, "read"),
+    }
+    Ok(s.finish().0)
+}
+
+/// Line-by-line extraction, shared by [`parse`] and [`scan_file`].
+struct Scanner {
+    format: OutputFormat,
+    promise: String,
+    tail_cap: usize,
+    tail: String,
+    whole: Option<String>,
+    report: Report,
+    after_tokens_used: bool,
+    claude_result: Option<serde_json::Value>,
+    aider: Option<[Regex; 3]>,
+}
+
+impl Scanner {
+    fn new(format: OutputFormat, promise: &str, tail_cap: usize) -> Self {
+        let aider = (format == OutputFormat::Aider).then(|| {
+            [
+                r"Tokens: ([\d.]+[kKmM]?) sent, ([\d.]+[kKmM]?) received",
+                r"Cost: \$([\d.]+) message",
+                r"^Commit ([0-9a-f]{7,40}) ",
+            ]
+            .map(|re| Regex::new(re).unwrap_or_else(|_| Regex::new("$^").expect("valid")))
+        });
+        Self {
+            format,
+            promise: promise.trim().to_string(),
+            tail_cap,
+            tail: String::new(),
+            whole: (format == OutputFormat::ClaudeJson).then(String::new),
+            report: Report::default(),
+            after_tokens_used: false,
+            claude_result: None,
+            aider,
+        }
+    }
+
+    fn line(&mut self, raw: &[u8]) {
+        let line = String::from_utf8_lossy(raw);
+        let line = line.as_ref();
+        self.keep(line);
+        match self.format {
+            OutputFormat::Plain => self.count_promise(line),
+            OutputFormat::Codex => {
+                self.count_promise(line);
+                if self.after_tokens_used
+                    && let Ok(n) = line.trim().replace(',', "").parse()
+                {
+                    self.report.tokens_in = Some(n);
+                }
+                self.after_tokens_used = line.trim() == "tokens used";
+            }
+            OutputFormat::Aider => {
+                self.count_promise(line);
+                self.aider_line(line);
+            }
+            OutputFormat::ClaudeJson => {
+                if let Some(w) = &mut self.whole {
+                    if w.len() + line.len() < WHOLE_JSON {
+                        w.push_str(line);
+                        w.push('\n');
+                    } else {
+                        self.whole = None;
+                    }
+                }
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim())
+                    && v.get("type").and_then(|t| t.as_str()) == Some("result")
+                {
+                    self.claude_result = Some(v);
+                }
+            }
+        }
+    }
+
+    fn keep(&mut self, line: &str) {
+        self.tail.push_str(line);
+        self.tail.push('\n');
+        if self.tail.len() > self.tail_cap.saturating_mul(2) {
+            let mut cut = self.tail.len() - self.tail_cap;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+        }
+    }
+
+    fn count_promise(&mut self, line: &str) {
+        if !self.promise.is_empty() && line.trim() == self.promise {
+            self.report.promise_lines += 1;
+        }
+    }
+
+    fn aider_line(&mut self, line: &str) {
+        let Some([tokens, cost, commit]) = &self.aider else {
+            return;
+        };
+        let r = &mut self.report;
+        if let Some(c) = tokens.captures(line) {
+            r.tokens_in = Some(r.tokens_in.unwrap_or(0) + scaled(&c[1]).unwrap_or(0));
+            r.tokens_out = Some(r.tokens_out.unwrap_or(0) + scaled(&c[2]).unwrap_or(0));
+        }
+        if let Some(c) = cost.captures(line) {
+            r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + c[1].parse::<f64>().unwrap_or(0.0));
+        }
+        if let Some(c) = commit.captures(line) {
+            r.agent_commits.push(c[1].to_string());
+        }
+    }
+
+    /// The report, and whether its text is the kept tail (rather than claude's result).
+    fn finish(mut self) -> (Report, bool) {
+        if self.tail.len() > self.tail_cap {
+            let mut cut = self.tail.len() - self.tail_cap;
+            while !self.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            self.tail.drain(..cut);
+        }
+        if self.format != OutputFormat::ClaudeJson {
+            self.report.text = self.tail;
+            return (self.report, true);
+        }
+        let doc = self
+            .whole
+            .as_deref()
+            .and_then(|w| serde_json::from_str::<serde_json::Value>(w.trim()).ok())
+            .or(self.claude_result);
+        let Some(v) = doc else {
+            self.report.text = self.tail;
+            return (self.report, true);
+        };
+        let mut r = claude_json(&v);
+        if !self.promise.is_empty() {
+            r.promise_lines = r.text.lines().filter(|l| l.trim() == self.promise).count();
+        }
+        (r, false)
     }
 }
 
-fn claude_json(log: &str) -> Report {
-    let value = serde_json::from_str::<serde_json::Value>(log.trim())
-        .ok()
-        .or_else(|| {
-            log.lines()
-                .rev()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok())
-                .find(|v| v.get("type").and_then(|t| t.as_str()) == Some("result"))
-        });
-    let Some(v) = value else {
-        return Report {
-            text: log.to_string(),
-            ..Report::default()
-        };
-    };
+fn claude_json(v: &serde_json::Value) -> Report {
     let usage = v.get("usage");
     let tok = |k: &str| {
         usage
@@ -73,6 +226,7 @@ fn claude_json(log: &str) -> Report {
             .and_then(|r| r.as_str())
             .unwrap_or_default()
             .to_string(),
+        promise_lines: 0,
         cost_usd: v.get("total_cost_usd").and_then(serde_json::Value::as_f64),
         tokens_in,
         tokens_out: tok("output_tokens"),
@@ -81,20 +235,6 @@ fn claude_json(log: &str) -> Report {
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(false),
         agent_commits: Vec::new(),
-    }
-}
-
-fn codex(log: &str) -> Report {
-    let lines: Vec<&str> = log.lines().collect();
-    let tokens = lines
-        .iter()
-        .rposition(|l| l.trim() == "tokens used")
-        .and_then(|i| lines.get(i + 1))
-        .and_then(|n| n.trim().replace(',', "").parse().ok());
-    Report {
-        text: log.to_string(),
-        tokens_in: tokens,
-        ..Report::default()
     }
 }
 
@@ -108,29 +248,6 @@ fn scaled(n: &str) -> Option<u64> {
     let v: f64 = num.parse().ok()?;
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     Some((v * mult).round() as u64)
-}
-
-fn aider(log: &str) -> Report {
-    let tokens = Regex::new(r"Tokens: ([\d.]+[kKmM]?) sent, ([\d.]+[kKmM]?) received").ok();
-    let cost = Regex::new(r"Cost: \$([\d.]+) message").ok();
-    let commit = Regex::new(r"^Commit ([0-9a-f]{7,40}) ").ok();
-    let mut r = Report {
-        text: log.to_string(),
-        ..Report::default()
-    };
-    for line in log.lines() {
-        if let Some(c) = tokens.as_ref().and_then(|re| re.captures(line)) {
-            r.tokens_in = Some(r.tokens_in.unwrap_or(0) + scaled(&c[1]).unwrap_or(0));
-            r.tokens_out = Some(r.tokens_out.unwrap_or(0) + scaled(&c[2]).unwrap_or(0));
-        }
-        if let Some(c) = cost.as_ref().and_then(|re| re.captures(line)) {
-            r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + c[1].parse::<f64>().unwrap_or(0.0));
-        }
-        if let Some(c) = commit.as_ref().and_then(|re| re.captures(line)) {
-            r.agent_commits.push(c[1].to_string());
-        }
-    }
-    r
 }
 
 #[cfg(test)]
@@ -182,6 +299,45 @@ mod tests {
             &with_promise_prompt,
             "<promise>COMPLETE</promise>"
         ));
+    }
+
+    #[test]
+    fn a_streamed_log_of_any_bytes_gives_the_promise_and_a_bounded_tail() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("agent.log");
+        let mut log = Vec::new();
+        for i in 0..20_000 {
+            log.extend_from_slice(format!("line {i} ").as_bytes());
+            log.extend_from_slice(b"\xff\xfe of output\n");
+        }
+        log.extend_from_slice(b"<promise>COMPLETE</promise>\n\x80 the end");
+        std::fs::write(&p, &log).unwrap();
+        let r = scan_file(OutputFormat::Plain, &p, "<promise>COMPLETE</promise>").unwrap();
+        assert_eq!(r.promise_lines, 1);
+        assert!(r.text.len() <= TAIL_BYTES, "{}", r.text.len());
+        assert!(
+            r.text.ends_with("\u{fffd} the end\n"),
+            "{:?}",
+            &r.text[r.text.len() - 20..]
+        );
+        let none = scan_file(OutputFormat::Plain, &d.path().join("none"), "x").unwrap();
+        assert_eq!(none, Report::default());
+    }
+
+    #[test]
+    fn a_streamed_claude_log_gives_cost_and_the_promise_from_its_result() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("agent.log");
+        let mut v: serde_json::Value = serde_json::from_str(CLAUDE1).unwrap();
+        v["result"] = "done\n<promise>COMPLETE</promise>".into();
+        std::fs::write(&p, format!("noise \u{1}\n{v}\n")).unwrap();
+        let r = scan_file(OutputFormat::ClaudeJson, &p, "<promise>COMPLETE</promise>").unwrap();
+        assert_eq!(r.promise_lines, 1);
+        assert!(r.cost_usd.is_some());
+        let pretty = serde_json::to_string_pretty(&v).unwrap();
+        std::fs::write(&p, pretty).unwrap();
+        let r = scan_file(OutputFormat::ClaudeJson, &p, "<promise>COMPLETE</promise>").unwrap();
+        assert_eq!((r.promise_lines, r.text.starts_with("done")), (1, true));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! supervisor crash), a wall limit, a stop control, and a kill-tree at the end, always.
 
 use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -108,14 +109,17 @@ pub struct Outcome {
     pub killed: Vec<i32>,
 }
 
+/// The job's log (appended) and stdout file (truncated), created private to the user (0600).
 fn open_log(job: &Job) -> Result<(File, File)> {
-    let err = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&job.log)
-        .at(&job.log, "open log")?;
+    let err = crate::fsutil::open_append(&job.log)?;
     let out = match &job.stdout {
-        Some(p) => File::create(p).at(p, "create stdout file")?,
+        Some(p) => OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(p)
+            .at(p, "create stdout file")?,
         None => err.try_clone().at(&job.log, "clone log handle")?,
     };
     Ok((out, err))

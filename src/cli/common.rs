@@ -22,8 +22,13 @@ pub fn settings(config_file: Option<PathBuf>) -> Result<Settings> {
 
 /// The document to judge (exit 2 naming it when unreadable).
 pub fn read_document(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path)
-        .map_err(|e| Error::input(format!("{}: cannot read the document: {e}", path.display())))
+    crate::fsutil::read(path).map_err(|e| match e {
+        Error::Io { source, .. } => Error::input(format!(
+            "{}: cannot read the document: {source}",
+            path.display()
+        )),
+        other => Error::input(other.to_string()),
+    })
 }
 
 /// An evaluator chosen by a flag (or `[defaults] evaluator`), its scratch dir, and a stop

@@ -89,7 +89,7 @@ impl Producer for CommandProducer {
         };
         let out = process::run(&job, &mut self.control, |_| {}).await?;
         if !out.ending.success() {
-            let log = fsutil::read_opt(&job.log)?.unwrap_or_default();
+            let log = fsutil::read_tail(&job.log, 4096)?;
             let tail: String = log.lines().last().unwrap_or_default().to_string();
             return Err(Error::runtime(format!(
                 "`{}` {}: {tail}",
@@ -99,7 +99,7 @@ impl Producer for CommandProducer {
         match spec.table.revision_output {
             RevisionOutput::Stdout => Ok(crate::agent::output::parse(
                 spec.table.output_format,
-                &fsutil::read(&answer)?,
+                &fsutil::read_capped(&answer, fsutil::ANSWER_CAP)?,
             )
             .text),
             RevisionOutput::File => fsutil::read(&self.file),

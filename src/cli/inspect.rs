@@ -1,6 +1,6 @@
 //! Looking into a loop from any shell: `logs`, `diff`, `summary`, `sign add`, `report`.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
@@ -113,10 +113,8 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
     loop {
         if let Ok(mut f) = std::fs::File::open(&path) {
             f.seek(SeekFrom::Start(pos)).at(&path, "seek")?;
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf).at(&path, "read")?;
-            pos += buf.len() as u64;
-            out.write_all(&buf).at(&path, "print")?;
+            // Copied in chunks: a log of any size prints without being held in memory.
+            pos += std::io::copy(&mut f, &mut out).at(&path, "print")?;
             out.flush().at(&path, "print")?;
         }
         if !a.follow || lock::holder(&layout.lock())?.is_none() {

@@ -188,8 +188,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         );
         let mut rec = record(&run, n, attempt, Outcome::Crashed);
         rec.files_changed.clone_from(&changed);
-        rec.promise_seen =
-            promise::seen(&run.report.text, &run.prompt, &lp.settings.defaults.promise);
+        rec.promise_seen = promise::seen_count(
+            run.report.promise_lines,
+            &run.prompt,
+            &lp.settings.defaults.promise,
+        );
         match next {
             Next::Retry => {
                 commit::carry(lp, &changed_paths);

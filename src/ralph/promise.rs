@@ -2,24 +2,28 @@
 //! equal to the promise, and never when that line is also a line of the prompt the agent was fed
 //! (agents such as codex echo their prompt). Pure.
 
-use std::collections::HashSet;
-
 /// Whether `output` contains the promise as its own line, not echoed from `prompt`.
 #[must_use]
 pub fn seen(output: &str, prompt: &str, promise: &str) -> bool {
+    let p = promise.trim();
+    seen_count(
+        output.lines().filter(|l| l.trim() == p).count(),
+        prompt,
+        promise,
+    )
+}
+
+/// [`seen`] for streamed output: `in_output` lines of it equalled the promise. When the prompt
+/// itself carries the promise line, an echo is indistinguishable from the agent's word unless
+/// the promise appears more often in the output than in the prompt.
+#[must_use]
+pub fn seen_count(in_output: usize, prompt: &str, promise: &str) -> bool {
     let promise = promise.trim();
     if promise.is_empty() {
         return false;
     }
-    let prompt_lines: HashSet<&str> = prompt.lines().map(str::trim).collect();
-    if prompt_lines.contains(promise) {
-        // The prompt itself carries the promise line: an echo is indistinguishable from the
-        // agent's word unless it appears more often in the output than in the prompt.
-        let in_prompt = prompt.lines().filter(|l| l.trim() == promise).count();
-        let in_output = output.lines().filter(|l| l.trim() == promise).count();
-        return in_output > in_prompt;
-    }
-    output.lines().any(|l| l.trim() == promise)
+    let in_prompt = prompt.lines().filter(|l| l.trim() == promise).count();
+    in_output > in_prompt
 }
 
 #[cfg(test)]
@@ -54,6 +58,25 @@ mod tests {
         assert!(!seen(&echo, prompt, P));
         let real = format!("{echo}<promise>COMPLETE</promise>\n");
         assert!(seen(&real, prompt, P));
+    }
+
+    #[test]
+    fn counts_from_a_stream_agree_with_the_text() {
+        let prompt = "Do one thing.\n<promise>COMPLETE</promise>\n";
+        for (out, want) in [
+            ("work\n", false),
+            ("<promise>COMPLETE</promise>\n", false),
+            (
+                "<promise>COMPLETE</promise>\n<promise>COMPLETE</promise>\n",
+                true,
+            ),
+        ] {
+            let n = out.lines().filter(|l| l.trim() == P).count();
+            assert_eq!(seen_count(n, prompt, P), want, "{out:?}");
+            assert_eq!(seen(out, prompt, P), want, "{out:?}");
+        }
+        assert!(seen_count(1, "no promise here", P));
+        assert!(!seen_count(3, "x", ""));
     }
 
     #[test]

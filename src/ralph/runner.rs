@@ -28,6 +28,8 @@ pub struct Runner {
     pub control: watch::Receiver<StopLevel>,
     /// The state, saved after every change.
     pub state: LoopState,
+    /// The completion promise looked for in the agent's output.
+    pub promise: String,
 }
 
 /// One agent run.
@@ -141,11 +143,16 @@ impl Runner {
         self.state.agent_pgid = None;
         self.state.agent_token = None;
         self.save()?;
-        let text = match &phase.stdout {
-            Some(p) => fsutil::read_opt(p)?.unwrap_or_default(),
-            None => fsutil::read_opt(&job.log)?.unwrap_or_default(),
+        // An answer read back is bounded (past the cap: an error, so the gate records ERROR);
+        // a log is streamed, whatever its size and bytes.
+        let report = match &phase.stdout {
+            Some(p) if p.exists() => output::parse(
+                t.output_format,
+                &fsutil::read_capped(p, fsutil::ANSWER_CAP)?,
+            ),
+            Some(_) => output::Report::default(),
+            None => output::scan_file(t.output_format, &job.log, &self.promise)?,
         };
-        let report = output::parse(t.output_format, &text);
         if let Some(c) = report.cost_usd {
             self.state.cost_usd += c;
         }

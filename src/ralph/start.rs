@@ -302,6 +302,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         safety: p.settings.safety.clone(),
         control: control_rx,
         state,
+        promise: p.settings.defaults.promise.clone(),
     };
     runner.save()?;
     Ok(Loop {

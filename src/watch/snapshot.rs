@@ -63,8 +63,10 @@ pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> 
     } else {
         layout.iteration_dir(n)
     };
-    let log_tail =
-        fsutil::read_opt(&dir.join("agent.log"))?.map_or_else(Vec::new, |t| tail(&t, log_lines));
+    let log_tail = tail(
+        &fsutil::read_tail(&dir.join("agent.log"), 64 * 1024)?,
+        log_lines,
+    );
     Ok(Snapshot {
         topic: topic.to_string(),
         state: st,

@@ -163,9 +163,10 @@ impl Evaluator {
         };
         let mut control = self.control.clone();
         let out = process::run(&job, &mut control, |_| {}).await?;
-        let text = crate::fsutil::read(&answer)?;
+        let text = crate::fsutil::read_capped(&answer, crate::fsutil::ANSWER_CAP);
         crate::fsutil::remove_file_opt(&input)?;
         crate::fsutil::remove_file_opt(&answer)?;
+        let text = text?;
         if !out.ending.success() {
             return Err(Error::runtime(format!(
                 "evaluator command `{command}` {} (log: {})",

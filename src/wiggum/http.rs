@@ -137,7 +137,10 @@ async fn attempt(
         Err(e) => return Attempt::Retry(format!("cannot connect ({})", root_cause(&e))),
     };
     let status = resp.status();
-    let text = resp.text().await.unwrap_or_default();
+    let text = match body_capped(resp, crate::fsutil::ANSWER_CAP).await {
+        Ok(t) => t,
+        Err(why) => return Attempt::Fatal(why),
+    };
     if status.is_server_error() || status.as_u16() == 429 {
         return Attempt::Retry(format!("HTTP {status}: {}", short(&text)));
     }
@@ -154,6 +157,25 @@ async fn attempt(
             short(&text)
         )),
     }
+}
+
+/// The response body, decoded lossily, read chunk by chunk and refused past `cap` bytes so a
+/// runaway server cannot take the supervisor's memory.
+async fn body_capped(mut resp: reqwest::Response, cap: u64) -> Result<String, String> {
+    let mut buf = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if (buf.len() + c.len()) as u64 > cap {
+                    return Err(format!("the answer is larger than {cap} bytes; not read"));
+                }
+                buf.extend_from_slice(&c);
+            }
+            Ok(None) => break,
+            Err(e) => return Err(format!("the answer broke off ({})", root_cause(&e))),
+        }
+    }
+    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {

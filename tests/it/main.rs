@@ -11,5 +11,6 @@ mod gate_cmd;
 mod inspect;
 mod loop_core;
 mod loop_gate;
+mod misbehaving;
 mod repos;
 mod watch;

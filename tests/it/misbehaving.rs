@@ -1,0 +1,117 @@
+//! Agents and evaluators that misbehave the way real ones do: bytes that are not UTF-8, a
+//! deleted plan, a runaway answer. The loop records what happened and goes on; nothing it
+//! writes is readable by other users.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::support::TestHome;
+
+#[test]
+fn output_that_is_not_utf8_does_not_fail_the_loop() {
+    let t = TestHome::new();
+    t.start_fg("bytes", "bad-bytes,promise", &["--max-iterations", "2"])
+        .code(0);
+    let st = t.state();
+    assert_eq!(st["status"], "completed", "{st}");
+    assert_eq!(st["stop_reason"], "promise");
+    // `logs` gives the bytes back as the agent printed them.
+    let r = t.run(&["wiggum", "logs", "bytes", "--iteration", "1"]);
+    r.code(0);
+    assert!(
+        r.out.stdout.windows(4).any(|w| w == b"\xff\xfe\xfd "),
+        "{:?}",
+        r.stdout()
+    );
+    t.run(&["wiggum", "status", "bytes"]).code(0);
+    t.run(&["wiggum", "summary", "bytes"]).code(0);
+}
+
+#[test]
+fn an_agent_that_deletes_the_plan_is_rejected_and_the_plan_restored() {
+    let t = TestHome::new();
+    let r = t.start_bg("plan", "delete-plan", "FAKE_AT=2", &["--foreground"]);
+    r.code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    let iters = t.runs("iteration");
+    let second = iters.iter().find(|r| r["iteration"] == 2).unwrap();
+    assert_eq!(second["outcome"], "rejected");
+    assert!(
+        second["validation_failed"]
+            .as_str()
+            .unwrap()
+            .contains("deleted fix_plan.md while 2 item(s) were open"),
+        "{second}"
+    );
+    // Every item was still done, by later iterations.
+    let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
+    assert_eq!(plan.matches("- [x]").count(), 3, "{plan}");
+    assert_eq!(iters.len(), 4, "{iters:?}");
+}
+
+#[test]
+fn everything_the_supervisor_writes_is_private_to_the_user() {
+    let t = TestHome::new();
+    t.start_fg("modes", "", &["--max-iterations", "1"]).code(0);
+    let mode = |rel: &str| {
+        std::fs::metadata(t.wiggum(rel))
+            .unwrap_or_else(|e| panic!("{rel}: {e}"))
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(""), 0o700);
+    assert_eq!(mode("iteration-001"), 0o700);
+    for f in [
+        "state.json",
+        "runs.jsonl",
+        ".lock",
+        "PROMPT.md",
+        "AGENT.md",
+        "iteration-001/agent.log",
+        "iteration-001/prompt.md",
+        "iteration-001/eval.json",
+        "planning/agent.log",
+    ] {
+        assert_eq!(mode(f), 0o600, "{f}");
+    }
+}
+
+#[test]
+fn a_runaway_evaluator_answer_is_an_error_not_a_memory_blowup() {
+    let t = TestHome::new();
+    let ev = t.root().join("ev.sh");
+    // 6 MB of answer, more than the loop reads of one.
+    std::fs::write(
+        &ev,
+        "cat > /dev/null; head -c 6000000 /dev/zero | tr '\\0' 'x'\n",
+    )
+    .unwrap();
+    let cfg = t.root().join("c.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[evaluators.big]\nkind = \"command\"\ncommand = \"sh {}\"\n",
+            ev.display()
+        ),
+    )
+    .unwrap();
+    let cfg = cfg.display().to_string();
+    t.start_fg(
+        "big",
+        "",
+        &[
+            "--config",
+            &cfg,
+            "--evaluator",
+            "big",
+            "--max-iterations",
+            "1",
+        ],
+    )
+    .code(0);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["gate"]["final"], "ERROR", "{it}");
+    let err = it["gate"]["error"].as_str().unwrap();
+    assert!(err.contains("larger than 4194304 bytes"), "{err}");
+}
