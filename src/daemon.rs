@@ -25,13 +25,32 @@ const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
 const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
 
 fn check_not_running(p: &Prepared) -> Result<()> {
-    if let Some(h) = lock::holder(&p.layout.lock())? {
-        return Err(Error::AlreadyRunning(format!(
-            "loop `{}` is already running (pid {}, since {}); stop it with: studio-agents wiggum stop {}",
-            p.topic, h.pid, h.since, p.topic
+    if let Some(h) = lock::find(&p.home, &p.layout)? {
+        return Err(Error::AlreadyRunning(lock::already(
+            &p.topic,
+            &h,
+            &p.layout.lock(),
         )));
     }
     Ok(())
+}
+
+/// Keep `wiggum/.lock` in place while the loop runs: an agent that deletes, replaces or
+/// garbles it finds it back within a second (the home lock is what keeps others out).
+fn watch_lock(mut guard: lock::Guard) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            match guard.ensure() {
+                Ok(true) => tracing::warn!(
+                    "{} was deleted, replaced or garbled; re-established",
+                    guard.path().display()
+                ),
+                Ok(false) => {}
+                Err(e) => tracing::error!("{e}"),
+            }
+        }
+    });
 }
 
 fn print_notes(p: &Prepared) {
@@ -55,7 +74,8 @@ pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
 }
 
 async fn serve(p: Prepared) -> Result<i32> {
-    let _guard = lock::acquire(&p.layout.lock(), &format!("loop `{}`", p.topic))?;
+    let _home = lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?;
+    watch_lock(lock::acquire(&p.layout.lock(), &p.topic)?);
     kill::become_subreaper();
     let (tx, rx) = watch::channel(StopLevel::None);
     spawn_signal_handler(tx, p.layout.control())?;
@@ -240,7 +260,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
                 _ => Error::runtime(format!("the daemon exited at once ({status}): {msg}")),
             });
         }
-        if lock::holder(&p.layout.lock())?.is_some_and(|h| h.pid == pid) {
+        if lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid) {
             break;
         }
         if Instant::now() >= deadline {

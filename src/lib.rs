@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod error;
 pub mod failpoint;
 pub mod fsutil;
+pub mod kernel;
 pub mod layout;
 pub mod lock;
 pub mod markdown;

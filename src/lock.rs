@@ -1,19 +1,27 @@
-//! The loop's lock: `wiggum/.lock`, a kernel lock (`File::try_lock`) held for the supervisor's
-//! whole life. The kernel drops it when the process dies, so "is it running?" is "can I take the
-//! lock?". The pid, start time and exe written inside are for display and for an identity check
-//! before any signal is sent to a recorded pid.
+//! The loop's locks: kernel locks (`File::try_lock`, flock) held for the supervisor's whole life.
+//! The kernel drops them when the process dies, so "is it running?" is "can I take the lock?".
+//!
+//! Two files are locked. `$STUDIO_AGENTS_HOME/locks/<hash of the artifact path>.lock` is the one
+//! that counts: it lies outside the agent's workspace, so an agent that deletes, replaces or
+//! garbles `wiggum/.lock` cannot let a second supervisor in. `wiggum/.lock` is kept for people
+//! and tools that look beside the loop; the supervisor re-establishes it when it disappears.
+//!
+//! Who holds a lock is the kernel's word (`/proc/locks`); the pid, start time, topic and exe
+//! written inside are for display and for an identity check before any signal is sent.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
+use crate::layout::Layout;
 use crate::procs;
 
-/// Who holds the lock, as written in the file.
+/// Who holds the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
     /// The supervisor's pid.
@@ -22,8 +30,11 @@ pub struct Holder {
     pub start_ticks: u64,
     /// Its executable.
     pub exe: String,
-    /// When it took the lock (RFC 3339).
+    /// When it took the lock (RFC 3339; empty when the file's text was unreadable).
     pub since: String,
+    /// The topic of the loop it runs (empty when unknown).
+    #[serde(default)]
+    pub topic: String,
 }
 
 impl Holder {
@@ -33,22 +44,39 @@ impl Holder {
     pub fn is_same_process(&self) -> bool {
         let started = procs::stat(self.pid.cast_signed())
             .is_some_and(|s| s.is_running() && s.start_ticks == self.start_ticks);
-        let exe = std::fs::read_link(format!("/proc/{}/exe", self.pid))
-            .ok()
-            .map(|p| {
-                let s = p.display().to_string();
-                s.strip_suffix(" (deleted)")
-                    .map_or(s.clone(), str::to_string)
-            });
+        let exe = exe_of(self.pid);
         started && exe.is_none_or(|e| self.exe.is_empty() || e == self.exe)
+    }
+
+    /// The holder as `/proc` describes `pid` now (when the file's text is garbled or lies).
+    fn from_proc(pid: u32, text: Option<Holder>) -> Holder {
+        let (since, topic) = text.map_or_else(Default::default, |t| (t.since, t.topic));
+        Holder {
+            pid,
+            start_ticks: procs::stat(pid.cast_signed()).map_or(0, |s| s.start_ticks),
+            exe: exe_of(pid).unwrap_or_default(),
+            since,
+            topic,
+        }
     }
 }
 
-/// The held lock. Dropping it (or dying) releases it.
+fn exe_of(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|p| {
+            let s = p.display().to_string();
+            s.strip_suffix(" (deleted)")
+                .map_or(s.clone(), str::to_string)
+        })
+}
+
+/// A held lock. Dropping it (or dying) releases it.
 #[derive(Debug)]
 pub struct Guard {
-    _file: File,
+    file: File,
     path: PathBuf,
+    me: Holder,
 }
 
 impl Guard {
@@ -57,9 +85,44 @@ impl Guard {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Make sure the file at the path is still the one this guard locks, with our holder in it:
+    /// a deleted or replaced file is locked anew, a garbled one rewritten. Returns whether
+    /// anything had to be done; an error when another process holds the new file.
+    pub fn ensure(&mut self) -> Result<bool> {
+        let ours = self.file.metadata().at(&self.path, "stat lock file")?;
+        let same = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.dev() == ours.dev() && m.ino() == ours.ino());
+        if same {
+            if read_holder(&mut self.file).as_ref() == Some(&self.me) {
+                return Ok(false);
+            }
+            write_holder(&mut self.file, &self.path, &self.me)?;
+            return Ok(true);
+        }
+        if let Some(dir) = self.path.parent()
+            && !dir.is_dir()
+        {
+            crate::fsutil::create_dir_all(dir)?;
+        }
+        let mut file = open(&self.path)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                return Err(Error::AlreadyRunning(format!(
+                    "{} was replaced and another process holds the new one",
+                    self.path.display()
+                )));
+            }
+            Err(TryLockError::Error(e)) => return Err(e).at(&self.path, "lock"),
+        }
+        write_holder(&mut file, &self.path, &self.me)?;
+        self.file = file;
+        Ok(true)
+    }
 }
 
-fn me() -> Holder {
+fn me(topic: &str) -> Holder {
     let pid = std::process::id();
     Holder {
         pid,
@@ -68,16 +131,22 @@ fn me() -> Holder {
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
         since: chrono::Utc::now().to_rfc3339(),
+        topic: topic.to_string(),
     }
 }
 
+/// Open (or create, 0600) a lock file; a symlink planted at the path is removed, never followed.
 fn open(path: &Path) -> Result<File> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
+        crate::fsutil::remove_file_opt(path)?;
+    }
     OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
         .open(path)
         .at(path, "open lock file")
 }
@@ -89,33 +158,76 @@ fn read_holder(file: &mut File) -> Option<Holder> {
     serde_json::from_str(&s).ok()
 }
 
-/// Take the lock or say who has it (exit code 3).
-pub fn acquire(path: &Path, what: &str) -> Result<Guard> {
-    let mut file = open(path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let who = read_holder(&mut file).map_or_else(
-                || "another process".to_string(),
-                |h| format!("pid {} (since {})", h.pid, h.since),
-            );
-            return Err(Error::AlreadyRunning(format!(
-                "{what} is already running: {who} holds {}",
-                path.display()
-            )));
-        }
-        Err(TryLockError::Error(e)) => return Err(e).at(path, "lock"),
-    }
-    let json = serde_json::to_string(&me()).unwrap_or_default();
+fn write_holder(file: &mut File, path: &Path, h: &Holder) -> Result<()> {
+    let json = serde_json::to_string(h).unwrap_or_default();
     file.set_len(0).at(path, "truncate lock file")?;
     file.rewind().at(path, "rewind lock file")?;
     file.write_all(json.as_bytes())
         .at(path, "write lock file")?;
-    file.sync_data().at(path, "fsync lock file")?;
+    file.sync_data().at(path, "fsync lock file")
+}
+
+/// Take the lock for loop `topic` or say who has it (exit code 3).
+pub fn acquire(path: &Path, topic: &str) -> Result<Guard> {
+    if let Some(dir) = path.parent() {
+        crate::fsutil::create_dir_all(dir)?;
+    }
+    let mut file = open(path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let h = held_by(&mut file);
+            return Err(Error::AlreadyRunning(already(topic, &h, path)));
+        }
+        Err(TryLockError::Error(e)) => return Err(e).at(path, "lock"),
+    }
+    let me = me(topic);
+    write_holder(&mut file, path, &me)?;
     Ok(Guard {
-        _file: file,
+        file,
         path: path.to_path_buf(),
+        me,
     })
+}
+
+/// "loop `x` is already running: …", naming the topic that really holds it.
+#[must_use]
+pub fn already(topic: &str, h: &Holder, path: &Path) -> String {
+    let whose = if h.topic.is_empty() || h.topic == topic {
+        format!("loop `{topic}` is already running")
+    } else {
+        format!(
+            "loop `{}` is already running on this artifact directory (asked for `{topic}`)",
+            h.topic
+        )
+    };
+    let since = if h.since.is_empty() {
+        String::new()
+    } else {
+        format!(", since {}", h.since)
+    };
+    format!(
+        "{whose} (pid {}{since}; lock {}); stop it with: studio-agents wiggum stop {}",
+        h.pid,
+        path.display(),
+        if h.topic.is_empty() { topic } else { &h.topic }
+    )
+}
+
+/// The holder of a locked file: the kernel's pid, the text's details when they agree.
+fn held_by(file: &mut File) -> Holder {
+    let text = read_holder(file);
+    let kernel = file
+        .metadata()
+        .ok()
+        .and_then(|m| procs::flock_holder(m.dev(), m.ino()))
+        .and_then(|p| u32::try_from(p).ok());
+    match (kernel, text) {
+        (Some(pid), Some(t)) if t.pid == pid => t,
+        (Some(pid), text) => Holder::from_proc(pid, text),
+        (None, Some(t)) => t,
+        (None, None) => Holder::from_proc(0, None),
+    }
 }
 
 /// Who holds the lock now, or `None` if no one does (or there is no lock file).
@@ -123,19 +235,44 @@ pub fn holder(path: &Path) -> Result<Option<Holder>> {
     if !path.exists() {
         return Ok(None);
     }
-    let mut file = open(path)?;
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at(path, "open lock file"),
+    };
     match file.try_lock() {
         Ok(()) => {
             file.unlock().at(path, "unlock")?;
             Ok(None)
         }
-        Err(TryLockError::WouldBlock) => Ok(Some(read_holder(&mut file).unwrap_or(Holder {
-            pid: 0,
-            start_ticks: 0,
-            exe: String::new(),
-            since: String::new(),
-        }))),
+        Err(TryLockError::WouldBlock) => Ok(Some(held_by(&mut file))),
         Err(TryLockError::Error(e)) => Err(e).at(path, "probe lock"),
+    }
+}
+
+/// The lock under `$STUDIO_AGENTS_HOME` for the loop on `root` (out of the agent's reach).
+#[must_use]
+pub fn home_lock(home: &Path, root: &Path) -> PathBuf {
+    let digest = Md5::digest(root.as_os_str().as_encoded_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(40)
+        .collect();
+    home.join("locks")
+        .join(format!("{name}-{}.lock", &hex[..16]))
+}
+
+/// Who runs the loop on `layout`: the home lock's holder, else the artifact lock's.
+pub fn find(home: &Path, layout: &Layout) -> Result<Option<Holder>> {
+    match holder(&home_lock(home, layout.root()))? {
+        Some(h) => Ok(Some(h)),
+        None => holder(&layout.lock()),
     }
 }
 
@@ -147,13 +284,19 @@ mod tests {
     fn second_acquire_fails_with_holder_then_frees_on_drop() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(".lock");
-        let g = acquire(&p, "loop t").unwrap();
-        let e = acquire(&p, "loop t").unwrap_err();
+        let g = acquire(&p, "t").unwrap();
+        let e = acquire(&p, "other").unwrap_err();
         assert_eq!(e.exit_code(), 3);
+        let msg = e.to_string();
         assert!(
-            e.to_string()
-                .contains(&format!("pid {}", std::process::id())),
-            "{e}"
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        assert!(
+            msg.contains(
+                "loop `t` is already running on this artifact directory (asked for `other`)"
+            ),
+            "{msg}"
         );
         let h = holder(&p).unwrap().unwrap();
         assert_eq!(h.pid, std::process::id());
@@ -170,5 +313,51 @@ mod tests {
         assert!(!other_start.is_same_process());
         drop(g);
         assert_eq!(holder(&p).unwrap(), None);
+    }
+
+    #[test]
+    fn a_garbled_lock_file_still_names_its_holder_from_the_kernel() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let mut g = acquire(&p, "t").unwrap();
+        std::fs::write(&p, b"\x00\x01garbage{{{").unwrap();
+        let h = holder(&p).unwrap().unwrap();
+        assert_eq!(h.pid, std::process::id());
+        assert!(h.is_same_process());
+        // The guard puts its holder back.
+        assert!(g.ensure().unwrap());
+        assert_eq!(holder(&p).unwrap().unwrap().topic, "t");
+        assert!(!g.ensure().unwrap());
+    }
+
+    #[test]
+    fn a_deleted_or_replaced_lock_file_is_locked_anew() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let mut g = acquire(&p, "t").unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(holder(&p).unwrap(), None);
+        assert!(g.ensure().unwrap());
+        assert_eq!(holder(&p).unwrap().unwrap().pid, std::process::id());
+        // Replaced by a symlink to a file of the user's: the link is removed, the file untouched.
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        assert!(g.ensure().unwrap());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(acquire(&p, "x").is_err());
+    }
+
+    #[test]
+    fn home_locks_differ_per_artifact_and_read_well() {
+        let a = home_lock(Path::new("/h"), Path::new("/w/research notes"));
+        let b = home_lock(Path::new("/h"), Path::new("/x/research notes"));
+        assert_ne!(a, b);
+        let name = a.file_name().unwrap().to_string_lossy().to_string();
+        assert!(
+            name.starts_with("research_notes-") && name.ends_with(".lock"),
+            "{name}"
+        );
     }
 }

@@ -7,6 +7,13 @@ use studio_agents::cli::{
 
 fn main() {
     let cli = Cli::parse();
+    // Commands that print end quietly when their reader goes away; a process that supervises
+    // agents (a foreground loop, a delegation) keeps SIGPIPE ignored and handles the error.
+    let supervises = matches!(&cli.command, Top::Wiggum(Wiggum::Start(a)) if a.foreground)
+        || matches!(&cli.command, Top::Delegate(_));
+    if !supervises {
+        studio_agents::kernel::default_sigpipe();
+    }
     let config = cli.config.clone();
     let result = match &cli.command {
         Top::Wiggum(w) => match w {

@@ -95,6 +95,31 @@ pub fn with_env(key: &str, value: &str) -> Vec<Stat> {
         .collect()
 }
 
+/// The pid holding a `flock` on the file with device `dev` and inode `ino`, as the kernel says
+/// in `/proc/locks` (the lock file's text can be garbled; this cannot).
+#[must_use]
+pub fn flock_holder(dev: u64, ino: u64) -> Option<i32> {
+    let text = fs::read_to_string("/proc/locks").ok()?;
+    let want = format!(
+        "{:02x}:{:02x}:{ino}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    );
+    parse_locks(&text, &want)
+}
+
+/// The pid of the granted `FLOCK` on `dev_ino` (`maj:min:inode`, as in `/proc/locks`).
+fn parse_locks(text: &str, dev_ino: &str) -> Option<i32> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // "1: FLOCK ADVISORY WRITE <pid> <maj:min:ino> 0 EOF"; waiters have "->" after the id.
+        match f.as_slice() {
+            [_, "FLOCK", _, _, pid, id, ..] if *id == dev_ino => pid.parse().ok(),
+            _ => None,
+        }
+    })
+}
+
 /// Children of `parent` (running or zombie).
 #[must_use]
 pub fn children_of(parent: i32) -> Vec<Stat> {
@@ -122,6 +147,15 @@ mod tests {
         let s = stat(me).expect("own stat");
         assert!(s.is_running());
         assert_eq!(s.pid, me);
+    }
+
+    #[test]
+    fn the_kernel_names_the_holder_of_a_lock() {
+        let locks = "1: POSIX  ADVISORY  WRITE 10 fe:00:42 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 77 fe:00:42 0 EOF\n\
+                     2: -> FLOCK  ADVISORY  WRITE 78 fe:00:42 0 EOF\n";
+        assert_eq!(parse_locks(locks, "fe:00:42"), Some(77));
+        assert_eq!(parse_locks(locks, "fe:00:43"), None);
     }
 
     #[test]

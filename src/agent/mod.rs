@@ -1,7 +1,6 @@
 //! Agents: which command runs (`spec`), how it runs and dies (`process`, `kill`), and what its
 //! output says (`output`).
 
-pub mod deathsig;
 pub mod kill;
 pub mod output;
 pub mod process;

@@ -134,6 +134,23 @@ pub enum JobEvent {
     Stopping,
 }
 
+/// The job's shell script: wait at the gate (one line on stdin, sent once the job's process
+/// group is on disk; end of file when the supervisor died first), then take the real stdin and
+/// run the command. Nothing of the command runs before the supervisor could find it again.
+fn gated(job: &Job) -> String {
+    let stdin = job.stdin.as_ref().map_or_else(
+        || "/dev/null".to_string(),
+        |p| format!("'{}'", p.display().to_string().replace('\'', r"'\''")),
+    );
+    format!(
+        "IFS= read -r _ || exit {GATE_CLOSED}\nexec 0<{stdin}\n{}",
+        job.command
+    )
+}
+
+/// The exit code of a job whose gate never opened (its supervisor died before recording it).
+pub const GATE_CLOSED: i32 = 125;
+
 /// Spawn the job, report its events, and supervise it to its end.
 pub async fn run(
     job: &Job,
@@ -141,22 +158,24 @@ pub async fn run(
     mut on_event: impl FnMut(JobEvent),
 ) -> Result<Outcome> {
     let (out, err) = open_log(job)?;
-    let stdin = match &job.stdin {
-        Some(p) => Stdio::from(File::open(p).at(p, "open stdin file")?),
-        None => Stdio::null(),
-    };
+    if let Some(p) = &job.stdin {
+        File::open(p).at(p, "open stdin file")?;
+    }
+    let (gate_out, mut gate_in) =
+        std::io::pipe().map_err(|e| Error::runtime(format!("cannot make a pipe: {e}")))?;
+    let script = gated(job);
     let mut cmd = CommandWrap::with_new("sh", |c| {
         c.arg("-c")
-            .arg(&job.command)
+            .arg(&script)
             .current_dir(&job.cwd)
             .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(kill::TOKEN_VAR, &job.token)
-            .stdin(stdin)
+            .stdin(Stdio::from(gate_out))
             .stdout(out)
             .stderr(err);
     });
     cmd.wrap(ProcessSession);
-    cmd.wrap(super::deathsig::KillWithParent);
+    cmd.wrap(crate::kernel::KillWithParent);
     let started = Instant::now();
     let child = cmd
         .spawn()
@@ -164,9 +183,14 @@ pub async fn run(
     let pid = child
         .id()
         .ok_or_else(|| Error::runtime("spawned job has no pid"))?;
+    drop(cmd);
     let pgid = pid.cast_signed();
     kill::manage(pgid);
+    crate::failpoint::hit("job-spawned")?;
     on_event(JobEvent::Spawned(pid));
+    // Recorded: open the gate. A job that already died has no reader; that is its own ending.
+    let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
+    drop(gate_in);
     // Wait on the leader alone: process-wrap's group wait would block on any lingering member.
     let mut leader = child.into_inner();
     let deadline = tokio::time::sleep(job.limit);
@@ -284,6 +308,34 @@ mod tests {
         };
         let (out, ()) = tokio::join!(run(&j, &mut rx, |_| {}), stopper);
         assert_eq!(out.unwrap().ending, Ending::Stopped);
+    }
+
+    #[tokio::test]
+    async fn the_job_reads_its_own_stdin_after_the_gate() {
+        let d = tempfile::tempdir().unwrap();
+        let (_tx, mut rx) = watch::channel(StopLevel::None);
+        let input = d.path().join("it's the prompt.md");
+        std::fs::write(&input, "the prompt\n").unwrap();
+        let mut j = job(d.path(), "cat; echo done", 5000);
+        j.stdin = Some(input);
+        let mut spawned = false;
+        let out = run(&j, &mut rx, |e| {
+            if matches!(e, JobEvent::Spawned(_)) {
+                spawned = true;
+            }
+        })
+        .await
+        .unwrap();
+        assert!(spawned);
+        assert_eq!(out.ending, Ending::Exited { code: 0 });
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("log")).unwrap(),
+            "the prompt\ndone\n"
+        );
+        let none = run(&job(d.path(), "wc -c", 5000), &mut rx, |_| {})
+            .await
+            .unwrap();
+        assert_eq!(none.ending, Ending::Exited { code: 0 });
     }
 
     #[tokio::test]

@@ -33,9 +33,14 @@ pub fn layout_of(topic: &str) -> Result<Layout> {
     Ok(Layout::new(registry::require(&home, topic)?))
 }
 
+/// Who runs the loop on `layout`, by its locks (the home lock first: the agent cannot reach it).
+pub fn holder_of(layout: &Layout) -> Result<Option<Holder>> {
+    lock::find(&config::home_dir()?, layout)
+}
+
 /// The live holder of a loop's lock, or exit 3 saying what the state shows.
 pub fn running(topic: &str, layout: &Layout) -> Result<Holder> {
-    if let Some(h) = lock::holder(&layout.lock())? {
+    if let Some(h) = holder_of(layout)? {
         return Ok(h);
     }
     let st = state::read(&layout.state()).ok().flatten();
@@ -67,7 +72,7 @@ fn signal_holder(h: &Holder, sig: Signal) -> Result<()> {
 
 fn wait_released(layout: &Layout, deadline: Option<Instant>) -> Result<bool> {
     loop {
-        if lock::holder(&layout.lock())?.is_none() {
+        if holder_of(layout)?.is_none() {
             return Ok(true);
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {

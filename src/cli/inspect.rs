@@ -10,7 +10,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::layout::Layout;
 use crate::runlog::{self, RunRecord};
 use crate::vcs::Repo;
-use crate::{config, fsutil, lock, registry, report};
+use crate::{config, fsutil, registry, report};
 
 /// Flags of `logs`.
 #[derive(Debug, Args)]
@@ -117,7 +117,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             pos += std::io::copy(&mut f, &mut out).at(&path, "print")?;
             out.flush().at(&path, "print")?;
         }
-        if !a.follow || lock::holder(&layout.lock())?.is_none() {
+        if !a.follow || super::control::holder_of(&layout)?.is_none() {
             return Ok(0);
         }
         std::thread::sleep(Duration::from_millis(200)); // allow: follow polls, never spins

@@ -8,7 +8,7 @@ use crate::config;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::state::{self, LoopState};
-use crate::{control, lock, registry};
+use crate::{control, registry};
 
 /// Flags of `status`.
 #[derive(Debug, Args)]
@@ -68,7 +68,7 @@ fn agent_usage(pid: u32) -> (Option<f32>, Option<u64>) {
 /// Build the view of one loop.
 pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
     let st = state::read(&layout.state()).unwrap_or(None);
-    let holder = lock::holder(&layout.lock())?;
+    let holder = super::control::holder_of(layout)?;
     let status = state::shown_status(st.as_ref(), holder.is_some()).to_string();
     let agent_pid = st
         .as_ref()

@@ -14,6 +14,16 @@ use crate::state::{self, Loaded, LoopState};
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
 pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
+    // Temp files of writes a crash interrupted: their content never became the file's.
+    for dir in [layout.wiggum(), layout.wiggum().join("final")] {
+        let n = fsutil::remove_stale_temps(&dir)?;
+        if n > 0 {
+            tracing::warn!(
+                "removed {n} temp file(s) of interrupted writes in {}",
+                dir.display()
+            );
+        }
+    }
     let prev = match state::load_for_start(&layout.state())? {
         Loaded::Ok(s) => Some(*s),
         Loaded::Missing => None,

@@ -124,8 +124,11 @@ impl Runner {
         };
         let started_at = Utc::now();
         let state_path = self.layout.state();
+        // The token is on disk before the spawn and the process group before the job's gate
+        // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
+        self.state.agent_token = Some(job.token.clone());
+        self.save()?;
         let st = &mut self.state;
-        st.agent_token = Some(job.token.clone());
         let outcome = process::run(&job, &mut self.control, |event| {
             match event {
                 JobEvent::Spawned(pid) => {

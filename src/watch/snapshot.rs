@@ -5,7 +5,6 @@ use crate::control;
 use crate::error::Result;
 use crate::fsutil;
 use crate::layout::Layout;
-use crate::lock;
 use crate::ralph::fix_plan;
 use crate::runlog::{self, RunRecord};
 use crate::state::{self, LoopState};
@@ -42,7 +41,7 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// Read a snapshot.
 pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> {
     let st = state::read(&layout.state()).unwrap_or(None);
-    let pid = lock::holder(&layout.lock())?.map(|h| h.pid);
+    let pid = crate::cli::control::holder_of(layout)?.map(|h| h.pid);
     let running = pid.is_some();
     let ctl = control::read(&layout.control());
     let runs = runlog::read(&layout.runs())?;

@@ -4,8 +4,13 @@
 use crate::support::TestHome;
 
 fn crash_at(t: &TestHome, topic: &str, failpoint: &str) {
+    crash_with(t, topic, "", failpoint);
+}
+
+/// Run the loop with the fake agent doing `fake` until `failpoint` aborts the supervisor.
+fn crash_with(t: &TestHome, topic: &str, fake: &str, failpoint: &str) {
     let art = t.art().display().to_string();
-    let cmd = t.agent_cmd("", "");
+    let cmd = t.agent_cmd(fake, "");
     let out = t
         .cmd(&[
             "wiggum",
@@ -76,6 +81,38 @@ fn restart_and_check(t: &TestHome, topic: &str) {
 }
 
 #[test]
+fn a_crash_between_spawning_the_agent_and_recording_it_runs_none_of_the_agent() {
+    let t = TestHome::new();
+    // The agent would start a TERM-ignoring child and a setsid'd grandchild at once.
+    // The 1st job is planning's agent, the 2nd iteration 1's.
+    crash_with(&t, "gap", "spawn", "job-spawned@2");
+    // The token was on disk before the spawn.
+    assert!(t.state()["agent_token"].is_string(), "{}", t.state());
+    // Iteration 1's agent never got past its gate: nothing of it ran, nothing of it is left.
+    crate::support::assert_no_survivors(&t.token);
+    let pids = std::fs::read_to_string(t.pids_file()).unwrap();
+    assert!(!pids.contains("iteration 1"), "{pids}");
+    t.start_fg("gap", "", &[]).code(0);
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn stray_temp_files_of_an_interrupted_write_are_removed_at_the_next_start() {
+    let t = TestHome::new();
+    crash_at(&t, "tmp", "state-after-temp-write@5");
+    let temps = |t: &TestHome| {
+        std::fs::read_dir(t.wiggum(""))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .count()
+    };
+    assert_eq!(temps(&t), 1);
+    t.start_fg("tmp", "", &[]).code(0);
+    assert_eq!(temps(&t), 0);
+}
+
+#[test]
 fn a_crash_just_before_a_commit_redoes_the_iteration_with_the_plan_restored() {
     let t = TestHome::new();
     crash_at(&t, "c1", "before-commit@1");
@@ -107,7 +144,7 @@ fn a_crash_in_the_middle_of_a_commit_leaves_the_repository_whole() {
 #[test]
 fn a_crash_in_the_middle_of_a_state_write_leaves_the_old_state_readable() {
     let t = TestHome::new();
-    // The 7th state write is the one recording iteration 1's agent pid.
+    // The 7th state write is one of iteration 1's (its token, before the agent is spawned).
     crash_at(&t, "c3", "state-after-temp-write@7");
     // Written by temp file + rename: the crash left the new state in a temp file, and the old
     // one intact and readable.

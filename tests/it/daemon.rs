@@ -199,7 +199,7 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
         "FAKE_RELEASE={} FAKE_BLOCK_AT=2",
         t.release_file().display()
     );
-    t.start_bg("crashy", "block,spawn", &env, &[]).code(0);
+    t.start_bg("crashy", "block,spawn,envi", &env, &[]).code(0);
     let st = t.wait_state("iteration 2 to run", |s| {
         s["current_iteration"] == 2 && s["agent_pid"].is_number()
     });
@@ -224,17 +224,19 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
             if pid_alive(agent) { Err(agent) } else { Ok(()) }
         },
     );
-    // ... while helpers it started elsewhere are left for the restart to kill.
+    // ... while helpers it started elsewhere (a setsid'd one, one with a cleared environment)
+    // are left for the restart to kill.
     let helpers: Vec<i64> = std::fs::read_to_string(t.pids_file())
         .unwrap()
         .lines()
-        .filter(|l| l.starts_with("setsid "))
+        .filter(|l| l.starts_with("setsid ") || l.starts_with("envi "))
         .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
         .filter(|p| pid_alive(*p))
         .collect();
-    assert!(
-        !helpers.is_empty(),
-        "a setsid helper outlived the dead supervisor"
+    assert_eq!(
+        helpers.len(),
+        2,
+        "iteration 2's setsid helper and env -i grandchild outlived the dead supervisor"
     );
 
     // Same topic, no other flags: the registry and the loop's own settings know the rest.

@@ -9,6 +9,7 @@ mod delegate;
 mod exits;
 mod gate_cmd;
 mod inspect;
+mod lock;
 mod loop_core;
 mod loop_gate;
 mod misbehaving;

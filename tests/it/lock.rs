@@ -1,0 +1,127 @@
+//! One supervisor per loop, whatever the agent does to `wiggum/.lock`; `stop` and `status` find
+//! the supervisor from the kernel's locks; a second `start` names the topic that holds the lock.
+
+use std::time::Duration;
+
+use crate::support::{TestHome, assert_no_survivors, wait_for};
+
+/// A loop blocked in iteration 1 after its agent did `fake` to the lock file.
+fn blocked_after(t: &TestHome, topic: &str, fake: &str) -> i64 {
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg(topic, &format!("{fake},block"), &env, &[])
+        .code(0);
+    let st = t.wait_state("iteration 1's agent", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    wait_for("the agent to block", Duration::from_secs(10), || {
+        let p = std::fs::read_to_string(t.pids_file()).unwrap_or_default();
+        if p.contains("blocked") {
+            Ok(())
+        } else {
+            Err(p)
+        }
+    });
+    st["pid"].as_i64().unwrap()
+}
+
+fn second_start_is_refused(t: &TestHome, topic: &str, daemon: i64) {
+    let again = t.start_fg(topic, "", &[]);
+    again.code(3);
+    assert!(
+        again
+            .stderr()
+            .contains(&format!("loop `{topic}` is already running (pid {daemon}")),
+        "{}",
+        again.stderr()
+    );
+    assert_eq!(t.status_json(topic)["pid"], daemon);
+}
+
+#[test]
+fn an_agent_that_deletes_the_lock_file_lets_no_second_supervisor_in() {
+    let t = TestHome::new();
+    let daemon = blocked_after(&t, "del", "lock-delete");
+    second_start_is_refused(&t, "del", daemon);
+    // The supervisor puts the file back.
+    wait_for("the lock file to be back", Duration::from_secs(10), || {
+        if t.wiggum(".lock").exists() {
+            Ok(())
+        } else {
+            Err(())
+        }
+    });
+    t.run(&["wiggum", "stop", "del"]).code(0);
+    assert_eq!(t.state()["stop_reason"], "user_stop");
+    assert_no_survivors(&t.token);
+    // Exactly one iteration-1 agent ever ran.
+    let pids = std::fs::read_to_string(t.pids_file()).unwrap();
+    assert_eq!(pids.matches("iteration 1\n").count(), 1, "{pids}");
+}
+
+#[test]
+fn a_garbled_lock_file_still_lets_stop_and_status_find_the_supervisor() {
+    let t = TestHome::new();
+    let daemon = blocked_after(&t, "garble", "lock-garble");
+    second_start_is_refused(&t, "garble", daemon);
+    let r = t.run(&["wiggum", "status", "garble"]);
+    r.code(0);
+    assert!(
+        r.stdout().contains(&format!("pid {daemon}")),
+        "{}",
+        r.stdout()
+    );
+    t.run(&["wiggum", "stop", "garble"]).code(0);
+    t.wait_stopped("garble");
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn already_running_names_the_topic_that_holds_the_artifact_dir() {
+    let t = TestHome::new();
+    let daemon = blocked_after(&t, "first", "");
+    let other = t.start_fg("second", "", &[]);
+    other.code(3);
+    assert!(
+        other.stderr().contains(
+            "loop `first` is already running on this artifact directory (asked for `second`)"
+        ),
+        "{}",
+        other.stderr()
+    );
+    assert!(other.stderr().contains(&format!("pid {daemon}")));
+    t.run(&["wiggum", "stop", "first"]).code(0);
+}
+
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly() {
+    let t = TestHome::new();
+    t.start_fg("pipe", "", &["--max-iterations", "1"]).code(0);
+    for args in [
+        &["wiggum", "status", "pipe"][..],
+        &["wiggum", "list"],
+        &["wiggum", "summary", "pipe"],
+        &["wiggum", "report"],
+        &["wiggum", "logs", "pipe", "--iteration", "1"],
+        &["wiggum", "status", "pipe", "--json"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = t
+            .cmd(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            out.status.code() == Some(0) || out.status.signal() == Some(13),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+}
