@@ -418,3 +418,21 @@ fn anthropic_backend_speaks_v1_messages() {
     assert_eq!(reqs[0].1["model"], "tiny");
     assert!(reqs[0].1["max_tokens"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn an_answer_larger_than_the_cap_is_a_clear_error() {
+    let t = TestHome::new();
+    let huge = Reply {
+        status: 200,
+        body: "x".repeat(5 * 1024 * 1024),
+        delay: Duration::ZERO,
+    };
+    let srv = Server::start(vec![huge], 2);
+    let r = gate_http(&t, &http_config(&t, "openai", &srv.base, 10, 0));
+    r.code(1);
+    let err = json(&r)["record"]["error"].as_str().unwrap().to_string();
+    assert!(
+        err.contains("the answer is larger than 4194304 bytes"),
+        "{err}"
+    );
+}
