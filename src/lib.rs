@@ -1,27 +1,29 @@
 //! studio-agents: Ralph loops as a daemon. See docs/architecture.md for the theory of operation.
 //!
-//! Decisions are pure functions over data (`ralph::decide`, `ralph::fix_plan`, `ralph::metrics`,
-//! `wiggum::rubric`, `wiggum::extract`, ...); IO lives at the edges (`agent::process`, `vcs`,
-//! `state`, `lock`, `wiggum::http`).
+//! The tree is the architecture; dependencies point down this list, and nothing imports a part
+//! above it:
+//!
+//! - `cli`: arguments and printing, one module per subcommand.
+//! - `supervisor`: the daemon: detach, signals, serve one loop.
+//! - `ralph`: the outer loop: pure decisions, the driver, one iteration, acceptance.
+//! - `gate`: the Wiggum gate: rounds, rubric, judges, extraction, prompts, panel.
+//! - `agent`: agent specs, the one constructor of every agent run, processes, kill-tree, output.
+//! - `git`: preflight, snapshots, commits of exactly the changed paths, diffs.
+//! - `quality`: the Markdown reader and the built-in metrics.
+//! - `view`: one read model of a loop (status, list, watch, summary, report), the live view.
+//! - `config`: layered settings.
+//! - `disk`: the on-disk contract shared by the daemon and other shells.
+//! - `sys`: small helpers: atomic files, `/proc`, failpoints, the one `unsafe` module.
 
 pub mod agent;
 pub mod cli;
 pub mod config;
-pub mod control;
-pub mod daemon;
+pub mod disk;
 pub mod error;
-pub mod failpoint;
-pub mod fsutil;
-pub mod kernel;
-pub mod layout;
-pub mod lock;
-pub mod markdown;
-pub mod procs;
+pub mod gate;
+pub mod git;
+pub mod quality;
 pub mod ralph;
-pub mod registry;
-pub mod report;
-pub mod runlog;
-pub mod state;
-pub mod vcs;
-pub mod watch;
-pub mod wiggum;
+pub mod supervisor;
+pub mod sys;
+pub mod view;

@@ -12,7 +12,7 @@ fn main() {
     let supervises = matches!(&cli.command, Top::Wiggum(Wiggum::Start(a)) if a.foreground)
         || matches!(&cli.command, Top::Delegate(_));
     if !supervises {
-        studio_agents::kernel::default_sigpipe();
+        studio_agents::sys::kernel::default_sigpipe();
     }
     let config = cli.config.clone();
     let result = match &cli.command {
@@ -22,7 +22,7 @@ fn main() {
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),
             Wiggum::Status(a) => status::status(a),
-            Wiggum::Watch(a) => studio_agents::watch::run(&a.topic),
+            Wiggum::Watch(a) => studio_agents::view::watch::run(&a.topic),
             Wiggum::List(a) => status::list(a),
             Wiggum::Gate(a) => gate::run(a, config),
             Wiggum::Panel(a) => panel::run(a, config),

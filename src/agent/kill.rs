@@ -11,7 +11,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
-use crate::procs::{self, Stat};
+use crate::sys::procs::{self, Stat};
 
 /// The environment variable carrying the per-run token.
 pub const TOKEN_VAR: &str = "STUDIO_AGENTS_RUN";

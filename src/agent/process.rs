@@ -111,7 +111,7 @@ pub struct Outcome {
 
 /// The job's log (appended) and stdout file (truncated), created private to the user (0600).
 fn open_log(job: &Job) -> Result<(File, File)> {
-    let err = crate::fsutil::open_append(&job.log)?;
+    let err = crate::sys::fsutil::open_append(&job.log)?;
     let out = match &job.stdout {
         Some(p) => OpenOptions::new()
             .write(true)
@@ -175,7 +175,7 @@ pub async fn run(
             .stderr(err);
     });
     cmd.wrap(ProcessSession);
-    cmd.wrap(crate::kernel::KillWithParent);
+    cmd.wrap(crate::sys::kernel::KillWithParent);
     let started = Instant::now();
     let child = cmd
         .spawn()
@@ -186,7 +186,7 @@ pub async fn run(
     drop(cmd);
     let pgid = pid.cast_signed();
     kill::manage(pgid);
-    crate::failpoint::hit("job-spawned")?;
+    crate::sys::failpoint::hit("job-spawned")?;
     on_event(JobEvent::Spawned(pid));
     // Recorded: open the gate. A job that already died has no reader; that is its own ending.
     let _opened = std::io::Write::write_all(&mut gate_in, b"\n");

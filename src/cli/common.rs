@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use crate::agent::process::StopLevel;
 use crate::config::{self, Settings, Sources};
 use crate::error::{Error, Result};
-use crate::wiggum::evaluator::{self, Evaluator};
+use crate::gate::evaluator::{self, Evaluator};
 
 /// `$STUDIO_AGENTS_HOME/wiggum.toml` < `--config FILE`.
 pub fn settings(config_file: Option<PathBuf>) -> Result<Settings> {
@@ -22,7 +22,7 @@ pub fn settings(config_file: Option<PathBuf>) -> Result<Settings> {
 
 /// The document to judge (exit 2 naming it when unreadable).
 pub fn read_document(path: &Path) -> Result<String> {
-    crate::fsutil::read(path).map_err(|e| match e {
+    crate::sys::fsutil::read(path).map_err(|e| match e {
         Error::Io { source, .. } => Error::input(format!(
             "{}: cannot read the document: {source}",
             path.display()

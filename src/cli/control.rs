@@ -7,12 +7,12 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use crate::config;
-use crate::control;
+use crate::disk::layout::Layout;
+use crate::disk::lock::{self, Holder};
+use crate::disk::registry;
+use crate::disk::requests;
+use crate::disk::state;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
-use crate::lock::{self, Holder};
-use crate::registry;
-use crate::state;
 
 /// Flags of `stop`.
 #[derive(Debug, Args)]
@@ -85,7 +85,7 @@ fn wait_released(layout: &Layout, deadline: Option<Instant>) -> Result<bool> {
 /// Ask a running loop to stop (graceful, with `grace` seconds for the agent) without waiting.
 pub fn request_stop(topic: &str, layout: &Layout, grace: u64) -> Result<Holder> {
     let h = running(topic, layout)?;
-    control::update(&layout.control(), |r| r.stop_grace_secs = Some(grace))?;
+    requests::update(&layout.control(), |r| r.stop_grace_secs = Some(grace))?;
     signal_holder(&h, Signal::SIGTERM)?;
     Ok(h)
 }
@@ -93,7 +93,7 @@ pub fn request_stop(topic: &str, layout: &Layout, grace: u64) -> Result<Holder> 
 /// Set or clear the pause request of a running loop.
 pub fn pause_quiet(topic: &str, layout: &Layout, on: bool) -> Result<Holder> {
     let h = running(topic, layout)?;
-    control::update(&layout.control(), |r| {
+    requests::update(&layout.control(), |r| {
         r.pause = on;
         r.pause_reason = on.then(|| "paused by the user".into());
     })?;
@@ -105,7 +105,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
     let layout = layout_of(&a.topic)?;
     let h = running(&a.topic, &layout)?;
     if a.after_iteration {
-        control::update(&layout.control(), |r| r.stop_after_iteration = true)?;
+        requests::update(&layout.control(), |r| r.stop_after_iteration = true)?;
         let n = state::read(&layout.state())?.map_or(0, |s| s.current_iteration);
         println!(
             "loop `{}` (pid {}) will stop after iteration {n}; waiting…",

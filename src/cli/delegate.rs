@@ -12,11 +12,13 @@ use super::common;
 use crate::agent::output;
 use crate::agent::process::{self, Job, StopLevel};
 use crate::agent::spec;
+use crate::config;
+use crate::disk::layout::Layout;
+use crate::disk::registry;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use crate::ralph::start::StartOpts;
 use crate::ralph::templates;
-use crate::{config, fsutil, registry};
+use crate::sys::fsutil;
 
 /// `delegate` subcommands.
 #[derive(Debug, Subcommand)]
@@ -153,6 +155,6 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         config: config_file,
         ..StartOpts::default()
     };
-    crate::daemon::detach(&opts)?;
+    crate::supervisor::detach(&opts)?;
     Ok(0)
 }

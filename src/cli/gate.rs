@@ -13,9 +13,9 @@ use crate::agent::process::{self, Job, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::{self, RevisionOutput};
 use crate::error::{Error, Result};
-use crate::fsutil;
-use crate::wiggum::Verdict;
-use crate::wiggum::gate::{self, Producer};
+use crate::gate::Verdict;
+use crate::gate::rounds::{self, Producer};
+use crate::sys::fsutil;
 
 /// Flags of `gate`.
 #[derive(Debug, Args)]
@@ -142,7 +142,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     {
         eprintln!("warning: {w}; the gate is not independent");
     }
-    let opts = gate::Opts::from_settings(&settings, settings.defaults.max_rounds)?;
+    let opts = rounds::Opts::from_settings(&settings, settings.defaults.max_rounds)?;
     let mut producer = CommandProducer {
         spec,
         file: a.file.clone(),
@@ -153,7 +153,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     };
     let rt = common::runtime()?;
     let json = a.json;
-    let out = rt.block_on(gate::run(
+    let out = rt.block_on(rounds::run(
         &a.task,
         &a.task_type,
         &content,

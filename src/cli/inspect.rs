@@ -6,11 +6,14 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::control::layout_of;
+use crate::config;
+use crate::disk::layout::Layout;
+use crate::disk::registry;
+use crate::disk::runlog::{self, RunRecord};
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Layout;
-use crate::runlog::{self, RunRecord};
-use crate::vcs::Repo;
-use crate::{config, fsutil, registry, report};
+use crate::git::Repo;
+use crate::sys::fsutil;
+use crate::view::report;
 
 /// Flags of `logs`.
 #[derive(Debug, Args)]
@@ -183,7 +186,7 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         .into_iter()
         .filter(|r| r.record == "iteration")
         .collect();
-    let st = crate::state::read(&layout.state())?;
+    let st = crate::disk::state::read(&layout.state())?;
     if a.json {
         let v = serde_json::json!({"topic": a.topic, "state": st, "iterations": runs,
             "report": report::aggregate(&runs, 7.0)});

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::common;
 use crate::error::{Error, Result};
-use crate::wiggum::gate::Judge;
+use crate::gate::rounds::Judge;
 use clap::Args;
 
 /// Flags of `panel`.

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::daemon;
 use crate::error::Result;
 use crate::ralph::start::StartOpts;
+use crate::supervisor;
 
 /// Flags of `start`.
 #[derive(Debug, Args, Clone)]
@@ -73,11 +73,11 @@ impl StartArgs {
 pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     let opts = args.opts(config);
     if args.foreground {
-        return daemon::run_foreground(&opts);
+        return supervisor::run_foreground(&opts);
     }
-    let auto_watch = daemon::detach(&opts)?;
+    let auto_watch = supervisor::detach(&opts)?;
     if args.watch || auto_watch {
-        return crate::watch::run(&args.topic);
+        return crate::view::watch::run(&args.topic);
     }
     Ok(0)
 }

@@ -5,10 +5,10 @@ use clap::Args;
 use serde::Serialize;
 
 use crate::config;
+use crate::disk::layout::Layout;
+use crate::disk::state::{self, LoopState};
+use crate::disk::{registry, requests};
 use crate::error::Result;
-use crate::layout::Layout;
-use crate::state::{self, LoopState};
-use crate::{control, registry};
 
 /// Flags of `status`.
 #[derive(Debug, Args)]
@@ -78,7 +78,7 @@ pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
         Some(p) if usage => agent_usage(p),
         _ => (None, None),
     };
-    let ctl = control::read(&layout.control());
+    let ctl = requests::read(&layout.control());
     Ok(View {
         topic: topic.to_string(),
         status,

@@ -16,7 +16,7 @@ pub use settings::{
 };
 
 use crate::error::{Error, Result};
-use crate::fsutil;
+use crate::sys::fsutil;
 
 /// The home directory of studio-agents: `$STUDIO_AGENTS_HOME`, else `~/.studio-agents`.
 pub fn home_dir() -> Result<PathBuf> {

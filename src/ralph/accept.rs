@@ -10,9 +10,9 @@ use crate::agent::process::{self, Job};
 use crate::agent::spec::AgentSpec;
 use crate::config::{GateTarget, OnGateFail, RevisionOutput};
 use crate::error::Result;
-use crate::fsutil;
-use crate::wiggum::gate::{self, Producer};
-use crate::wiggum::{GateRecord, Verdict, evaluator};
+use crate::gate::rounds::{self, Producer};
+use crate::gate::{GateRecord, Verdict, evaluator};
+use crate::sys::fsutil;
 
 /// The first failing validation: a missing required file or a failing command.
 pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
@@ -126,7 +126,7 @@ pub async fn gate(
     if lp.settings.defaults.panel {
         judge.enable_panel(&lp.settings, "[defaults] panel")?;
     }
-    let opts = gate::Opts::from_settings(&lp.settings, max_rounds)?;
+    let opts = rounds::Opts::from_settings(&lp.settings, max_rounds)?;
     let task_type = lp.task_type.clone();
     let runs = lp.runner.layout.runs();
     let spec = lp.producer.clone();
@@ -139,11 +139,11 @@ pub async fn gate(
             dir,
             iteration: n,
         };
-        let out = gate::run(task, &task_type, &content, &judge, &mut producer, &opts, |r| {
+        let out = rounds::run(task, &task_type, &content, &judge, &mut producer, &opts, |r| {
             let rec = serde_json::json!({"record": "gate_round", "iteration": n, "round": r.round,
                 "score": r.score, "dims": r.dims, "issues": r.issues, "stub_penalty": r.stub_penalty,
                 "focus": r.focus, "at": chrono::Utc::now()});
-            if let Err(e) = crate::runlog::append(&runs, &rec) {
+            if let Err(e) = crate::disk::runlog::append(&runs, &rec) {
                 tracing::error!("{e}");
             }
         })

@@ -10,9 +10,9 @@ use std::time::Duration;
 use super::driver::Loop;
 use crate::agent::process::{self, Job};
 use crate::config::GitHooks;
+use crate::disk::layout::Layout;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Layout;
-use crate::vcs::{Pending, preflight};
+use crate::git::{Pending, preflight};
 
 /// How a commit attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,10 +145,10 @@ async fn run_hooks(
             command = format!("{command} {}", quote(&msg_file));
         }
         let job = hook_job(lp.repo.workdir(), command, &index, dir, lp);
-        crate::fsutil::append_line(&job.log, &format!("$ {name}"))?;
+        crate::sys::fsutil::append_line(&job.log, &format!("$ {name}"))?;
         let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
         if !out.ending.success() {
-            let last = crate::fsutil::read_tail(&job.log, 4096)?
+            let last = crate::sys::fsutil::read_tail(&job.log, 4096)?
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty() && !l.starts_with("$ "))
@@ -158,7 +158,7 @@ async fn run_hooks(
             return Ok(Err(format!("the {name} hook {}: {last}", out.ending)));
         }
     }
-    let edited = crate::fsutil::read_capped(&msg_file, 64 * 1024)?;
+    let edited = crate::sys::fsutil::read_capped(&msg_file, 64 * 1024)?;
     let edited: Vec<&str> = edited.lines().filter(|l| !l.starts_with('#')).collect();
     let edited = edited.join("\n").trim().to_string();
     if edited.is_empty() {

@@ -1,7 +1,7 @@
 //! Exit conditions and breakers (DESIGN §4 step 1), as pure functions over what the loop has
 //! seen. The loop gathers the facts; this decides.
 
-use crate::state::StopReason;
+use crate::disk::state::StopReason;
 
 /// Everything the pre-spawn exit check looks at.
 #[derive(Debug, Clone, Default)]

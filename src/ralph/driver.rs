@@ -7,16 +7,17 @@ use chrono::Utc;
 
 use super::decide::{self, Breaker, Facts};
 use super::runner::{Phase, Runner};
-use super::{fix_plan, iteration, metrics, templates};
+use super::{fix_plan, iteration, templates};
 use crate::agent::process::StopLevel;
 use crate::agent::spec::AgentSpec;
 use crate::config::Settings;
-use crate::control;
+use crate::disk::requests;
+use crate::disk::runlog::{self, Outcome, RunRecord};
+use crate::disk::state::{Status, StopReason};
 use crate::error::Result;
-use crate::fsutil;
-use crate::runlog::{self, Outcome, RunRecord};
-use crate::state::{Status, StopReason};
-use crate::vcs::Repo;
+use crate::git::Repo;
+use crate::quality::metrics;
+use crate::sys::fsutil;
 
 /// One loop, ready to run.
 pub struct Loop {
@@ -50,7 +51,7 @@ impl Loop {
     /// The evaluator for this run: a pool member chosen by md5(run_id), or the configured one.
     #[must_use]
     pub fn evaluator_for_run(&self) -> String {
-        crate::wiggum::evaluator::pick_from_pool(&self.settings.gate.pool, &self.run_id)
+        crate::gate::evaluator::pick_from_pool(&self.settings.gate.pool, &self.run_id)
             .cloned()
             .unwrap_or_else(|| self.evaluator.clone())
     }
@@ -59,7 +60,7 @@ impl Loop {
         let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
         Ok(Facts {
             stop_requested: self.runner.stop_level() >= StopLevel::Now
-                || control::read(&self.runner.layout.control()).stop_after_iteration,
+                || requests::read(&self.runner.layout.control()).stop_after_iteration,
             iterations_done: self.done,
             max_iterations: self.settings.defaults.max_iterations,
             plan_remaining: fix_plan::remaining(&plan),
@@ -104,20 +105,20 @@ impl Loop {
         let ctl = self.runner.layout.control();
         let review_at = self.settings.safety.require_human_review_at_iteration;
         if review_at > 0 && n == review_at && !self.runner.state.reviewed {
-            control::update(&ctl, |r| {
+            requests::update(&ctl, |r| {
                 r.pause = true;
                 r.pause_reason = Some(format!("human review before iteration {n}"));
             })?;
             self.runner.state.reviewed = true;
         }
-        if !control::read(&ctl).pause {
+        if !requests::read(&ctl).pause {
             return Ok(false);
         }
         self.runner.state.status = Status::Paused;
         self.runner.save()?;
         tracing::info!("paused before iteration {n}");
-        while control::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
-            if control::read(&ctl).stop_after_iteration {
+        while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
+            if requests::read(&ctl).stop_after_iteration {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

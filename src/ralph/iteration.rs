@@ -10,10 +10,10 @@ use super::driver::Loop;
 use super::runner::{AgentRun, Phase};
 use super::{accept, commit, fix_plan, promise, templates};
 use crate::agent::process::{Ending, StopLevel};
+use crate::disk::runlog::{self, Outcome, RunRecord};
+use crate::disk::state::StopReason;
 use crate::error::Result as Res;
-use crate::fsutil;
-use crate::runlog::{self, Outcome, RunRecord};
-use crate::state::StopReason;
+use crate::sys::fsutil;
 
 /// What the loop does next.
 #[derive(Debug)]
@@ -74,7 +74,7 @@ fn verdict_line(r: &RunRecord) -> String {
 
 /// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not
 /// done, as far as the loop is concerned). Returns whether anything changed.
-pub fn restore_plan(layout: &crate::layout::Layout) -> Res<bool> {
+pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
     let Some(before) = fsutil::read_opt(&layout.plan_backup())? else {
         return Ok(false);
     };
@@ -90,7 +90,7 @@ pub fn restore_plan(layout: &crate::layout::Layout) -> Res<bool> {
 
 /// Move iteration `n`'s directory into `wiggum/discarded/` as `iteration-NNN.<label>.<time>`:
 /// evidence is kept, never committed, and out of the way of the next attempt.
-pub fn move_aside(layout: &crate::layout::Layout, n: u32, label: &str) -> Res<()> {
+pub fn move_aside(layout: &crate::disk::layout::Layout, n: u32, label: &str) -> Res<()> {
     let dir = layout.iteration_dir(n);
     if !dir.exists() {
         return Ok(());
@@ -100,7 +100,7 @@ pub fn move_aside(layout: &crate::layout::Layout, n: u32, label: &str) -> Res<()
     let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
     let to = aside.join(format!(
         "{}.{label}.{stamp}",
-        crate::layout::iteration_dir_name(n)
+        crate::disk::layout::iteration_dir_name(n)
     ));
     std::fs::rename(&dir, &to).map_err(|e| crate::error::Error::Io {
         path: dir,
@@ -111,7 +111,7 @@ pub fn move_aside(layout: &crate::layout::Layout, n: u32, label: &str) -> Res<()
 
 /// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
 /// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
-fn guard_plan(layout: &crate::layout::Layout, plan_before: &str) -> Res<Option<String>> {
+fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
     let open = fix_plan::remaining(plan_before);
     let now = fsutil::read_opt(&layout.fix_plan())?;
     if open == 0 || now.as_deref().is_some_and(fix_plan::has_items) {
@@ -282,14 +282,14 @@ async fn accept_changes(
             .cloned()
             .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
         let msg = accept::commit_message(n, review.as_deref(), &fallback);
-        crate::failpoint::hit("before-commit")?;
+        crate::sys::failpoint::hit("before-commit")?;
         match commit::commit(lp, &msg, changed, Some(dir), dir).await? {
             commit::Committed::Rejected(why) => {
                 return reject(lp, rec, why, changed);
             }
             done => rec.commit = done.sha(),
         }
-        crate::failpoint::hit("after-commit")?;
+        crate::sys::failpoint::hit("after-commit")?;
         lp.runner.state.last_committed_iteration = n;
         rec.outcome = Outcome::Accepted;
     } else {

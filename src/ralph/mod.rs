@@ -7,7 +7,6 @@ pub mod decide;
 pub mod driver;
 pub mod fix_plan;
 pub mod iteration;
-pub mod metrics;
 pub mod promise;
 pub mod recover;
 pub mod runner;

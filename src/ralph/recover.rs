@@ -5,11 +5,11 @@
 use chrono::Utc;
 
 use crate::agent::kill;
+use crate::disk::layout::Layout;
+use crate::disk::runlog::{self, Outcome};
+use crate::disk::state::{self, Loaded, LoopState};
 use crate::error::Result;
-use crate::fsutil;
-use crate::layout::Layout;
-use crate::runlog::{self, Outcome};
-use crate::state::{self, Loaded, LoopState};
+use crate::sys::fsutil;
 
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
@@ -55,7 +55,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         .max()
         .unwrap_or(0);
     // Committed, but the supervisor died before its run record was written: not interrupted.
-    if let Some((n, sha)) = crate::vcs::head_iteration(layout.root())
+    if let Some((n, sha)) = crate::git::head_iteration(layout.root())
         && n > completed
     {
         let rec = serde_json::json!({"record": "iteration", "iteration": n, "attempt": 0,

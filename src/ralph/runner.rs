@@ -11,10 +11,10 @@ use crate::agent::output::{self, Report};
 use crate::agent::process::{self, Job, JobEvent, Outcome, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::Safety;
+use crate::disk::layout::Layout;
+use crate::disk::state::{self, LoopState, Status};
 use crate::error::Result;
-use crate::fsutil;
-use crate::layout::Layout;
-use crate::state::{self, LoopState, Status};
+use crate::sys::fsutil;
 
 /// Everything needed to run agents for one loop; owns the loop's state.
 pub struct Runner {

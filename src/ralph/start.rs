@@ -13,12 +13,13 @@ use super::templates;
 use crate::agent::process::StopLevel;
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::{self, Settings, Sources};
+use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 
-use crate::state::{LoopState, Status};
-use crate::vcs::Repo;
-use crate::{control, fsutil, registry, wiggum};
+use crate::disk::state::{LoopState, Status};
+use crate::disk::{registry, requests};
+use crate::git::Repo;
+use crate::sys::fsutil;
 
 /// What the user asked for on the command line.
 #[derive(Debug, Clone, Default)]
@@ -162,7 +163,8 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     };
     let evaluator = settings.defaults.evaluator.clone();
     let (_tx, rx) = watch::channel(StopLevel::None);
-    let mut judge = wiggum::evaluator::resolve(&settings, &evaluator, origin, layout.wiggum(), rx)?;
+    let mut judge =
+        crate::gate::evaluator::resolve(&settings, &evaluator, origin, layout.wiggum(), rx)?;
     if settings.defaults.panel {
         judge.enable_panel(&settings, "--panel")?;
     }
@@ -173,7 +175,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             layout.root().display()
         )));
     }
-    let findings = crate::vcs::preflight::check(layout.root())?;
+    let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();
     if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {
         notes.push(format!(
@@ -203,7 +205,7 @@ fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
     if repo.head().is_none() {
         return Ok(None);
     }
-    let carried = crate::state::read(&layout.state())
+    let carried = crate::disk::state::read(&layout.state())
         .ok()
         .flatten()
         .map(|s| s.carried_paths)
@@ -275,7 +277,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     let layout = p.layout.clone();
     let (prev, completed) = super::recover::recover(&layout).await?;
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
-    control::clear(&layout.control())?;
+    requests::clear(&layout.control())?;
     let repo = Repo::open_or_init(layout.root())?;
     let prev = prev.unwrap_or_default();
     let state = LoopState {

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use crate::disk::layout::Layout;
 use crate::error::Result;
-use crate::fsutil;
-use crate::layout::Layout;
+use crate::sys::fsutil;
 
 /// The memory files and their templates.
 pub const FILES: [(&str, &str); 5] = [

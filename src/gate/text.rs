@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::markdown;
+use crate::quality::markdown;
 
 static THINK: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(

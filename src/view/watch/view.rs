@@ -166,9 +166,9 @@ mod tests {
 
     #[test]
     fn shows_status_iteration_items_log_and_commands() {
-        let st = crate::state::LoopState {
+        let st = crate::disk::state::LoopState {
             topic: "t".into(),
-            status: crate::state::Status::Running,
+            status: crate::disk::state::Status::Running,
             current_iteration: 3,
             max_iterations: 10,
             items_remaining: Some(4),

@@ -191,7 +191,7 @@ fn ignore_files(repo: &Repository, workdir: &Path, repo_rel: &Path) -> Vec<(Path
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcs::tests::git;
+    use crate::git::tests::git;
 
     #[test]
     fn an_ignored_artifact_dir_is_refused_naming_the_rule() {

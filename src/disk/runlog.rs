@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::agent::process::Ending;
 use crate::error::{Error, IoContext, Result};
-use crate::fsutil;
-use crate::ralph::metrics::Metrics;
-use crate::wiggum::GateRecord;
+use crate::gate::GateRecord;
+use crate::quality::metrics::Metrics;
+use crate::sys::fsutil;
 
 /// What happened to an iteration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

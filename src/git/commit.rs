@@ -11,8 +11,8 @@ use git2::build::TreeUpdateBuilder;
 use git2::{FileMode, IndexEntry, IndexTime, Oid, Signature};
 
 use super::Repo;
+use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
-use crate::layout::Layout;
 
 /// A tree ready to be committed on top of `parent`.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ impl Repo {
         let tree = update
             .create_updated(&self.repo, &base)
             .git_at(wd, "build the commit's tree")?;
-        crate::failpoint::hit("commit-after-stage")?;
+        crate::sys::failpoint::hit("commit-after-stage")?;
         if tree == base.id() && parent.is_some() {
             return Ok(None);
         }

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use super::*;
 use crate::config::default_weights;
 use crate::error::Error;
-use crate::wiggum::Evaluation;
+use crate::gate::Evaluation;
 
 /// A judge that answers scripted dimension sets in order, recording what it was shown.
 struct Scripted {

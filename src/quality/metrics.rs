@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::QualityWeights;
-use crate::markdown::{self, Block};
+use crate::quality::markdown::{self, Block};
 
 /// The four metrics and their weighted mean.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]

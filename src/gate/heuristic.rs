@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 use super::Evaluation;
 use super::rubric::Dims;
 use crate::config::QualityWeights;
-use crate::markdown::{self, Block};
-use crate::ralph::metrics;
+use crate::quality::markdown::{self, Block};
+use crate::quality::metrics;
 
 const STOP: [&str; 20] = [
     "this", "that", "with", "from", "have", "will", "what", "about", "into", "your", "their",
@@ -104,7 +104,7 @@ fn advice(dim: &str) -> &'static str {
 mod tests {
     use super::*;
     use crate::config::default_weights;
-    use crate::wiggum::rubric::weighted;
+    use crate::gate::rubric::weighted;
 
     const GOOD: &str = include_str!("../../tests/fixtures/good-artifact.md");
 

@@ -13,8 +13,8 @@ use std::time::Duration;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 
 use crate::cli::control;
+use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
-use crate::layout::Layout;
 use keys::{Action, Key, Mode};
 
 const TICK: Duration = Duration::from_millis(500);
@@ -72,8 +72,8 @@ fn act(topic: &str, layout: &Layout, a: Action) -> Result<String> {
         }
         Action::AddSign(what, fix) => {
             let path = layout.memory("AGENT.md");
-            let text = crate::fsutil::read_opt(&path)?.unwrap_or_default();
-            crate::fsutil::atomic_write(
+            let text = crate::sys::fsutil::read_opt(&path)?.unwrap_or_default();
+            crate::sys::fsutil::atomic_write(
                 &path,
                 crate::ralph::signs::add(&text, &what, &fix).as_bytes(),
             )?;

@@ -36,7 +36,7 @@ pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()>
             .at(tmp.path(), "set the mode of")?;
     }
     tmp.as_file().sync_all().at(tmp.path(), "fsync")?;
-    crate::failpoint::hit(failpoint)?;
+    crate::sys::failpoint::hit(failpoint)?;
     tmp.persist(path)
         .map_err(|e| e.error)
         .at(path, "rename a temp file over")?;

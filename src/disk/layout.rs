@@ -230,7 +230,7 @@ mod tests {
         ] {
             assert!(!Layout::is_runtime_path(Path::new(p)), "{p}");
         }
-        let ignore = include_str!("../templates/gitignore");
+        let ignore = include_str!("../../templates/gitignore");
         for pattern in [
             ".lock",
             "runs.jsonl",

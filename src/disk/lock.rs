@@ -17,9 +17,9 @@ use std::path::{Path, PathBuf};
 use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
+use crate::disk::layout::Layout;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Layout;
-use crate::procs;
+use crate::sys::procs;
 
 /// Who holds the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,7 +103,7 @@ impl Guard {
         if let Some(dir) = self.path.parent()
             && !dir.is_dir()
         {
-            crate::fsutil::create_dir_all(dir)?;
+            crate::sys::fsutil::create_dir_all(dir)?;
         }
         let mut file = open(&self.path)?;
         match file.try_lock() {
@@ -138,7 +138,7 @@ fn me(topic: &str) -> Holder {
 /// Open (or create, 0600) a lock file; a symlink planted at the path is removed, never followed.
 fn open(path: &Path) -> Result<File> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
-        crate::fsutil::remove_file_opt(path)?;
+        crate::sys::fsutil::remove_file_opt(path)?;
     }
     OpenOptions::new()
         .read(true)
@@ -170,7 +170,7 @@ fn write_holder(file: &mut File, path: &Path, h: &Holder) -> Result<()> {
 /// Take the lock for loop `topic` or say who has it (exit code 3).
 pub fn acquire(path: &Path, topic: &str) -> Result<Guard> {
     if let Some(dir) = path.parent() {
-        crate::fsutil::create_dir_all(dir)?;
+        crate::sys::fsutil::create_dir_all(dir)?;
     }
     let mut file = open(path)?;
     match file.try_lock() {

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::gate::Judge;
 use super::panel::{self, Review};
+use super::rounds::Judge;
 use super::{Evaluation, extract, heuristic, http, prompts};
 use crate::agent::process::{self, Job, StopLevel};
 use crate::config::{EvaluatorEntry, EvaluatorKind, Settings};
@@ -143,13 +143,13 @@ impl Evaluator {
     }
 
     async fn run_command(&self, command: &str, prompt: &str) -> Result<String> {
-        crate::fsutil::create_dir_all(&self.work)?;
+        crate::sys::fsutil::create_dir_all(&self.work)?;
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let stamp = format!("{}-{seq}", chrono::Utc::now().format("%H%M%S%f"));
         let input = self.work.join(format!("eval-{stamp}.prompt.md"));
         let answer = self.work.join(format!("eval-{stamp}.answer.md"));
-        crate::fsutil::atomic_write(&input, prompt.as_bytes())?;
+        crate::sys::fsutil::atomic_write(&input, prompt.as_bytes())?;
         let job = Job {
             command: command.to_string(),
             cwd: self.work.clone(),
@@ -163,9 +163,9 @@ impl Evaluator {
         };
         let mut control = self.control.clone();
         let out = process::run(&job, &mut control, |_| {}).await?;
-        let text = crate::fsutil::read_capped(&answer, crate::fsutil::ANSWER_CAP);
-        crate::fsutil::remove_file_opt(&input)?;
-        crate::fsutil::remove_file_opt(&answer)?;
+        let text = crate::sys::fsutil::read_capped(&answer, crate::sys::fsutil::ANSWER_CAP);
+        crate::sys::fsutil::remove_file_opt(&input)?;
+        crate::sys::fsutil::remove_file_opt(&answer)?;
         let text = text?;
         if !out.ending.success() {
             return Err(Error::runtime(format!(

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::runlog::RunRecord;
-use crate::wiggum::Verdict;
+use crate::disk::runlog::RunRecord;
+use crate::gate::Verdict;
 
 /// The analytics of a set of iterations.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -103,10 +103,10 @@ pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wiggum::gate::{GateRecord, Termination};
+    use crate::gate::rounds::{GateRecord, Termination};
 
     fn rec(verdict: Verdict, r1: f64, fin: f64, rounds: u32, issue: &str) -> RunRecord {
-        let dims = crate::wiggum::rubric::six([6.0, 8.0, 8.0, 6.5, 8.0, 9.0]);
+        let dims = crate::gate::rubric::six([6.0, 8.0, 8.0, 6.5, 8.0, 9.0]);
         let gate = GateRecord {
             verdict,
             termination: Termination::Pass,

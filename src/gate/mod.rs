@@ -3,15 +3,15 @@
 
 pub mod evaluator;
 pub mod extract;
-pub mod gate;
 pub mod heuristic;
 pub mod http;
 pub mod panel;
 pub mod prompts;
+pub mod rounds;
 pub mod rubric;
 pub mod text;
 
-pub use gate::{GateRecord, Verdict};
+pub use rounds::{GateRecord, Verdict};
 
 /// What an evaluator said of one output.
 #[derive(Debug, Clone, PartialEq)]

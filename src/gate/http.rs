@@ -137,7 +137,7 @@ async fn attempt(
         Err(e) => return Attempt::Retry(format!("cannot connect ({})", root_cause(&e))),
     };
     let status = resp.status();
-    let text = match body_capped(resp, crate::fsutil::ANSWER_CAP).await {
+    let text = match body_capped(resp, crate::sys::fsutil::ANSWER_CAP).await {
         Ok(t) => t,
         Err(why) => return Attempt::Fatal(why),
     };

@@ -1,13 +1,13 @@
 //! What the live view shows, read from disk (state, control requests, run records, the plan and
 //! the running agent's log), the same way `status` reads it: without the daemon's help.
 
-use crate::control;
+use crate::disk::layout::Layout;
+use crate::disk::requests;
+use crate::disk::runlog::{self, RunRecord};
+use crate::disk::state::{self, LoopState};
 use crate::error::Result;
-use crate::fsutil;
-use crate::layout::Layout;
 use crate::ralph::fix_plan;
-use crate::runlog::{self, RunRecord};
-use crate::state::{self, LoopState};
+use crate::sys::fsutil;
 
 /// One frame's worth of facts.
 #[derive(Debug, Clone, Default)]
@@ -43,7 +43,7 @@ pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> 
     let st = state::read(&layout.state()).unwrap_or(None);
     let pid = crate::cli::control::holder_of(layout)?.map(|h| h.pid);
     let running = pid.is_some();
-    let ctl = control::read(&layout.control());
+    let ctl = requests::read(&layout.control());
     let runs = runlog::read(&layout.runs())?;
     let recent: Vec<RunRecord> = runs
         .into_iter()
@@ -106,7 +106,7 @@ mod tests {
     fn a_live_state_without_a_lock_is_dead() {
         let s = Snapshot {
             state: Some(LoopState {
-                status: crate::state::Status::Running,
+                status: crate::disk::state::Status::Running,
                 ..LoopState::default()
             }),
             running: false,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, StatusOptions};
 
 use super::Repo;
+use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
-use crate::layout::Layout;
 
 /// Git's "skip-worktree" index flag (sparse checkout): such files are absent from the work tree on
 /// purpose, and libgit2's status reports them as deleted.

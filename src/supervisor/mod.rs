@@ -13,12 +13,12 @@ use tokio::sync::watch;
 use crate::agent::kill;
 use crate::agent::process::StopLevel;
 use crate::config;
-use crate::control;
+use crate::disk::layout::Layout;
+use crate::disk::lock;
+use crate::disk::requests;
+use crate::disk::state::Status;
 use crate::error::{Error, IoContext, Result};
-use crate::layout::Layout;
-use crate::lock;
 use crate::ralph::start::{self, Prepared, StartOpts};
-use crate::state::Status;
 
 /// Set in the detached child so it logs to `daemon.log`.
 const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
@@ -84,7 +84,7 @@ async fn serve(p: Prepared) -> Result<i32> {
         Ok(r) => r,
         Err(e) => {
             lp.runner.state.status = Status::Failed;
-            lp.runner.state.stop_reason = Some(crate::state::StopReason::Error);
+            lp.runner.state.stop_reason = Some(crate::disk::state::StopReason::Error);
             lp.runner.state.stop_detail = Some(e.to_string());
             lp.runner.save()?;
             return Err(e);
@@ -119,7 +119,7 @@ fn spawn_signal_handler(
             if count == 1 {
                 tracing::info!("stop requested: stopping the agent (a second signal forces)");
                 let _sent = tx.send(StopLevel::Now);
-                if let Some(g) = control::read(&control_path).stop_grace_secs {
+                if let Some(g) = requests::read(&control_path).stop_grace_secs {
                     let tx = tx.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_secs(g)).await;
@@ -222,7 +222,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     start::init(&p)?;
     let log_path = p.layout.daemon_log();
     rotate_log(&log_path)?;
-    let log = crate::fsutil::open_append(&log_path)?;
+    let log = crate::sys::fsutil::open_append(&log_path)?;
     let err = log.try_clone().at(&log_path, "clone handle")?;
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
@@ -246,7 +246,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
             .try_wait()
             .map_err(|e| Error::runtime(format!("daemon: {e}")))?
         {
-            let last = crate::fsutil::read_tail(&log_path, 4096)?
+            let last = crate::sys::fsutil::read_tail(&log_path, 4096)?
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty())

@@ -1,0 +1,11 @@
+//! The on-disk contract: the only thing the daemon and the other shells share. Every path of a
+//! loop (`layout`), its state (`state`), run records (`runlog`), requests from other shells
+//! (`requests`: pause, stop after the iteration, stop grace), the locks (`lock`), and the topic
+//! registry (`registry`). May import `sys` only.
+
+pub mod layout;
+pub mod lock;
+pub mod registry;
+pub mod requests;
+pub mod runlog;
+pub mod state;

@@ -1,0 +1,8 @@
+//! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
+//! file IO (`fsutil`), the `/proc` reader (`procs`), test failpoints (`failpoint`), and the one
+//! module with `unsafe` code (`kernel`).
+
+pub mod failpoint;
+pub mod fsutil;
+pub mod kernel;
+pub mod procs;

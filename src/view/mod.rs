@@ -1,0 +1,6 @@
+//! Reading a loop from any shell: one read model of a loop for `status`, `list`, `watch` and
+//! `summary`, the analytics of `report`, and the live view (`watch`). Reads `disk`; acts on a loop
+//! only through `disk::requests`.
+
+pub mod report;
+pub mod watch;
