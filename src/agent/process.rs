@@ -10,10 +10,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use process_wrap::tokio::{CommandWrap, ProcessSession};
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 
 use super::kill;
+pub use crate::disk::records::Ending;
 use crate::error::{Error, IoContext, Result};
 
 /// How urgently the supervisor wants the current job gone.
@@ -50,50 +50,6 @@ pub struct Job {
     pub grace: Duration,
     /// The per-run token every descendant inherits.
     pub token: String,
-}
-
-/// How a job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Ending {
-    /// It exited by itself with this code.
-    Exited {
-        /// Exit code.
-        code: i32,
-    },
-    /// A signal not sent by us ended it.
-    Signaled {
-        /// Signal number.
-        signal: i32,
-    },
-    /// The wall limit ran out and we killed it.
-    TimedOut,
-    /// A stop request killed it.
-    Stopped,
-}
-
-impl std::fmt::Display for Ending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Ending::Exited { code } => write!(f, "exited with code {code}"),
-            Ending::Signaled { signal } => write!(f, "was killed by signal {signal}"),
-            Ending::TimedOut => write!(f, "timed out and was killed"),
-            Ending::Stopped => write!(f, "was stopped"),
-        }
-    }
-}
-
-impl Ending {
-    /// Exited with code 0.
-    #[must_use]
-    pub fn success(self) -> bool {
-        self == Ending::Exited { code: 0 }
-    }
-    /// Ended by us or a signal rather than on its own.
-    #[must_use]
-    pub fn killed(self) -> bool {
-        !matches!(self, Ending::Exited { .. })
-    }
 }
 
 /// The result of a job.

@@ -70,11 +70,3 @@ pub fn judging(settings: &Settings, value: Option<&String>, flag: &str) -> Resul
         _tx: tx,
     })
 }
-
-/// A current-thread runtime for one command.
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::runtime(format!("cannot start the async runtime: {e}")))
-}

@@ -119,7 +119,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
     };
     let (_tx, mut rx) = watch::channel(StopLevel::None);
     crate::agent::kill::become_subreaper();
-    let out = common::runtime()?.block_on(process::run(&job, &mut rx, |_| {}))?;
+    let out = crate::sys::runtime::runtime()?.block_on(process::run(&job, &mut rx, |_| {}))?;
     if !out.ending.success() {
         return Err(Error::runtime(format!(
             "the agent {}; see {}",

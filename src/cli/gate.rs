@@ -151,7 +151,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         limit: Duration::from_secs(settings.safety.max_time_per_iteration),
         temperature: settings.gate.revision_temperature,
     };
-    let rt = common::runtime()?;
+    let rt = crate::sys::runtime::runtime()?;
     let json = a.json;
     let out = rt.block_on(rounds::run(
         &a.task,

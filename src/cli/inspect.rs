@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::control::layout_of;
 use crate::config;
+use crate::disk::handle::Handle;
 use crate::disk::layout::Layout;
 use crate::disk::registry;
 use crate::disk::runlog::{self, RunRecord};
@@ -93,7 +93,7 @@ fn latest_iteration(layout: &Layout) -> Option<u32> {
 
 /// `logs`.
 pub fn logs(a: &LogsArgs) -> Result<i32> {
-    let layout = layout_of(&a.topic)?;
+    let layout = Handle::open(&a.topic)?.layout;
     let n = a
         .iteration
         .or_else(|| latest_iteration(&layout))
@@ -120,7 +120,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             pos += std::io::copy(&mut f, &mut out).at(&path, "print")?;
             out.flush().at(&path, "print")?;
         }
-        if !a.follow || super::control::holder_of(&layout)?.is_none() {
+        if !a.follow || crate::disk::lock::find(&crate::config::home_dir()?, &layout)?.is_none() {
             return Ok(0);
         }
         std::thread::sleep(Duration::from_millis(200)); // allow: follow polls, never spins
@@ -129,7 +129,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
 
 /// `diff`.
 pub fn diff(a: &DiffArgs) -> Result<i32> {
-    let layout = layout_of(&a.topic)?;
+    let layout = Handle::open(&a.topic)?.layout;
     let runs = runlog::read(&layout.runs())?;
     let rec = match a.iteration {
         Some(n) => runs
@@ -181,7 +181,7 @@ fn row(r: &RunRecord) -> String {
 
 /// `summary`.
 pub fn summary(a: &SummaryArgs) -> Result<i32> {
-    let layout = layout_of(&a.topic)?;
+    let layout = Handle::open(&a.topic)?.layout;
     let runs: Vec<RunRecord> = runlog::read(&layout.runs())?
         .into_iter()
         .filter(|r| r.record == "iteration")
@@ -214,7 +214,7 @@ pub fn sign(s: &Sign) -> Result<i32> {
     if what.trim().is_empty() || fix.trim().is_empty() {
         return Err(Error::input("sign add: --what and --fix must not be empty"));
     }
-    let layout = layout_of(topic)?;
+    let layout = Handle::open(topic)?.layout;
     let path = layout.memory("AGENT.md");
     let text = fsutil::read_opt(&path)?.unwrap_or_default();
     let new = crate::ralph::signs::add(&text, what, fix);

@@ -38,7 +38,7 @@ pub fn run(a: &PanelArgs, config_file: Option<PathBuf>) -> Result<i32> {
             "[defaults] evaluator"
         },
     )?;
-    let rt = common::runtime()?;
+    let rt = crate::sys::runtime::runtime()?;
     let reviews = rt.block_on(judge.panel(&a.task, &content));
     if a.json {
         println!(

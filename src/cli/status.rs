@@ -68,7 +68,7 @@ fn agent_usage(pid: u32) -> (Option<f32>, Option<u64>) {
 /// Build the view of one loop.
 pub fn view(topic: &str, layout: &Layout, usage: bool) -> Result<View> {
     let st = state::read(&layout.state()).unwrap_or(None);
-    let holder = super::control::holder_of(layout)?;
+    let holder = crate::disk::lock::find(&config::home_dir()?, layout)?;
     let status = state::shown_status(st.as_ref(), holder.is_some()).to_string();
     let agent_pid = st
         .as_ref()
@@ -155,7 +155,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
     let Some(topic) = &a.topic else {
         return list(&ListArgs { json: a.json });
     };
-    let layout = super::control::layout_of(topic)?;
+    let layout = crate::disk::handle::Handle::open(topic)?.layout;
     let v = view(topic, &layout, true)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());

@@ -3,8 +3,10 @@
 //! (`requests`: pause, stop after the iteration, stop grace), the locks (`lock`), and the topic
 //! registry (`registry`). May import `sys` only.
 
+pub mod handle;
 pub mod layout;
 pub mod lock;
+pub mod records;
 pub mod registry;
 pub mod requests;
 pub mod runlog;

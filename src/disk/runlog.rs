@@ -3,113 +3,11 @@
 
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::agent::process::Ending;
+pub use super::records::{Outcome, RunRecord};
 use crate::error::{Error, IoContext, Result};
-use crate::gate::GateRecord;
-use crate::quality::metrics::Metrics;
 use crate::sys::fsutil;
-
-/// What happened to an iteration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Passed validation and the gate (or the gate's FAIL policy kept it); committed.
-    Accepted,
-    /// The gate failed it and the policy reverted it.
-    GateFailed,
-    /// A validation command or required file failed; not committed.
-    Rejected,
-    /// The agent changed nothing.
-    NoChange,
-    /// Killed or failed without changes; discarded and retried.
-    Crashed,
-    /// The supervisor stopped (or died) mid-iteration; discarded.
-    Interrupted,
-    /// The planning phase.
-    Planned,
-}
-
-impl Outcome {
-    /// The snake_case name, as in the JSON.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Accepted => "accepted",
-            Outcome::GateFailed => "gate_failed",
-            Outcome::Rejected => "rejected",
-            Outcome::NoChange => "no_change",
-            Outcome::Crashed => "crashed",
-            Outcome::Interrupted => "interrupted",
-            Outcome::Planned => "planned",
-        }
-    }
-}
-
-/// One line of `runs.jsonl` (a documented contract, see docs/json.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// `iteration`, `planning` or `gate_round`.
-    pub record: String,
-    /// The iteration number (0 for planning).
-    pub iteration: u32,
-    /// Attempt number within the iteration (1 = first try).
-    #[serde(default = "one")]
-    pub attempt: u32,
-    /// Start of the agent run.
-    pub started_at: DateTime<Utc>,
-    /// End of the iteration.
-    pub ended_at: DateTime<Utc>,
-    /// Wall time, ms.
-    pub duration_ms: u64,
-    /// The agent's pid.
-    #[serde(default)]
-    pub agent_pid: Option<u32>,
-    /// How the agent ended.
-    #[serde(default)]
-    pub agent_exit: Option<Ending>,
-    /// Killed at the wall limit.
-    #[serde(default)]
-    pub timed_out: bool,
-    /// Reported cost, USD.
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-    /// Reported input tokens.
-    #[serde(default)]
-    pub tokens_in: Option<u64>,
-    /// Reported output tokens.
-    #[serde(default)]
-    pub tokens_out: Option<u64>,
-    /// Paths the agent changed (relative to the artifact dir).
-    #[serde(default)]
-    pub files_changed: Vec<String>,
-    /// The commit, if one was made.
-    #[serde(default)]
-    pub commit: Option<String>,
-    /// Built-in quality metrics of the artifact after the iteration.
-    #[serde(default)]
-    pub quality: Option<Metrics>,
-    /// The validation command that failed, if any.
-    #[serde(default)]
-    pub validation_failed: Option<String>,
-    /// The gate's record.
-    #[serde(default)]
-    pub gate: Option<GateRecord>,
-    /// The agent printed the completion promise.
-    #[serde(default)]
-    pub promise_seen: bool,
-    /// What happened.
-    pub outcome: Outcome,
-    /// A note (the breaker's reason, an error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
-
-fn one() -> u32 {
-    1
-}
 
 /// Append a record.
 pub fn append(path: &Path, rec: &impl Serialize) -> Result<()> {
@@ -144,6 +42,8 @@ pub fn for_each(path: &Path, mut each: impl FnMut(RunRecord)) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disk::records::Ending;
+    use chrono::Utc;
 
     fn rec(i: u32) -> RunRecord {
         RunRecord {

@@ -11,7 +11,7 @@ pub mod rounds;
 pub mod rubric;
 pub mod text;
 
-pub use rounds::{GateRecord, Verdict};
+pub use crate::disk::records::{GateRecord, Verdict};
 
 /// What an evaluator said of one output.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,20 +2,7 @@
 //! Newcomer review the same excerpt concurrently; their issues, prefixed `[Persona]`, join the
 //! evaluator's, de-duplicated case-insensitively. The panel never gates.
 
-use serde::{Deserialize, Serialize};
-
-/// One persona's review.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Review {
-    /// The persona's name.
-    pub persona: String,
-    /// Its score, 0–10.
-    pub score: Option<f64>,
-    /// Specific problems it saw.
-    pub issues: Vec<String>,
-    /// What was done well.
-    pub strengths: Vec<String>,
-}
+pub use crate::disk::records::Review;
 
 /// The personas and the lens each reads with.
 pub const PERSONAS: [(&str, &str); 3] = [

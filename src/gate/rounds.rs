@@ -9,64 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::rubric::{self, Dims};
 use super::{Evaluation, prompts, text};
+use crate::disk::records::{GateRecord, Termination, Verdict};
 use crate::error::Result;
-
-/// The gate's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Verdict {
-    /// Score reached the threshold.
-    Pass,
-    /// Rounds exhausted, cycling, or nothing to revise with.
-    Fail,
-    /// The evaluator or producer failed.
-    Error,
-}
-
-impl Verdict {
-    /// `PASS`, `FAIL` or `ERROR`, as in the JSON.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "PASS",
-            Verdict::Fail => "FAIL",
-            Verdict::Error => "ERROR",
-        }
-    }
-}
-
-/// Why the gate stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Termination {
-    /// Score ≥ threshold.
-    Pass,
-    /// Max rounds reached.
-    RoundsExhausted,
-    /// Every dimension equal to the previous round's.
-    Cycling,
-    /// The revision came back unchanged (no evaluation spent on it).
-    Unchanged,
-    /// No producer to revise with.
-    NoProducer,
-    /// Evaluator or producer failure.
-    Error,
-}
-
-impl Termination {
-    /// The snake_case name, as in the JSON.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Termination::Pass => "pass",
-            Termination::RoundsExhausted => "rounds_exhausted",
-            Termination::Cycling => "cycling",
-            Termination::Unchanged => "unchanged",
-            Termination::NoProducer => "no_producer",
-            Termination::Error => "error",
-        }
-    }
-}
 
 /// The gate's knobs.
 #[derive(Debug, Clone)]
@@ -117,39 +61,6 @@ pub struct Round {
     pub stub_penalty: usize,
     /// Dimensions below the focus threshold.
     pub focus: Vec<String>,
-}
-
-/// The gate's record, as stored in `runs.jsonl` and printed by `gate --json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateRecord {
-    /// PASS, FAIL or ERROR.
-    #[serde(rename = "final")]
-    pub verdict: Verdict,
-    /// Why it stopped.
-    pub termination: Termination,
-    /// Rounds evaluated.
-    pub rounds: u32,
-    /// The first round's score.
-    pub wiggum_r1: Option<f64>,
-    /// The best round's score (the content kept).
-    pub final_score: Option<f64>,
-    /// Which round's content was kept.
-    pub best_round: Option<u32>,
-    /// Dimensions by round: `{"r1": {...}, "r2": {...}}`.
-    pub wiggum_scores: BTreeMap<String, Dims>,
-    /// Issues by round.
-    pub issues: BTreeMap<String, Vec<String>>,
-    /// The evaluator used.
-    pub evaluator: String,
-    /// The panel's reviews by round, when it ran.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub panel_reviews: BTreeMap<String, Vec<super::panel::Review>>,
-    /// The evaluator and producer are the same model, or a template looked contaminated.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub contamination_warning: Option<String>,
-    /// The failure, for ERROR.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
 }
 
 /// What the gate returns.

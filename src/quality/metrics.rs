@@ -1,25 +1,10 @@
 //! The built-in heuristic quality metrics of ADR 0015: completeness, verification, clarity and
 //! actionability, each 0–1, and their weighted overall score. Deterministic and offline. Pure.
 
-use serde::{Deserialize, Serialize};
+pub use crate::disk::records::Metrics;
 
 use crate::config::QualityWeights;
 use crate::quality::markdown::{self, Block};
-
-/// The four metrics and their weighted mean.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
-pub struct Metrics {
-    /// Sections present and substantive.
-    pub completeness: f64,
-    /// Claims backed by evidence (links, code, citations).
-    pub verification: f64,
-    /// Readable and structured.
-    pub clarity: f64,
-    /// Recommendations with concrete steps.
-    pub actionability: f64,
-    /// Weighted mean of the four.
-    pub overall: f64,
-}
 
 const PLACEHOLDERS: [&str; 6] = ["todo", "tbd", "lorem ipsum", "coming soon", "fixme", "xxx"];
 const ACTION_HEADINGS: [&str; 8] = [

@@ -1,15 +1,20 @@
 //! After an agent changed something: validate (backpressure), gate, and commit. Each step
 //! decides from data and records what it saw.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::driver::Loop;
+use chrono::Utc;
+
+use super::context::Loop;
 use super::runner::Phase;
+use super::{commit, fix_plan};
 use crate::agent::process::{self, Job};
 use crate::agent::spec::AgentSpec;
 use crate::config::{GateTarget, OnGateFail, RevisionOutput};
+use crate::disk::runlog::{self, Outcome, RunRecord};
 use crate::error::Result;
+use crate::error::Result as Res;
 use crate::gate::rounds::{self, Producer};
 use crate::gate::{GateRecord, Verdict, evaluator};
 use crate::sys::fsutil;
@@ -203,6 +208,125 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
         })
         .unwrap_or(fallback);
     format!("Wiggum iteration {n}: {first}")
+}
+
+/// One line on how an iteration ended, for the log.
+fn verdict_line(r: &RunRecord) -> String {
+    let gate = r.gate.as_ref().map_or(String::new(), |g| {
+        format!(
+            ", gate {} {:.2} (r1 {:.2}, {} round(s))",
+            g.verdict.as_str(),
+            g.final_score.unwrap_or(0.0),
+            g.wiggum_r1.unwrap_or(0.0),
+            g.rounds
+        )
+    });
+    let commit = r.commit.as_deref().map_or_else(
+        || ", not committed".to_string(),
+        |c| format!(", commit {}", &c[..8.min(c.len())]),
+    );
+    format!(
+        "iteration {} {}: {} file(s) changed{gate}{commit}",
+        r.iteration,
+        r.outcome.as_str(),
+        r.files_changed.len()
+    )
+}
+
+/// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
+/// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
+fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
+    let open = fix_plan::remaining(plan_before);
+    let now = fsutil::read_opt(&layout.fix_plan())?;
+    if open == 0 || now.as_deref().is_some_and(fix_plan::has_items) {
+        return Ok(None);
+    }
+    fsutil::atomic_write(&layout.fix_plan(), plan_before.as_bytes())?;
+    let what = if now.is_none() { "deleted" } else { "emptied" };
+    Ok(Some(format!(
+        "the agent {what} fix_plan.md while {open} item(s) were open; the plan was restored"
+    )))
+}
+
+/// Record a rejected iteration: its work (the agent's changes and the iteration's directory)
+/// stays in the tree, carried to the next commit.
+fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -> Res<()> {
+    let layout = lp.runner.layout.clone();
+    tracing::warn!("iteration {} rejected: {why}", rec.iteration);
+    commit::carry(lp, changed);
+    let dir = layout.iteration_dir(rec.iteration);
+    commit::carry(lp, &commit::loop_paths(&layout, false, Some(&dir)));
+    lp.runner.save()?;
+    rec.outcome = Outcome::Rejected;
+    rec.validation_failed = Some(why);
+    rec.ended_at = Utc::now();
+    runlog::append(&layout.runs(), &rec)?;
+    fsutil::remove_file_opt(&layout.plan_backup())
+}
+
+/// Acceptance, in one place: the plan guard, validation (backpressure), the gate, the commit.
+/// Records the iteration's run record whatever the outcome.
+pub async fn accept(
+    lp: &mut Loop,
+    n: u32,
+    dir: &std::path::Path,
+    plan_before: &str,
+    mut rec: RunRecord,
+    changed: &[PathBuf],
+) -> Res<()> {
+    let layout = lp.runner.layout.clone();
+    if let Some(why) = guard_plan(&layout, plan_before)? {
+        return reject(lp, rec, why, changed);
+    }
+    if let Some(why) = validate(lp, dir).await? {
+        return reject(lp, rec, why, changed);
+    }
+    let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+    let claimed = fix_plan::newly_done(plan_before, &plan_after);
+    let task = if claimed.is_empty() {
+        lp.task.clone()
+    } else {
+        format!("{} — this iteration: {}", lp.task, claimed.join("; "))
+    };
+    let (gate, keep) = gate(lp, n, dir, &task, changed).await?;
+    if let Some(g) = &gate {
+        lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
+        lp.runner.state.last_gate_score = g.final_score;
+    }
+    rec.gate = gate;
+    if let Some(text) = fsutil::read_opt(&dir.join("artifact.md"))? {
+        rec.quality = Some(lp.measure(&text));
+    }
+    if keep {
+        let review = fsutil::read_opt(&dir.join("review.md"))?;
+        let fallback = claimed
+            .first()
+            .cloned()
+            .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
+        let msg = commit_message(n, review.as_deref(), &fallback);
+        crate::sys::failpoint::hit("before-commit")?;
+        match commit::commit(lp, &msg, changed, Some(dir), dir).await? {
+            commit::Committed::Rejected(why) => {
+                return reject(lp, rec, why, changed);
+            }
+            done => rec.commit = done.sha(),
+        }
+        crate::sys::failpoint::hit("after-commit")?;
+        lp.runner.state.last_committed_iteration = n;
+        rec.outcome = Outcome::Accepted;
+    } else {
+        commit::carry(lp, changed);
+        commit::carry(lp, &commit::loop_paths(&layout, false, Some(dir)));
+        rec.outcome = Outcome::GateFailed;
+    }
+    lp.runner.state.items_remaining = Some(fix_plan::remaining(&plan_after));
+    lp.runner.save()?;
+    rec.ended_at = Utc::now();
+    rec.duration_ms =
+        u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
+    tracing::info!("{}", verdict_line(&rec));
+    runlog::append(&layout.runs(), &rec)?;
+    fsutil::remove_file_opt(&layout.plan_backup())
 }
 
 #[cfg(test)]

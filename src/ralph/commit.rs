@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::driver::Loop;
+use super::context::Loop;
 use crate::agent::process::{self, Job};
 use crate::config::GitHooks;
 use crate::disk::layout::Layout;

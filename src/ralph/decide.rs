@@ -152,9 +152,77 @@ impl Breaker {
     }
 }
 
+/// What an iteration does with one agent run: the after-run policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterRun {
+    /// A stop arrived during the run: record it as interrupted, discard it, end the loop.
+    Interrupted,
+    /// A crash with retries left: record it, discard it, run the iteration again afresh.
+    Retry,
+    /// A crash with no retries left: record it, discard it, end the loop with `breaker`.
+    GiveUp(String),
+    /// Nothing changed: record it; end the loop with `breaker` when that tripped it.
+    NoChange(Option<String>),
+    /// On to acceptance: validate, gate, commit.
+    Accept,
+}
+
+/// Decide what follows an agent run, updating the breaker's counts (a stop does not count).
+#[must_use]
+pub fn after_run(
+    breaker: &mut Breaker,
+    stopped: bool,
+    kind: RunKind,
+    max_no_change: u32,
+    max_retries: u32,
+) -> AfterRun {
+    if stopped {
+        return AfterRun::Interrupted;
+    }
+    match (kind, breaker.record(kind, max_no_change, max_retries)) {
+        (_, Next::Retry) => AfterRun::Retry,
+        (RunKind::Crashed, Next::Trip(why)) => AfterRun::GiveUp(why),
+        (RunKind::NoChange, Next::Trip(why)) => AfterRun::NoChange(Some(why)),
+        (RunKind::NoChange, _) => AfterRun::NoChange(None),
+        _ => AfterRun::Accept,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_after_run_policy() {
+        use AfterRun as A;
+        use RunKind::{Changed, Crashed, NoChange};
+        // (counts before, stopped, kind) → (what follows, counts after); 3 idle, 2 retries.
+        let crash_trip = "the agent crashed 3 times in a row on the same iteration";
+        let idle_trip = "3 iterations in a row changed nothing";
+        let cases: [((u32, u32), bool, RunKind, A, (u32, u32)); 9] = [
+            ((0, 0), true, Crashed, A::Interrupted, (0, 0)),
+            ((2, 1), true, Changed, A::Interrupted, (2, 1)),
+            ((0, 0), false, Changed, A::Accept, (0, 0)),
+            ((2, 1), false, Changed, A::Accept, (0, 0)),
+            ((0, 0), false, Crashed, A::Retry, (0, 1)),
+            ((0, 1), false, Crashed, A::Retry, (0, 2)),
+            ((0, 2), false, Crashed, A::GiveUp(crash_trip.into()), (0, 3)),
+            ((1, 1), false, NoChange, A::NoChange(None), (2, 0)),
+            (
+                (2, 0),
+                false,
+                NoChange,
+                A::NoChange(Some(idle_trip.into())),
+                (3, 0),
+            ),
+        ];
+        for ((no_change, crashes), stopped, kind, want, after) in cases {
+            let mut b = Breaker { no_change, crashes };
+            let got = after_run(&mut b, stopped, kind, 3, 2);
+            assert_eq!(got, want, "{no_change}/{crashes} {stopped} {kind:?}");
+            assert_eq!((b.no_change, b.crashes), after, "{kind:?}");
+        }
+    }
 
     fn base() -> Facts {
         Facts {

@@ -5,57 +5,18 @@ use std::time::Duration;
 
 use chrono::Utc;
 
-use super::decide::{self, Breaker, Facts};
-use super::runner::{Phase, Runner};
+use super::context::Loop;
+use super::decide::{self, Facts};
+use super::runner::Phase;
 use super::{fix_plan, iteration, templates};
 use crate::agent::process::StopLevel;
-use crate::agent::spec::AgentSpec;
-use crate::config::Settings;
 use crate::disk::requests;
 use crate::disk::runlog::{self, Outcome, RunRecord};
 use crate::disk::state::{Status, StopReason};
 use crate::error::Result;
-use crate::git::Repo;
-use crate::quality::metrics;
 use crate::sys::fsutil;
 
-/// One loop, ready to run.
-pub struct Loop {
-    /// Agent runner and state.
-    pub runner: Runner,
-    /// Effective settings.
-    pub settings: Settings,
-    /// The iteration agent.
-    pub agent: AgentSpec,
-    /// The producer of gate revisions.
-    pub producer: AgentSpec,
-    /// The evaluator name.
-    pub evaluator: String,
-    /// The repository.
-    pub repo: Repo,
-    /// `research`, `design`, ... from metadata.json.
-    pub task_type: String,
-    /// The gate's task description.
-    pub task: String,
-    /// Consecutive no-change and crash counts.
-    pub breaker: Breaker,
-    /// The last iteration's agent printed the promise.
-    pub promise_seen: bool,
-    /// Iterations completed (not counting discarded attempts).
-    pub done: u32,
-    /// Identifies this run (evaluator pool choice).
-    pub run_id: String,
-}
-
 impl Loop {
-    /// The evaluator for this run: a pool member chosen by md5(run_id), or the configured one.
-    #[must_use]
-    pub fn evaluator_for_run(&self) -> String {
-        crate::gate::evaluator::pick_from_pool(&self.settings.gate.pool, &self.run_id)
-            .cloned()
-            .unwrap_or_else(|| self.evaluator.clone())
-    }
-
     fn facts(&self) -> Result<Facts> {
         let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
         Ok(Facts {
@@ -243,17 +204,5 @@ impl Loop {
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
         Ok(reason)
-    }
-
-    /// Built-in metrics of an artifact, recorded in state; warns when quality did not improve.
-    pub fn measure(&mut self, text: &str) -> metrics::Metrics {
-        let m = metrics::compute(text, &self.settings.quality_metrics);
-        if let Some(prev) = self.runner.state.last_quality
-            && m.overall <= prev
-        {
-            tracing::warn!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
-        }
-        self.runner.state.last_quality = Some(m.overall);
-        m
     }
 }

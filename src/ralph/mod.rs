@@ -3,6 +3,7 @@
 
 pub mod accept;
 pub mod commit;
+pub mod context;
 pub mod decide;
 pub mod driver;
 pub mod fix_plan;

@@ -83,4 +83,18 @@ mod tests {
     fn empty_promise_never_matches() {
         assert!(!seen("\n\n", "", ""));
     }
+    /// The agent side: a real codex transcript, whose echo of the prompt carries the promise.
+    #[test]
+    fn codex_echoed_prompt_is_not_a_promise() {
+        let prompt = "Fix the bug in calc.py: add(a, b) must return a + b. Use apply_patch or a shell command to edit the file.";
+        let with_promise_prompt = format!("{prompt}\n<promise>COMPLETE</promise>");
+        let log = include_str!("../../tests/fixtures/agent-output/codex-exec-plain.1.txt")
+            .replace(prompt, &with_promise_prompt);
+        let r = crate::agent::output::parse(crate::config::OutputFormat::Codex, &log);
+        assert!(!seen(
+            &r.text,
+            &with_promise_prompt,
+            "<promise>COMPLETE</promise>"
+        ));
+    }
 }

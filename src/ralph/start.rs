@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use tokio::sync::watch;
 
+use super::context::Loop;
 use super::decide::Breaker;
-use super::driver::Loop;
 use super::runner::Runner;
 use super::templates;
 use crate::agent::process::StopLevel;

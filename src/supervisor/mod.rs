@@ -70,7 +70,7 @@ pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
     }
     start::init(&p)?;
     init_logging(&p.layout, daemonized)?;
-    crate::cli::common::runtime()?.block_on(serve(p))
+    crate::sys::runtime::runtime()?.block_on(serve(p))
 }
 
 async fn serve(p: Prepared) -> Result<i32> {

@@ -1,8 +1,9 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
-//! file IO (`fsutil`), the `/proc` reader (`procs`), test failpoints (`failpoint`), and the one
+//! file IO (`fsutil`), the `/proc` reader (`procs`), the async runtime (`runtime`), test failpoints (`failpoint`), and the one
 //! module with `unsafe` code (`kernel`).
 
 pub mod failpoint;
 pub mod fsutil;
 pub mod kernel;
 pub mod procs;
+pub mod runtime;

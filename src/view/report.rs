@@ -103,7 +103,7 @@ pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gate::rounds::{GateRecord, Termination};
+    use crate::disk::records::{GateRecord, Termination};
 
     fn rec(verdict: Verdict, r1: f64, fin: f64, rounds: u32, issue: &str) -> RunRecord {
         let dims = crate::gate::rubric::six([6.0, 8.0, 8.0, 6.5, 8.0, 9.0]);

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod architecture;
 mod bad_input;
 mod crash;
 mod daemon;

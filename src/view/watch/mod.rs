@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 
-use crate::cli::control;
+use crate::disk::handle::Handle;
 use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
 use keys::{Action, Key, Mode};
@@ -21,7 +21,7 @@ const TICK: Duration = Duration::from_millis(500);
 
 /// Run the view until the user quits or the loop stops.
 pub fn run(topic: &str) -> Result<i32> {
-    let layout = control::layout_of(topic)?;
+    let layout = Handle::open(topic)?.layout;
     if std::io::stdout().is_terminal() {
         interactive(topic, &layout)
     } else {
@@ -59,15 +59,15 @@ fn act(topic: &str, layout: &Layout, a: Action) -> Result<String> {
     Ok(match a {
         Action::None | Action::Quit => String::new(),
         Action::Stop => {
-            let h = control::request_stop(topic, layout, 10)?;
+            let h = Handle::open(topic)?.request_stop(10)?;
             format!("stop sent to pid {}; the agent gets 10 s to finish", h.pid)
         }
         Action::Pause => {
-            control::pause_quiet(topic, layout, true)?;
+            Handle::open(topic)?.set_pause(true)?;
             "pausing at the next iteration boundary".into()
         }
         Action::Resume => {
-            control::pause_quiet(topic, layout, false)?;
+            Handle::open(topic)?.set_pause(false)?;
             "resumed".into()
         }
         Action::AddSign(what, fix) => {

@@ -41,7 +41,7 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// Read a snapshot.
 pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> {
     let st = state::read(&layout.state()).unwrap_or(None);
-    let pid = crate::cli::control::holder_of(layout)?.map(|h| h.pid);
+    let pid = crate::disk::lock::find(&crate::config::home_dir()?, layout)?.map(|h| h.pid);
     let running = pid.is_some();
     let ctl = requests::read(&layout.control());
     let runs = runlog::read(&layout.runs())?;

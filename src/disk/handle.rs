@@ -1,0 +1,114 @@
+//! A loop addressed by topic from any shell: where it lives (the registry), who runs it (its
+//! locks), and the requests other shells may make of it (stop by signal, pause by request file).
+//! `cli` and `view` act on loops only through this.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::layout::Layout;
+use super::lock::{self, Holder};
+use super::{registry, requests, state};
+use crate::error::{Error, Result};
+
+/// One registered loop.
+#[derive(Debug, Clone)]
+pub struct Handle {
+    /// The topic.
+    pub topic: String,
+    /// `$STUDIO_AGENTS_HOME`.
+    pub home: PathBuf,
+    /// Its paths.
+    pub layout: Layout,
+}
+
+impl Handle {
+    /// The registered loop `topic` (exit 2 when unknown).
+    pub fn open(topic: &str) -> Result<Handle> {
+        let home = crate::config::home_dir()?;
+        let root = registry::require(&home, topic)?;
+        Ok(Handle::at(&home, topic, root))
+    }
+
+    /// The loop `topic` on `root`, under `home`.
+    #[must_use]
+    pub fn at(home: &std::path::Path, topic: &str, root: PathBuf) -> Handle {
+        Handle {
+            topic: topic.to_string(),
+            home: home.to_path_buf(),
+            layout: Layout::new(root),
+        }
+    }
+
+    /// Who runs the loop, by its locks (the home lock first: the agent cannot reach it).
+    pub fn holder(&self) -> Result<Option<Holder>> {
+        lock::find(&self.home, &self.layout)
+    }
+
+    /// The live holder, or exit 3 saying what the state shows.
+    pub fn running(&self) -> Result<Holder> {
+        if let Some(h) = self.holder()? {
+            return Ok(h);
+        }
+        let st = state::read(&self.layout.state()).ok().flatten();
+        let shown = st.map_or_else(
+            || "never started".to_string(),
+            |s| {
+                let status = state::shown_status(Some(&s), false);
+                match s.stop_reason {
+                    Some(r) => format!("status {status}, stop reason {}", r.as_str()),
+                    None => format!("status {status}"),
+                }
+            },
+        );
+        Err(Error::NotRunning(format!(
+            "loop `{}` is not running ({shown})",
+            self.topic
+        )))
+    }
+
+    /// Ask the running loop to stop (graceful, `grace` seconds for the agent); do not wait.
+    pub fn request_stop(&self, grace: u64) -> Result<Holder> {
+        let h = self.running()?;
+        requests::update(&self.layout.control(), |r| r.stop_grace_secs = Some(grace))?;
+        signal(&h, Signal::SIGTERM)?;
+        Ok(h)
+    }
+
+    /// Set or clear the pause request of the running loop.
+    pub fn set_pause(&self, on: bool) -> Result<Holder> {
+        let h = self.running()?;
+        requests::update(&self.layout.control(), |r| {
+            r.pause = on;
+            r.pause_reason = on.then(|| "paused by the user".into());
+        })?;
+        Ok(h)
+    }
+
+    /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first.
+    pub fn wait_released(&self, deadline: Option<Instant>) -> Result<bool> {
+        loop {
+            if self.holder()?.is_none() {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(25)); // allow: CLI poll
+        }
+    }
+}
+
+/// Send `sig` to the holder, after checking it is still the process that took the lock.
+pub fn signal(h: &Holder, sig: Signal) -> Result<()> {
+    if !h.is_same_process() {
+        return Err(Error::runtime(format!(
+            "pid {} holds the lock but is not the process that took it (start time differs); not signalling it",
+            h.pid
+        )));
+    }
+    kill(Pid::from_raw(h.pid.cast_signed()), sig)
+        .map_err(|e| Error::runtime(format!("cannot signal pid {}: {e}", h.pid)))
+}

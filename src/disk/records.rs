@@ -1,0 +1,270 @@
+//! The run-record schema of `runs.jsonl` (a documented contract, docs/json.md): what one agent run
+//! and one gate round left behind, and the types they hold — how a process ended, the built-in
+//! metrics, the gate's verdict and record. Plain data, shared by the parts that write records
+//! (the loop, the gate) and the ones that read them (status, summary, report, recovery).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Ending {
+    /// It exited by itself with this code.
+    Exited {
+        /// Exit code.
+        code: i32,
+    },
+    /// A signal not sent by us ended it.
+    Signaled {
+        /// Signal number.
+        signal: i32,
+    },
+    /// The wall limit ran out and we killed it.
+    TimedOut,
+    /// A stop request killed it.
+    Stopped,
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Exited { code } => write!(f, "exited with code {code}"),
+            Ending::Signaled { signal } => write!(f, "was killed by signal {signal}"),
+            Ending::TimedOut => write!(f, "timed out and was killed"),
+            Ending::Stopped => write!(f, "was stopped"),
+        }
+    }
+}
+
+impl Ending {
+    /// Exited with code 0.
+    #[must_use]
+    pub fn success(self) -> bool {
+        self == Ending::Exited { code: 0 }
+    }
+    /// Ended by us or a signal rather than on its own.
+    #[must_use]
+    pub fn killed(self) -> bool {
+        !matches!(self, Ending::Exited { .. })
+    }
+}
+
+/// The four metrics and their weighted mean.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Metrics {
+    /// Sections present and substantive.
+    pub completeness: f64,
+    /// Claims backed by evidence (links, code, citations).
+    pub verification: f64,
+    /// Readable and structured.
+    pub clarity: f64,
+    /// Recommendations with concrete steps.
+    pub actionability: f64,
+    /// Weighted mean of the four.
+    pub overall: f64,
+}
+
+/// The gate's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Verdict {
+    /// Score reached the threshold.
+    Pass,
+    /// Rounds exhausted, cycling, or nothing to revise with.
+    Fail,
+    /// The evaluator or producer failed.
+    Error,
+}
+
+impl Verdict {
+    /// `PASS`, `FAIL` or `ERROR`, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::Error => "ERROR",
+        }
+    }
+}
+
+/// Why the gate stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Termination {
+    /// Score ≥ threshold.
+    Pass,
+    /// Max rounds reached.
+    RoundsExhausted,
+    /// Every dimension equal to the previous round's.
+    Cycling,
+    /// The revision came back unchanged (no evaluation spent on it).
+    Unchanged,
+    /// No producer to revise with.
+    NoProducer,
+    /// Evaluator or producer failure.
+    Error,
+}
+
+impl Termination {
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Termination::Pass => "pass",
+            Termination::RoundsExhausted => "rounds_exhausted",
+            Termination::Cycling => "cycling",
+            Termination::Unchanged => "unchanged",
+            Termination::NoProducer => "no_producer",
+            Termination::Error => "error",
+        }
+    }
+}
+
+/// One persona's review.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Review {
+    /// The persona's name.
+    pub persona: String,
+    /// Its score, 0–10.
+    pub score: Option<f64>,
+    /// Specific problems it saw.
+    pub issues: Vec<String>,
+    /// What was done well.
+    pub strengths: Vec<String>,
+}
+
+/// The gate's record, as stored in `runs.jsonl` and printed by `gate --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateRecord {
+    /// PASS, FAIL or ERROR.
+    #[serde(rename = "final")]
+    pub verdict: Verdict,
+    /// Why it stopped.
+    pub termination: Termination,
+    /// Rounds evaluated.
+    pub rounds: u32,
+    /// The first round's score.
+    pub wiggum_r1: Option<f64>,
+    /// The best round's score (the content kept).
+    pub final_score: Option<f64>,
+    /// Which round's content was kept.
+    pub best_round: Option<u32>,
+    /// Dimensions by round: `{"r1": {...}, "r2": {...}}`.
+    pub wiggum_scores: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Issues by round.
+    pub issues: BTreeMap<String, Vec<String>>,
+    /// The evaluator used.
+    pub evaluator: String,
+    /// The panel's reviews by round, when it ran.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub panel_reviews: BTreeMap<String, Vec<Review>>,
+    /// The evaluator and producer are the same model, or a template looked contaminated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contamination_warning: Option<String>,
+    /// The failure, for ERROR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// What happened to an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Passed validation and the gate (or the gate's FAIL policy kept it); committed.
+    Accepted,
+    /// The gate failed it and the policy reverted it.
+    GateFailed,
+    /// A validation command or required file failed; not committed.
+    Rejected,
+    /// The agent changed nothing.
+    NoChange,
+    /// Killed or failed without changes; discarded and retried.
+    Crashed,
+    /// The supervisor stopped (or died) mid-iteration; discarded.
+    Interrupted,
+    /// The planning phase.
+    Planned,
+}
+
+impl Outcome {
+    /// The snake_case name, as in the JSON.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Accepted => "accepted",
+            Outcome::GateFailed => "gate_failed",
+            Outcome::Rejected => "rejected",
+            Outcome::NoChange => "no_change",
+            Outcome::Crashed => "crashed",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Planned => "planned",
+        }
+    }
+}
+
+/// One line of `runs.jsonl` (a documented contract, see docs/json.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// `iteration`, `planning` or `gate_round`.
+    pub record: String,
+    /// The iteration number (0 for planning).
+    pub iteration: u32,
+    /// Attempt number within the iteration (1 = first try).
+    #[serde(default = "one")]
+    pub attempt: u32,
+    /// Start of the agent run.
+    pub started_at: DateTime<Utc>,
+    /// End of the iteration.
+    pub ended_at: DateTime<Utc>,
+    /// Wall time, ms.
+    pub duration_ms: u64,
+    /// The agent's pid.
+    #[serde(default)]
+    pub agent_pid: Option<u32>,
+    /// How the agent ended.
+    #[serde(default)]
+    pub agent_exit: Option<Ending>,
+    /// Killed at the wall limit.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Reported cost, USD.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Reported input tokens.
+    #[serde(default)]
+    pub tokens_in: Option<u64>,
+    /// Reported output tokens.
+    #[serde(default)]
+    pub tokens_out: Option<u64>,
+    /// Paths the agent changed (relative to the artifact dir).
+    #[serde(default)]
+    pub files_changed: Vec<String>,
+    /// The commit, if one was made.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// Built-in quality metrics of the artifact after the iteration.
+    #[serde(default)]
+    pub quality: Option<Metrics>,
+    /// The validation command that failed, if any.
+    #[serde(default)]
+    pub validation_failed: Option<String>,
+    /// The gate's record.
+    #[serde(default)]
+    pub gate: Option<GateRecord>,
+    /// The agent printed the completion promise.
+    #[serde(default)]
+    pub promise_seen: bool,
+    /// What happened.
+    pub outcome: Outcome,
+    /// A note (the breaker's reason, an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}

@@ -1,0 +1,61 @@
+//! What one running loop holds: its runner (agent runs and state), settings, agents, evaluator,
+//! repository, task, breaker and progress. The driver, an iteration, acceptance and the commit
+//! all work on it; this file owns nothing but the data and two small accessors.
+
+use crate::agent::spec::AgentSpec;
+use crate::config::Settings;
+use crate::git::Repo;
+use crate::quality::metrics;
+
+use super::decide::Breaker;
+use super::runner::Runner;
+
+/// One loop, ready to run.
+pub struct Loop {
+    /// Agent runner and state.
+    pub runner: Runner,
+    /// Effective settings.
+    pub settings: Settings,
+    /// The iteration agent.
+    pub agent: AgentSpec,
+    /// The producer of gate revisions.
+    pub producer: AgentSpec,
+    /// The evaluator name.
+    pub evaluator: String,
+    /// The repository.
+    pub repo: Repo,
+    /// `research`, `design`, ... from metadata.json.
+    pub task_type: String,
+    /// The gate's task description.
+    pub task: String,
+    /// Consecutive no-change and crash counts.
+    pub breaker: Breaker,
+    /// The last iteration's agent printed the promise.
+    pub promise_seen: bool,
+    /// Iterations completed (not counting discarded attempts).
+    pub done: u32,
+    /// Identifies this run (evaluator pool choice).
+    pub run_id: String,
+}
+
+impl Loop {
+    /// The evaluator for this run: a pool member chosen by md5(run_id), or the configured one.
+    #[must_use]
+    pub fn evaluator_for_run(&self) -> String {
+        crate::gate::evaluator::pick_from_pool(&self.settings.gate.pool, &self.run_id)
+            .cloned()
+            .unwrap_or_else(|| self.evaluator.clone())
+    }
+
+    /// Built-in metrics of an artifact, recorded in state; warns when quality did not improve.
+    pub fn measure(&mut self, text: &str) -> metrics::Metrics {
+        let m = metrics::compute(text, &self.settings.quality_metrics);
+        if let Some(prev) = self.runner.state.last_quality
+            && m.overall <= prev
+        {
+            tracing::warn!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
+        }
+        self.runner.state.last_quality = Some(m.overall);
+        m
+    }
+}
