@@ -199,7 +199,8 @@ mod tests {
         // (counts before, stopped, kind) → (what follows, counts after); 3 idle, 2 retries.
         let crash_trip = "the agent crashed 3 times in a row on the same iteration";
         let idle_trip = "3 iterations in a row changed nothing";
-        let cases: [((u32, u32), bool, RunKind, A, (u32, u32)); 9] = [
+        type Case = ((u32, u32), bool, RunKind, A, (u32, u32));
+        let cases: [Case; 9] = [
             ((0, 0), true, Crashed, A::Interrupted, (0, 0)),
             ((2, 1), true, Changed, A::Interrupted, (2, 1)),
             ((0, 0), false, Changed, A::Accept, (0, 0)),
