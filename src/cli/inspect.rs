@@ -132,14 +132,14 @@ pub fn diff(a: &DiffArgs) -> Result<i32> {
     let layout = Handle::open(&a.topic)?.layout;
     let runs = runlog::read(&layout.runs())?;
     let rec = match a.iteration {
-        Some(n) => runs
-            .iter()
-            .rev()
-            .find(|r| r.record == "iteration" && r.iteration == n && r.attempt > 0),
-        None => runs
-            .iter()
-            .rev()
-            .find(|r| r.record == "iteration" && r.commit.is_some()),
+        Some(n) => runs.iter().rev().find(|r| {
+            r.record == crate::disk::records::RecordKind::Iteration
+                && r.iteration == n
+                && r.attempt > 0
+        }),
+        None => runs.iter().rev().find(|r| {
+            r.record == crate::disk::records::RecordKind::Iteration && r.commit.is_some()
+        }),
     };
     let Some(rec) = rec else {
         return Err(Error::input(format!(
@@ -184,7 +184,7 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     let layout = Handle::open(&a.topic)?.layout;
     let runs: Vec<RunRecord> = runlog::read(&layout.runs())?
         .into_iter()
-        .filter(|r| r.record == "iteration")
+        .filter(|r| r.record == crate::disk::records::RecordKind::Iteration)
         .collect();
     let st = crate::disk::state::read(&layout.state())?;
     if a.json {

@@ -206,11 +206,58 @@ impl Outcome {
     }
 }
 
-/// One line of `runs.jsonl` (a documented contract, see docs/json.md).
+/// One evaluated round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// 1-based.
+    pub round: u32,
+    /// Weighted score, 0–10.
+    pub score: f64,
+    /// Dimensions after the stub penalty.
+    pub dims: BTreeMap<String, f64>,
+    /// The evaluator's issues (plus the panel's, prefixed).
+    pub issues: Vec<String>,
+    /// Depth points docked for hallucination stubs.
+    pub stub_penalty: usize,
+    /// Dimensions below the focus threshold.
+    pub focus: Vec<String>,
+}
+
+/// Which kind of line of `runs.jsonl` a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordKind {
+    /// One attempt at an iteration.
+    Iteration,
+    /// One run of the planning phase.
+    Planning,
+    /// One evaluated round of the gate ([`GateRoundRecord`]).
+    GateRound,
+}
+
+/// What every agent run contributes to its record.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunFacts {
+    /// When the agent started.
+    pub started_at: DateTime<Utc>,
+    /// Its pid.
+    pub pid: u32,
+    /// How it ended.
+    pub ending: Ending,
+    /// Reported cost, USD.
+    pub cost_usd: Option<f64>,
+    /// Reported input tokens.
+    pub tokens_in: Option<u64>,
+    /// Reported output tokens.
+    pub tokens_out: Option<u64>,
+}
+
+/// One iteration attempt or planning run: a line of `runs.jsonl` (a documented contract, see
+/// docs/json.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
-    /// `iteration`, `planning` or `gate_round`.
-    pub record: String,
+    /// `iteration` or `planning`.
+    pub record: RecordKind,
     /// The iteration number (0 for planning).
     pub iteration: u32,
     /// Attempt number within the iteration (1 = first try).
@@ -267,4 +314,106 @@ pub struct RunRecord {
 
 fn one() -> u32 {
     1
+}
+
+impl RunRecord {
+    /// An agent run's record of `kind`, ending now; the caller fills in what followed.
+    #[must_use]
+    pub fn of_run(kind: RecordKind, iteration: u32, attempt: u32, run: &RunFacts) -> RunRecord {
+        let now = Utc::now();
+        RunRecord {
+            record: kind,
+            iteration,
+            attempt,
+            started_at: run.started_at,
+            ended_at: now,
+            duration_ms: u64::try_from((now - run.started_at).num_milliseconds()).unwrap_or(0),
+            agent_pid: Some(run.pid),
+            agent_exit: Some(run.ending),
+            timed_out: run.ending == Ending::TimedOut,
+            cost_usd: run.cost_usd,
+            tokens_in: run.tokens_in,
+            tokens_out: run.tokens_out,
+            files_changed: Vec::new(),
+            commit: None,
+            quality: None,
+            validation_failed: None,
+            gate: None,
+            promise_seen: false,
+            outcome: Outcome::Crashed,
+            note: None,
+        }
+    }
+
+    /// Recovery's record of an iteration whose supervisor died: `interrupted` (discarded), or
+    /// `accepted` when its commit is HEAD (the record was lost, rebuilt from git).
+    #[must_use]
+    pub fn recovered(iteration: u32, since: DateTime<Utc>, commit: Option<String>) -> RunRecord {
+        let (outcome, note) = match commit {
+            Some(_) => (
+                Outcome::Accepted,
+                "committed before the supervisor died; this record was rebuilt from git",
+            ),
+            None => (
+                Outcome::Interrupted,
+                "the supervisor died mid-iteration; discarded and resumed",
+            ),
+        };
+        RunRecord {
+            record: RecordKind::Iteration,
+            iteration,
+            attempt: 0,
+            started_at: since,
+            ended_at: Utc::now(),
+            duration_ms: 0,
+            agent_pid: None,
+            agent_exit: None,
+            timed_out: false,
+            cost_usd: None,
+            tokens_in: None,
+            tokens_out: None,
+            files_changed: Vec::new(),
+            commit,
+            quality: None,
+            validation_failed: None,
+            gate: None,
+            promise_seen: false,
+            outcome,
+            note: Some(note.into()),
+        }
+    }
+
+    /// Whether this is a completed iteration (not a discarded or interrupted attempt).
+    #[must_use]
+    pub fn completes_iteration(&self) -> bool {
+        self.record == RecordKind::Iteration
+            && !matches!(self.outcome, Outcome::Crashed | Outcome::Interrupted)
+    }
+}
+
+/// One evaluated gate round inside an iteration: a line of `runs.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateRoundRecord {
+    /// Always `gate_round`.
+    pub record: RecordKind,
+    /// The iteration it judged.
+    pub iteration: u32,
+    /// The round.
+    #[serde(flatten)]
+    pub round: Round,
+    /// When it was evaluated.
+    pub at: DateTime<Utc>,
+}
+
+impl GateRoundRecord {
+    /// The record of `round` of iteration `iteration`, now.
+    #[must_use]
+    pub fn new(iteration: u32, round: Round) -> GateRoundRecord {
+        GateRoundRecord {
+            record: RecordKind::GateRound,
+            iteration,
+            round,
+            at: Utc::now(),
+        }
+    }
 }

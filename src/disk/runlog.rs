@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-pub use super::records::{Outcome, RunRecord};
+pub use super::records::{GateRoundRecord, Outcome, RecordKind, RunFacts, RunRecord};
 use crate::error::{Error, IoContext, Result};
 use crate::sys::fsutil;
 
@@ -47,7 +47,7 @@ mod tests {
 
     fn rec(i: u32) -> RunRecord {
         RunRecord {
-            record: "iteration".into(),
+            record: RecordKind::Iteration,
             iteration: i,
             attempt: 1,
             started_at: Utc::now(),

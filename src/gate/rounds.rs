@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 
-use serde::{Deserialize, Serialize};
-
-use super::rubric::{self, Dims};
+use super::rubric::{self};
 use super::{Evaluation, prompts, text};
+pub use crate::disk::records::Round;
 use crate::disk::records::{GateRecord, Termination, Verdict};
 use crate::error::Result;
 
@@ -44,23 +43,6 @@ impl Opts {
             )?,
         })
     }
-}
-
-/// One evaluated round.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Round {
-    /// 1-based.
-    pub round: u32,
-    /// Weighted score, 0–10.
-    pub score: f64,
-    /// Dimensions after the stub penalty.
-    pub dims: Dims,
-    /// The evaluator's issues (plus the panel's, prefixed).
-    pub issues: Vec<String>,
-    /// Depth points docked for hallucination stubs.
-    pub stub_penalty: usize,
-    /// Dimensions below the focus threshold.
-    pub focus: Vec<String>,
 }
 
 /// What the gate returns.

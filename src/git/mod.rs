@@ -5,6 +5,7 @@
 mod commit;
 pub mod preflight;
 mod snapshot;
+pub mod subject;
 
 use std::path::{Path, PathBuf};
 
@@ -21,14 +22,7 @@ use crate::error::{Error, GitContext, Result};
 pub fn head_iteration(dir: &Path) -> Option<(u32, String)> {
     let repo = Repository::discover(dir).ok()?;
     let head = repo.head().ok()?.peel_to_commit().ok()?;
-    let n = head
-        .message()
-        .ok()?
-        .strip_prefix("Wiggum iteration ")?
-        .split(':')
-        .next()?
-        .parse()
-        .ok()?;
+    let n = subject::parse_iteration(head.message().ok()?)?;
     Some((n, head.id().to_string()))
 }
 

@@ -144,14 +144,20 @@ pub async fn gate(
             dir,
             iteration: n,
         };
-        let out = rounds::run(task, &task_type, &content, &judge, &mut producer, &opts, |r| {
-            let rec = serde_json::json!({"record": "gate_round", "iteration": n, "round": r.round,
-                "score": r.score, "dims": r.dims, "issues": r.issues, "stub_penalty": r.stub_penalty,
-                "focus": r.focus, "at": chrono::Utc::now()});
-            if let Err(e) = crate::disk::runlog::append(&runs, &rec) {
-                tracing::error!("{e}");
-            }
-        })
+        let out = rounds::run(
+            task,
+            &task_type,
+            &content,
+            &judge,
+            &mut producer,
+            &opts,
+            |r| {
+                let rec = runlog::GateRoundRecord::new(n, r.clone());
+                if let Err(e) = runlog::append(&runs, &rec) {
+                    tracing::error!("{e}");
+                }
+            },
+        )
         .await;
         let stopping = lp.runner.stop_level() >= crate::agent::process::StopLevel::Now;
         if out.record.verdict != Verdict::Error || attempts >= 2 || stopping {
@@ -207,7 +213,7 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
                 .find(|l| !l.is_empty())
         })
         .unwrap_or(fallback);
-    format!("Wiggum iteration {n}: {first}")
+    crate::git::subject::iteration(n, first)
 }
 
 /// One line on how an iteration ended, for the log.

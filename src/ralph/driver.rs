@@ -3,15 +3,13 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
-
 use super::context::Loop;
 use super::decide::{self, Facts};
 use super::runner::Phase;
 use super::{fix_plan, iteration, templates};
 use crate::agent::process::StopLevel;
 use crate::disk::requests;
-use crate::disk::runlog::{self, Outcome, RunRecord};
+use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
 use crate::disk::state::{Status, StopReason};
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -116,33 +114,15 @@ impl Loop {
             let stopped = self.runner.stop_level() >= StopLevel::Now;
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
             let ok = fix_plan::has_items(&plan) && !stopped;
-            let rec = RunRecord {
-                record: "planning".into(),
-                iteration: 0,
-                attempt,
-                started_at: run.started_at,
-                ended_at: Utc::now(),
-                duration_ms: u64::try_from(run.outcome.duration.as_millis()).unwrap_or(u64::MAX),
-                agent_pid: Some(run.outcome.pid),
-                agent_exit: Some(run.outcome.ending),
-                timed_out: run.outcome.ending == crate::agent::process::Ending::TimedOut,
-                cost_usd: run.report.cost_usd,
-                tokens_in: run.report.tokens_in,
-                tokens_out: run.report.tokens_out,
-                files_changed: vec!["wiggum/fix_plan.md".into()],
-                commit: None,
-                quality: None,
-                validation_failed: None,
-                gate: None,
-                promise_seen: false,
-                outcome: match (ok, stopped) {
-                    (_, true) => Outcome::Interrupted,
-                    (true, _) => Outcome::Planned,
-                    (false, _) => Outcome::Crashed,
-                },
-                note: (!ok && !stopped)
-                    .then(|| "planning wrote no checkbox items to fix_plan.md".into()),
+            let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
+            rec.files_changed = vec!["wiggum/fix_plan.md".into()];
+            rec.outcome = match (ok, stopped) {
+                (_, true) => Outcome::Interrupted,
+                (true, _) => Outcome::Planned,
+                (false, _) => Outcome::Crashed,
             };
+            rec.note =
+                (!ok && !stopped).then(|| "planning wrote no checkbox items to fix_plan.md".into());
             runlog::append(&layout.runs(), &rec)?;
             if !ok {
                 super::commit::carry(self, &changed);
@@ -158,7 +138,7 @@ impl Loop {
                 let dir = layout.planning_dir();
                 let sha = match super::commit::commit(
                     self,
-                    "Wiggum planning: fix_plan.md",
+                    crate::git::subject::PLANNING,
                     &changed,
                     None,
                     &dir,

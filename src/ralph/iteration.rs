@@ -7,8 +7,8 @@ use super::context::Loop;
 use super::decide::{self, AfterRun};
 use super::runner::{AgentRun, Phase};
 use super::{accept, commit, promise, templates};
-use crate::agent::process::{Ending, StopLevel};
-use crate::disk::runlog::{self, Outcome, RunRecord};
+use crate::agent::process::StopLevel;
+use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
 use crate::disk::state::StopReason;
 use crate::error::Result as Res;
 use crate::sys::fsutil;
@@ -23,28 +23,9 @@ pub enum Result {
 }
 
 fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
-    RunRecord {
-        record: "iteration".into(),
-        iteration: n,
-        attempt,
-        started_at: run.started_at,
-        ended_at: Utc::now(),
-        duration_ms: u64::try_from((Utc::now() - run.started_at).num_milliseconds()).unwrap_or(0),
-        agent_pid: Some(run.outcome.pid),
-        agent_exit: Some(run.outcome.ending),
-        timed_out: run.outcome.ending == Ending::TimedOut,
-        cost_usd: run.report.cost_usd,
-        tokens_in: run.report.tokens_in,
-        tokens_out: run.report.tokens_out,
-        files_changed: Vec::new(),
-        commit: None,
-        quality: None,
-        validation_failed: None,
-        gate: None,
-        promise_seen: false,
-        outcome,
-        note: None,
-    }
+    let mut r = RunRecord::of_run(RecordKind::Iteration, n, attempt, &run.facts());
+    r.outcome = outcome;
+    r
 }
 
 /// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not

@@ -6,7 +6,7 @@ use chrono::Utc;
 
 use crate::agent::kill;
 use crate::disk::layout::Layout;
-use crate::disk::runlog::{self, Outcome};
+use crate::disk::runlog::{self, RunRecord};
 use crate::disk::state::{self, Loaded, LoopState};
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -48,9 +48,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     let runs = runlog::read(&layout.runs())?;
     let mut completed = runs
         .iter()
-        .filter(|r| {
-            r.record == "iteration" && !matches!(r.outcome, Outcome::Crashed | Outcome::Interrupted)
-        })
+        .filter(|r| r.completes_iteration())
         .map(|r| r.iteration)
         .max()
         .unwrap_or(0);
@@ -58,10 +56,10 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if let Some((n, sha)) = crate::git::head_iteration(layout.root())
         && n > completed
     {
-        let rec = serde_json::json!({"record": "iteration", "iteration": n, "attempt": 0,
-            "started_at": Utc::now(), "ended_at": Utc::now(), "duration_ms": 0, "outcome": "accepted",
-            "commit": sha, "note": "committed before the supervisor died; this record was rebuilt from git"});
-        runlog::append(&layout.runs(), &rec)?;
+        runlog::append(
+            &layout.runs(),
+            &RunRecord::recovered(n, Utc::now(), Some(sha)),
+        )?;
         completed = n;
     }
     let interrupted = prev
@@ -76,9 +74,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if let Some(s) = &prev
         && interrupted
     {
-        let rec = serde_json::json!({"record": "iteration", "iteration": s.current_iteration, "attempt": 0,
-            "started_at": s.updated_at, "ended_at": Utc::now(), "duration_ms": 0, "outcome": "interrupted",
-            "note": "the supervisor died mid-iteration; discarded and resumed"});
+        let rec = RunRecord::recovered(s.current_iteration, s.updated_at, None);
         runlog::append(&layout.runs(), &rec)?;
     }
     // Any iteration directory past the last completed one is a partial leftover.

@@ -12,6 +12,7 @@ use crate::agent::process::{self, Job, JobEvent, Outcome, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::Safety;
 use crate::disk::layout::Layout;
+use crate::disk::records::RunFacts;
 use crate::disk::state::{self, LoopState, Status};
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -59,6 +60,21 @@ pub struct Phase<'a> {
     pub stdout: Option<PathBuf>,
     /// Sampling temperature for producers that call a model (`WIGGUM_TEMPERATURE`).
     pub temperature: Option<f64>,
+}
+
+impl AgentRun {
+    /// What the run contributes to its record.
+    #[must_use]
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            started_at: self.started_at,
+            pid: self.outcome.pid,
+            ending: self.outcome.ending,
+            cost_usd: self.report.cost_usd,
+            tokens_in: self.report.tokens_in,
+            tokens_out: self.report.tokens_out,
+        }
+    }
 }
 
 impl Runner {

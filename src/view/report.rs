@@ -50,7 +50,10 @@ fn ranked(m: BTreeMap<String, usize>, n: usize) -> Vec<(String, usize)> {
 /// Aggregate iteration records; `weak_below` is the focus threshold.
 #[must_use]
 pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
-    let its: Vec<&RunRecord> = records.iter().filter(|r| r.record == "iteration").collect();
+    let its: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.record == crate::disk::records::RecordKind::Iteration)
+        .collect();
     let mut outcomes = BTreeMap::new();
     for r in &its {
         *outcomes.entry(r.outcome.as_str().to_string()).or_insert(0) += 1;

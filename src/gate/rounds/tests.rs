@@ -5,6 +5,7 @@ use super::*;
 use crate::config::default_weights;
 use crate::error::Error;
 use crate::gate::Evaluation;
+use crate::gate::rubric::Dims;
 
 /// A judge that answers scripted dimension sets in order, recording what it was shown.
 struct Scripted {

@@ -47,7 +47,7 @@ pub fn load(topic: &str, layout: &Layout, log_lines: usize) -> Result<Snapshot> 
     let runs = runlog::read(&layout.runs())?;
     let recent: Vec<RunRecord> = runs
         .into_iter()
-        .filter(|r| r.record == "iteration")
+        .filter(|r| r.record == crate::disk::records::RecordKind::Iteration)
         .collect();
     let recent = recent[recent.len().saturating_sub(8)..].to_vec();
     let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
