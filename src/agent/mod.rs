@@ -2,6 +2,7 @@
 //! output says (`output`).
 
 pub mod kill;
+pub mod launch;
 pub mod output;
 pub mod process;
 pub mod spec;

@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 use tokio::sync::watch;
 
 use super::common;
-use crate::agent::output;
-use crate::agent::process::{self, Job, StopLevel};
+use crate::agent::launch::{self, AgentPhase, Launch};
+use crate::agent::process::{self, StopLevel};
 use crate::agent::spec;
 use crate::config;
 use crate::disk::layout::Layout;
@@ -96,44 +96,44 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
     );
     let work = layout.wiggum().join("delegation");
     fsutil::create_dir_all(&work)?;
-    let prompt_file = work.join("prompt.md");
-    fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
-    let job = Job {
-        command: spec::command_line(&agent.table, &prompt_file),
-        cwd: layout.root().to_path_buf(),
-        env: [
-            ("TOPIC", a.topic.clone()),
-            ("ARTIFACT_PATH", layout.root().display().to_string()),
-            ("WIGGUM_PHASE", "delegation".into()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .chain(agent.table.env.clone())
-        .collect(),
-        stdin: agent.table.stdin.then(|| prompt_file.clone()),
-        log: work.join("agent.log"),
+    let launch = Launch {
+        phase: AgentPhase::Delegation,
+        iteration: 0,
+        topic: a.topic.clone(),
+        root: layout.root().to_path_buf(),
+        wiggum_dir: None,
+        dir: work.clone(),
+        stem: "prompt".into(),
         stdout: Some(work.join("answer.md")),
+        temperature: None,
         limit: Duration::from_secs(settings.safety.max_time_per_iteration),
         grace: Duration::from_secs(settings.safety.kill_grace_secs),
         token: process::new_token(&format!("delegate-{}", a.topic)),
     };
     let (_tx, mut rx) = watch::channel(StopLevel::None);
     crate::agent::kill::become_subreaper();
-    let out = crate::sys::runtime::runtime()?.block_on(process::run(&job, &mut rx, |_| {}))?;
+    let run = crate::sys::runtime::runtime()?.block_on(launch::run(
+        &agent,
+        &launch,
+        &prompt,
+        "",
+        &mut rx,
+        |_| {},
+    ))?;
+    let out = &run.outcome;
     if !out.ending.success() {
         return Err(Error::runtime(format!(
             "the agent {}; see {}",
             out.ending,
-            job.log.display()
+            run.log.display()
         )));
     }
     if !layout.original_artifact().exists() {
-        let answer = fsutil::read_opt(&work.join("answer.md"))?.unwrap_or_default();
-        let text = output::parse(agent.table.output_format, &answer).text;
+        let text = &run.report.text;
         if text.trim().is_empty() {
             return Err(Error::runtime(format!(
                 "the agent wrote no artifact.md and printed nothing; see {}",
-                job.log.display()
+                run.log.display()
             )));
         }
         fsutil::atomic_write(&layout.original_artifact(), text.trim_start().as_bytes())?;

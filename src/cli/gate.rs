@@ -9,12 +9,14 @@ use clap::Args;
 use tokio::sync::watch;
 
 use super::common;
-use crate::agent::process::{self, Job, StopLevel};
+use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
+use crate::agent::process::{self, StopLevel};
 use crate::agent::spec::{self, AgentSpec};
-use crate::config::{self, RevisionOutput};
+use crate::config;
 use crate::error::{Error, Result};
 use crate::gate::Verdict;
-use crate::gate::rounds::{self, Producer};
+use crate::gate::producer::{AgentProducer, Reviser};
+use crate::gate::rounds;
 use crate::sys::fsutil;
 
 /// Flags of `gate`.
@@ -47,63 +49,39 @@ pub struct GateArgs {
     pub json: bool,
 }
 
-struct CommandProducer {
-    spec: Option<AgentSpec>,
-    file: PathBuf,
+/// `wiggum gate`'s side of a revision round: the producer runs beside the document, its
+/// prompts, answers and log in the command's scratch directory.
+struct AloneReviser {
+    root: PathBuf,
     work: PathBuf,
     control: watch::Receiver<StopLevel>,
     limit: Duration,
+    grace: Duration,
     temperature: f64,
 }
 
-impl Producer for CommandProducer {
-    fn available(&self) -> bool {
-        self.spec.is_some()
-    }
-
-    async fn revise(&mut self, round: u32, prompt: &str) -> Result<String> {
-        let Some(spec) = &self.spec else {
-            return Err(Error::runtime("no producer"));
-        };
-        let dir = self.work.as_path();
-        let prompt_file = dir.join(format!("revision-r{round}.prompt.md"));
-        let answer = dir.join(format!("revision-r{round}.md"));
-        fsutil::atomic_write(&prompt_file, prompt.as_bytes())?;
-        let job = Job {
-            command: spec::command_line(&spec.table, &prompt_file),
-            cwd: self
-                .file
-                .parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-            env: vec![
-                ("WIGGUM_PHASE".into(), "revision".into()),
-                ("WIGGUM_TEMPERATURE".into(), self.temperature.to_string()),
-                ("ITERATION".into(), round.to_string()),
-            ],
-            stdin: spec.table.stdin.then(|| prompt_file.clone()),
-            log: dir.join("producer.log"),
-            stdout: Some(answer.clone()),
+impl Reviser for AloneReviser {
+    async fn run_revision(
+        &mut self,
+        spec: &AgentSpec,
+        round: u32,
+        prompt: &str,
+    ) -> Result<AgentRun> {
+        let launch = Launch {
+            phase: AgentPhase::Revision,
+            iteration: round,
+            topic: "gate".into(),
+            root: self.root.clone(),
+            wiggum_dir: None,
+            dir: self.work.clone(),
+            stem: format!("revision-r{round}.prompt"),
+            stdout: Some(self.work.join(format!("revision-r{round}.md"))),
+            temperature: Some(self.temperature),
             limit: self.limit,
-            grace: Duration::from_secs(5),
+            grace: self.grace,
             token: process::new_token("gate-producer"),
         };
-        let out = process::run(&job, &mut self.control, |_| {}).await?;
-        if !out.ending.success() {
-            let log = fsutil::read_tail(&job.log, 4096)?;
-            let tail: String = log.lines().last().unwrap_or_default().to_string();
-            return Err(Error::runtime(format!(
-                "`{}` {}: {tail}",
-                spec.name, out.ending
-            )));
-        }
-        match spec.table.revision_output {
-            RevisionOutput::Stdout => Ok(crate::agent::output::parse(
-                spec.table.output_format,
-                &fsutil::read_capped(&answer, fsutil::ANSWER_CAP)?,
-            )
-            .text),
-            RevisionOutput::File => fsutil::read(&self.file),
-        }
+        launch::run(spec, &launch, prompt, "", &mut self.control, |_| {}).await
     }
 }
 
@@ -143,14 +121,22 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         eprintln!("warning: {w}; the gate is not independent");
     }
     let opts = rounds::Opts::from_settings(&settings, settings.defaults.max_rounds)?;
-    let mut producer = CommandProducer {
+    let root = std::path::absolute(&a.file)
+        .ok()
+        .and_then(|f| f.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."));
+    let mut producer = spec.map(|spec| AgentProducer {
+        reviser: AloneReviser {
+            root,
+            work: judging.work.path().to_path_buf(),
+            control: judging.control.clone(),
+            limit: Duration::from_secs(settings.safety.max_time_per_iteration),
+            grace: Duration::from_secs(settings.safety.kill_grace_secs),
+            temperature: settings.gate.revision_temperature,
+        },
         spec,
-        file: a.file.clone(),
-        work: judging.work.path().to_path_buf(),
-        control: judging.control.clone(),
-        limit: Duration::from_secs(settings.safety.max_time_per_iteration),
-        temperature: settings.gate.revision_temperature,
-    };
+        edited_file: a.file.clone(),
+    });
     let rt = crate::sys::runtime::runtime()?;
     let json = a.json;
     let out = rt.block_on(rounds::run(

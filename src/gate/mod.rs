@@ -6,6 +6,7 @@ pub mod extract;
 pub mod heuristic;
 pub mod http;
 pub mod panel;
+pub mod producer;
 pub mod prompts;
 pub mod rounds;
 pub mod rubric;

@@ -9,13 +9,15 @@ use chrono::Utc;
 use super::context::Loop;
 use super::runner::Phase;
 use super::{commit, fix_plan};
+use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::{self, Job};
 use crate::agent::spec::AgentSpec;
-use crate::config::{GateTarget, OnGateFail, RevisionOutput};
+use crate::config::{GateTarget, OnGateFail};
 use crate::disk::runlog::{self, Outcome, RunRecord};
 use crate::error::Result;
 use crate::error::Result as Res;
-use crate::gate::rounds::{self, Producer};
+use crate::gate::producer::{AgentProducer, Reviser};
+use crate::gate::rounds;
 use crate::gate::{GateRecord, Verdict, evaluator};
 use crate::sys::fsutil;
 
@@ -49,16 +51,15 @@ pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
     Ok(None)
 }
 
-/// Revisions by the loop's agent (or `[gate] producer`), one fresh process per round.
-struct AgentProducer<'a> {
+/// The loop's side of a revision round: its runner (state, cost) and its budget.
+struct LoopReviser<'a> {
     lp: &'a mut Loop,
-    spec: AgentSpec,
     dir: &'a Path,
     iteration: u32,
 }
 
-impl Producer for AgentProducer<'_> {
-    fn available(&self) -> bool {
+impl Reviser for LoopReviser<'_> {
+    fn may_spend(&self) -> bool {
         // Revisions cost what iterations cost: none once the budget is spent.
         let max = self.lp.settings.safety.max_cost_per_loop;
         let spent = self.lp.runner.state.cost_usd;
@@ -69,28 +70,22 @@ impl Producer for AgentProducer<'_> {
         true
     }
 
-    async fn revise(&mut self, round: u32, prompt: &str) -> Result<String> {
+    async fn run_revision(
+        &mut self,
+        spec: &AgentSpec,
+        round: u32,
+        prompt: &str,
+    ) -> Result<AgentRun> {
         let stem = format!("revision-r{round}.prompt");
-        let answer = self.dir.join(format!("revision-r{round}.md"));
         let phase = Phase {
-            name: "revision",
+            kind: AgentPhase::Revision,
             iteration: self.iteration,
             dir: self.dir,
             stem: &stem,
-            stdout: Some(answer.clone()),
+            stdout: Some(self.dir.join(format!("revision-r{round}.md"))),
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
-        let run = self.lp.runner.run_agent(&self.spec, &phase, prompt).await?;
-        if !run.outcome.ending.success() {
-            return Err(crate::error::Error::runtime(format!(
-                "the producer {}",
-                run.outcome.ending
-            )));
-        }
-        match self.spec.table.revision_output {
-            RevisionOutput::Stdout => Ok(run.report.text),
-            RevisionOutput::File => fsutil::read(&self.dir.join("artifact.md")),
-        }
+        self.lp.runner.run_agent(spec, &phase, prompt).await
     }
 }
 
@@ -139,10 +134,13 @@ pub async fn gate(
     let outcome = loop {
         attempts += 1;
         let mut producer = AgentProducer {
-            lp,
+            reviser: LoopReviser {
+                lp,
+                dir,
+                iteration: n,
+            },
             spec: spec.clone(),
-            dir,
-            iteration: n,
+            edited_file: artifact.clone(),
         };
         let out = rounds::run(
             task,

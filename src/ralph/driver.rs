@@ -7,6 +7,7 @@ use super::context::Loop;
 use super::decide::{self, Facts};
 use super::runner::Phase;
 use super::{fix_plan, iteration, templates};
+use crate::agent::launch::AgentPhase;
 use crate::agent::process::StopLevel;
 use crate::disk::requests;
 use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
@@ -99,7 +100,7 @@ impl Loop {
             &templates::iteration_vars(0, &layout.planning_dir()),
         );
         let phase = Phase {
-            name: "planning",
+            kind: AgentPhase::Planning,
             iteration: 0,
             dir: &layout.planning_dir(),
             stem: "prompt",

@@ -5,8 +5,9 @@ use chrono::Utc;
 
 use super::context::Loop;
 use super::decide::{self, AfterRun};
-use super::runner::{AgentRun, Phase};
+use super::runner::Phase;
 use super::{accept, commit, promise, templates};
+use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
 use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
 use crate::disk::state::StopReason;
@@ -93,7 +94,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.repo.snapshot()?;
         let phase = Phase {
-            name: "iteration",
+            kind: AgentPhase::Iteration,
             iteration: n,
             dir: &dir,
             stem: "prompt",

@@ -20,9 +20,17 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`atomic_write`] with its own failpoint name (tests crash between the temp write and the
 /// rename of one kind of file).
 pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| Error::input(format!("{} has no parent directory", path.display())))?;
+    let dir = match path.parent() {
+        // A bare file name lives in the current directory.
+        Some(d) if d.as_os_str().is_empty() => Path::new("."),
+        Some(d) => d,
+        None => {
+            return Err(Error::input(format!(
+                "{} has no parent directory",
+                path.display()
+            )));
+        }
+    };
     let mut tmp = tempfile::Builder::new()
         .prefix(".")
         .suffix(".tmp")

@@ -436,3 +436,55 @@ fn an_answer_larger_than_the_cap_is_a_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn the_standalone_producer_runs_like_every_agent_with_its_env_and_cwd() {
+    let s = Scripted::new(
+        &[
+            dims([7.0, 8.0, 7.0, 6.0, 6.0, 9.0]),
+            dims([8.0, 9.0, 8.0, 8.0, 8.0, 9.0]),
+        ],
+        &["# Flock\n\nrevised\n"],
+    );
+    let sub = s.t.root().join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        &s.config,
+        format!(
+            "[evaluators.judge]\nkind = \"command\"\ncommand = \"SCRIPT_DIR={d} sh {a}/scripted-evaluator.sh\"\n\n[agents.writer]\ncommand = \"pwd > {d}/producer-pwd; echo $WIGGUM_PHASE $MY_PRODUCER_KEY > {d}/producer-env; SCRIPT_DIR={d} sh {a}/scripted-producer.sh\"\ncwd = \"sub\"\nenv = {{ MY_PRODUCER_KEY = \"from-settings\" }}\n",
+            d = s.dir.display(),
+            a = agents_dir().display()
+        ),
+    )
+    .unwrap();
+    // A bare relative file name, as a person types it.
+    let cfg = s.config.display().to_string();
+    let out =
+        s.t.cmd(&[
+            "wiggum",
+            "gate",
+            "Explain flock",
+            "doc.md",
+            "--config",
+            &cfg,
+            "--evaluator",
+            "judge",
+            "--producer",
+            "writer",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(s.read("producer-env").trim(), "revision from-settings");
+    assert_eq!(s.read("producer-pwd").trim(), sub.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(&s.doc).unwrap(),
+        "# Flock\n\nrevised"
+    );
+}

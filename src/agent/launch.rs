@@ -1,0 +1,243 @@
+//! One way to run an agent. Every agent run — planning, an iteration, a revision round, a
+//! delegation, the standalone gate's producer — is built here from the agent's spec and the
+//! phase, and run here: the prompt written beside the log, the contract's environment, the
+//! agent's own `env` and `cwd`, the limits, a fresh token. What an agent may see and do (its
+//! environment, its sandbox, its ceilings) is decided in this one place.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use super::output::{self, Report};
+use super::process::{self, Job, JobEvent, Outcome, StopLevel};
+use super::spec::{self, AgentSpec};
+use crate::disk::records::RunFacts;
+use crate::error::Result;
+use crate::sys::fsutil;
+
+/// Why an agent runs (`WIGGUM_PHASE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentPhase {
+    /// Writing `fix_plan.md` before iteration 1.
+    Planning,
+    /// One iteration of the loop.
+    Iteration,
+    /// A revision round of the gate.
+    Revision,
+    /// A single-shot delegation that writes an artifact.
+    Delegation,
+}
+
+impl AgentPhase {
+    /// The name agents see in `WIGGUM_PHASE`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentPhase::Planning => "planning",
+            AgentPhase::Iteration => "iteration",
+            AgentPhase::Revision => "revision",
+            AgentPhase::Delegation => "delegation",
+        }
+    }
+}
+
+/// Where and how one agent run happens.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The phase.
+    pub phase: AgentPhase,
+    /// The iteration (0 outside iterations; the round for a standalone revision).
+    pub iteration: u32,
+    /// The loop's topic (`TOPIC`; a label for standalone runs).
+    pub topic: String,
+    /// The directory the agent works in (`ARTIFACT_PATH`; its `cwd` is relative to it).
+    pub root: PathBuf,
+    /// The loop's `wiggum/` (`WIGGUM_DIR`), when there is a loop.
+    pub wiggum_dir: Option<PathBuf>,
+    /// Where the prompt and the log go (`ITERATION_DIR`).
+    pub dir: PathBuf,
+    /// The prompt file's stem (`prompt` → `prompt.md`).
+    pub stem: String,
+    /// A separate file for stdout (answers read back).
+    pub stdout: Option<PathBuf>,
+    /// Sampling temperature for producers that call a model (`WIGGUM_TEMPERATURE`).
+    pub temperature: Option<f64>,
+    /// Wall limit.
+    pub limit: Duration,
+    /// SIGTERM-to-SIGKILL grace.
+    pub grace: Duration,
+    /// The token every process of the run inherits (from [`process::new_token`]); the caller
+    /// records it before the spawn.
+    pub token: String,
+}
+
+impl Launch {
+    /// The prompt file of this run.
+    #[must_use]
+    pub fn prompt_file(&self) -> PathBuf {
+        self.dir.join(format!("{}.md", self.stem))
+    }
+}
+
+/// The job of one agent run: the one constructor every agent run goes through.
+#[must_use]
+pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
+    let t = &agent.table;
+    let prompt_file = l.prompt_file();
+    let path = |p: &Path| p.display().to_string();
+    let mut env: Vec<(String, String)> = vec![
+        ("ITERATION".into(), l.iteration.to_string()),
+        (
+            "PREV_ITERATION".into(),
+            l.iteration.saturating_sub(1).to_string(),
+        ),
+        ("ITERATION_DIR".into(), path(&l.dir)),
+        ("ARTIFACT_PATH".into(), path(&l.root)),
+        ("TOPIC".into(), l.topic.clone()),
+        ("WIGGUM_PHASE".into(), l.phase.as_str().into()),
+        ("PROMPT_FILE".into(), path(&prompt_file)),
+    ];
+    if let Some(w) = &l.wiggum_dir {
+        env.push(("WIGGUM_DIR".into(), path(w)));
+    }
+    if let Some(temp) = l.temperature {
+        env.push(("WIGGUM_TEMPERATURE".into(), temp.to_string()));
+    }
+    env.extend(t.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    Job {
+        command: spec::command_line(t, &prompt_file),
+        cwd: t
+            .cwd
+            .as_ref()
+            .map_or_else(|| l.root.clone(), |c| l.root.join(c)),
+        env,
+        stdin: t.stdin.then_some(prompt_file),
+        log: l.dir.join("agent.log"),
+        stdout: l.stdout.clone(),
+        limit: l.limit,
+        grace: l.grace,
+        token: l.token.clone(),
+    }
+}
+
+/// One finished agent run.
+#[derive(Debug)]
+pub struct AgentRun {
+    /// How the process ended.
+    pub outcome: Outcome,
+    /// What its output said.
+    pub report: Report,
+    /// The prompt it was fed.
+    pub prompt: String,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Its log.
+    pub log: PathBuf,
+}
+
+/// Run `agent` for `l` with `prompt`; `on_event` sees its events, `promise` is looked for in a
+/// streamed log. An answer read back from `stdout` is bounded (past the cap: an error); a log is
+/// streamed, whatever its size and bytes.
+pub async fn run(
+    agent: &AgentSpec,
+    l: &Launch,
+    prompt: &str,
+    promise: &str,
+    control: &mut watch::Receiver<StopLevel>,
+    on_event: impl FnMut(JobEvent),
+) -> Result<AgentRun> {
+    fsutil::create_dir_all(&l.dir)?;
+    fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
+    let job = job(agent, l);
+    let started_at = Utc::now();
+    let outcome = process::run(&job, control, on_event).await?;
+    let format = agent.table.output_format;
+    let report = match &l.stdout {
+        Some(p) if p.exists() => {
+            output::parse(format, &fsutil::read_capped(p, fsutil::ANSWER_CAP)?)
+        }
+        Some(_) => Report::default(),
+        None => output::scan_file(format, &job.log, promise)?,
+    };
+    Ok(AgentRun {
+        outcome,
+        report,
+        prompt: prompt.to_string(),
+        started_at,
+        log: job.log,
+    })
+}
+
+impl AgentRun {
+    /// What the run contributes to its record.
+    #[must_use]
+    pub fn facts(&self) -> RunFacts {
+        RunFacts {
+            started_at: self.started_at,
+            pid: self.outcome.pid,
+            ending: self.outcome.ending,
+            cost_usd: self.report.cost_usd,
+            tokens_in: self.report.tokens_in,
+            tokens_out: self.report.tokens_out,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{AgentTable, OutputFormat, RevisionOutput};
+
+    fn launch(phase: AgentPhase) -> Launch {
+        Launch {
+            phase,
+            iteration: 3,
+            topic: "t".into(),
+            root: "/art".into(),
+            wiggum_dir: Some("/art/wiggum".into()),
+            dir: "/art/wiggum/iteration-003".into(),
+            stem: "prompt".into(),
+            stdout: None,
+            temperature: Some(0.3),
+            limit: Duration::from_secs(60),
+            grace: Duration::from_secs(7),
+            token: "tok".into(),
+        }
+    }
+
+    #[test]
+    fn every_run_gets_the_contract_environment_and_the_agents_own_settings() {
+        let agent = AgentSpec {
+            name: "mine".into(),
+            table: AgentTable {
+                command: "my-agent --file {prompt_file}".into(),
+                stdin: false,
+                revision_output: RevisionOutput::Stdout,
+                output_format: OutputFormat::Plain,
+                cwd: Some("sub".into()),
+                env: [("MY_KEY".to_string(), "v".to_string())].into(),
+            },
+        };
+        let j = job(&agent, &launch(AgentPhase::Revision));
+        let env: std::collections::BTreeMap<_, _> = j.env.iter().cloned().collect();
+        for (k, v) in [
+            ("ITERATION", "3"),
+            ("PREV_ITERATION", "2"),
+            ("WIGGUM_PHASE", "revision"),
+            ("WIGGUM_DIR", "/art/wiggum"),
+            ("ARTIFACT_PATH", "/art"),
+            ("TOPIC", "t"),
+            ("WIGGUM_TEMPERATURE", "0.3"),
+            ("MY_KEY", "v"),
+        ] {
+            assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+        }
+        assert_eq!(j.cwd, Path::new("/art/sub"));
+        assert_eq!(j.grace, Duration::from_secs(7));
+        assert_eq!(j.stdin, None);
+        assert!(j.command.contains("/art/wiggum/iteration-003/prompt.md"));
+        assert_eq!(j.log, Path::new("/art/wiggum/iteration-003/agent.log"));
+    }
+}
