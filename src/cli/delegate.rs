@@ -77,7 +77,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         )));
     }
     fsutil::create_dir_all(layout.root())?;
-    fsutil::atomic_write(&layout.root().join("task.md"), task.as_bytes())?;
+    fsutil::atomic_write(&layout.task(), task.as_bytes())?;
     let meta = serde_json::json!({"agent_type": agent.name, "topic": a.topic,
         "task_file": "task.md", "created_at": chrono::Utc::now()});
     fsutil::atomic_write(
@@ -94,7 +94,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
             ("artifact_path", layout.root().display().to_string()),
         ],
     );
-    let work = layout.wiggum().join("delegation");
+    let work = layout.delegation_dir();
     fsutil::create_dir_all(&work)?;
     let launch = Launch {
         phase: AgentPhase::Delegation,

@@ -13,6 +13,7 @@ use crate::disk::runlog::{self, RunRecord};
 use crate::error::{Error, IoContext, Result};
 use crate::git::Repo;
 use crate::sys::fsutil;
+use crate::view::model::{self, Want};
 use crate::view::report;
 
 /// Flags of `logs`.
@@ -98,12 +99,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         .iteration
         .or_else(|| latest_iteration(&layout))
         .unwrap_or(0);
-    let dir = if n == 0 {
-        layout.planning_dir()
-    } else {
-        layout.iteration_dir(n)
-    };
-    let path = dir.join("agent.log");
+    let path = layout.agent_log(n);
     if !path.exists() && !a.follow {
         return Err(Error::input(format!(
             "no log for iteration {n} of `{}` ({})",
@@ -181,12 +177,12 @@ fn row(r: &RunRecord) -> String {
 
 /// `summary`.
 pub fn summary(a: &SummaryArgs) -> Result<i32> {
-    let layout = Handle::open(&a.topic)?.layout;
-    let runs: Vec<RunRecord> = runlog::read(&layout.runs())?
-        .into_iter()
-        .filter(|r| r.record == crate::disk::records::RecordKind::Iteration)
-        .collect();
-    let st = crate::disk::state::read(&layout.state())?;
+    let all = Want {
+        recent: usize::MAX,
+        ..Want::default()
+    };
+    let v = model::load(&Handle::open(&a.topic)?, all)?;
+    let (runs, st) = (v.recent, v.state);
     if a.json {
         let v = serde_json::json!({"topic": a.topic, "state": st, "iterations": runs,
             "report": report::aggregate(&runs, 7.0)});

@@ -92,10 +92,74 @@ impl Layout {
     pub fn planning_dir(&self) -> PathBuf {
         self.wiggum().join("planning")
     }
+    /// Where run `n`'s prompt and log live: the planning directory for 0, else iteration `n`'s.
+    #[must_use]
+    pub fn run_dir(&self, n: u32) -> PathBuf {
+        if n == 0 {
+            self.planning_dir()
+        } else {
+            self.iteration_dir(n)
+        }
+    }
+    /// The agent log of run `n` (see [`Self::run_dir`]).
+    #[must_use]
+    pub fn agent_log(&self, n: u32) -> PathBuf {
+        self.run_dir(n).join("agent.log")
+    }
+    /// The artifact iteration `n` works on.
+    #[must_use]
+    pub fn iteration_artifact(&self, n: u32) -> PathBuf {
+        self.iteration_dir(n).join("artifact.md")
+    }
+    /// What iteration `n`'s agent says it did (the commit's subject).
+    #[must_use]
+    pub fn review(&self, n: u32) -> PathBuf {
+        self.iteration_dir(n).join("review.md")
+    }
+    /// The gate's record of iteration `n`.
+    #[must_use]
+    pub fn eval_record(&self, n: u32) -> PathBuf {
+        self.iteration_dir(n).join("eval.json")
+    }
+    /// The output of iteration `n`'s validation commands.
+    #[must_use]
+    pub fn validation_log(&self, n: u32) -> PathBuf {
+        self.iteration_dir(n).join("validation.log")
+    }
+    /// The output of the git hooks run for run `n`'s commit (planning: 0).
+    #[must_use]
+    pub fn hooks_log(&self, n: u32) -> PathBuf {
+        self.run_dir(n).join("hooks.log")
+    }
+    /// The answer of revision round `round` of iteration `n`.
+    #[must_use]
+    pub fn revision_answer(&self, n: u32, round: u32) -> PathBuf {
+        self.iteration_dir(n).join(format!("revision-r{round}.md"))
+    }
+    /// Where discarded attempts are kept.
+    #[must_use]
+    pub fn discarded(&self) -> PathBuf {
+        self.wiggum().join("discarded")
+    }
+    /// The delegation's working directory (its prompt, log and answer).
+    #[must_use]
+    pub fn delegation_dir(&self) -> PathBuf {
+        self.wiggum().join("delegation")
+    }
+    /// The task a delegation was given (the gate's task when present).
+    #[must_use]
+    pub fn task(&self) -> PathBuf {
+        self.root.join("task.md")
+    }
+    /// The directory of the final copy.
+    #[must_use]
+    pub fn final_dir(&self) -> PathBuf {
+        self.wiggum().join("final")
+    }
     /// The final accepted artifact.
     #[must_use]
     pub fn final_artifact(&self) -> PathBuf {
-        self.wiggum().join("final").join("artifact.md")
+        self.final_dir().join("artifact.md")
     }
 
     /// Paths (relative to the artifact dir) written by the supervisor itself: they are never

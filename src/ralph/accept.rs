@@ -22,8 +22,9 @@ use crate::gate::{GateRecord, Verdict, evaluator};
 use crate::sys::fsutil;
 
 /// The first failing validation: a missing required file or a failing command.
-pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
+pub async fn validate(lp: &mut Loop, n: u32) -> Result<Option<String>> {
     let root = lp.runner.layout.root().to_path_buf();
+    let dir = lp.runner.layout.iteration_dir(n);
     for f in &lp.settings.validation.required_files {
         let rel = f.replace("{iteration_dir}", &dir.display().to_string());
         if !root.join(&rel).exists() {
@@ -36,7 +37,7 @@ pub async fn validate(lp: &mut Loop, dir: &Path) -> Result<Option<String>> {
             cwd: lp.repo.workdir().to_path_buf(),
             env: vec![("WIGGUM_PHASE".into(), "validation".into())],
             stdin: None,
-            log: dir.join("validation.log"),
+            log: lp.runner.layout.validation_log(n),
             stdout: None,
             limit: Duration::from_secs(lp.settings.validation.timeout_secs),
             grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
@@ -82,7 +83,7 @@ impl Reviser for LoopReviser<'_> {
             iteration: self.iteration,
             dir: self.dir,
             stem: &stem,
-            stdout: Some(self.dir.join(format!("revision-r{round}.md"))),
+            stdout: Some(self.lp.runner.layout.revision_answer(self.iteration, round)),
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
         self.lp.runner.run_agent(spec, &phase, prompt).await
@@ -102,7 +103,7 @@ pub async fn gate(
     if target == GateTarget::Off {
         return Ok((None, true));
     }
-    let artifact = dir.join("artifact.md");
+    let artifact = lp.runner.layout.iteration_artifact(n);
     let (content, max_rounds) = match target {
         GateTarget::Diff => {
             let mut paths = changed.to_vec();
@@ -186,7 +187,7 @@ pub async fn gate(
         &serde_json::json!({"gate": record, "rounds": outcome.rounds}),
     )
     .unwrap_or_default();
-    fsutil::atomic_write(&dir.join("eval.json"), json.as_bytes())?;
+    fsutil::atomic_write(&lp.runner.layout.eval_record(n), json.as_bytes())?;
     Ok((Some(record), keep))
 }
 
@@ -195,7 +196,7 @@ pub fn seed_of(lp: &Loop, n: u32) -> Result<String> {
     let layout = &lp.runner.layout;
     let prev = (1..n)
         .rev()
-        .map(|i| layout.iteration_dir(i).join("artifact.md"))
+        .map(|i| layout.iteration_artifact(i))
         .find(|p| p.exists());
     let path = prev.unwrap_or_else(|| layout.original_artifact());
     Ok(fsutil::read_opt(&path)?.unwrap_or_default())
@@ -282,7 +283,7 @@ pub async fn accept(
     if let Some(why) = guard_plan(&layout, plan_before)? {
         return reject(lp, rec, why, changed);
     }
-    if let Some(why) = validate(lp, dir).await? {
+    if let Some(why) = validate(lp, n).await? {
         return reject(lp, rec, why, changed);
     }
     let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
@@ -298,18 +299,18 @@ pub async fn accept(
         lp.runner.state.last_gate_score = g.final_score;
     }
     rec.gate = gate;
-    if let Some(text) = fsutil::read_opt(&dir.join("artifact.md"))? {
+    if let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))? {
         rec.quality = Some(lp.measure(&text));
     }
     if keep {
-        let review = fsutil::read_opt(&dir.join("review.md"))?;
+        let review = fsutil::read_opt(&layout.review(n))?;
         let fallback = claimed
             .first()
             .cloned()
             .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
         let msg = commit_message(n, review.as_deref(), &fallback);
         crate::sys::failpoint::hit("before-commit")?;
-        match commit::commit(lp, &msg, changed, Some(dir), dir).await? {
+        match commit::commit(lp, &msg, changed, n).await? {
             commit::Committed::Rejected(why) => {
                 return reject(lp, rec, why, changed);
             }

@@ -68,15 +68,16 @@ pub fn loop_paths(layout: &Layout, unborn: bool, iteration_dir: Option<&Path>) -
     out
 }
 
-/// Commit `changed` (and the carried and loop-owned paths) with `message`. `dir` is where the
-/// hooks' log goes.
+/// Commit `changed` (and the carried and loop-owned paths) of run `n` (0: planning) with
+/// `message`.
 pub async fn commit(
     lp: &mut Loop,
     message: &str,
     changed: &[PathBuf],
-    iteration_dir: Option<&Path>,
-    dir: &Path,
+    n: u32,
 ) -> Result<Committed> {
+    let iteration_dir = (n > 0).then(|| lp.runner.layout.iteration_dir(n));
+    let iteration_dir = iteration_dir.as_deref();
     if !lp.settings.git.commit {
         return Ok(Committed::Nothing);
     }
@@ -96,7 +97,7 @@ pub async fn commit(
     };
     let mut message = message.to_string();
     if lp.settings.git.hooks == GitHooks::Run {
-        match run_hooks(lp, &pending, &message, dir).await? {
+        match run_hooks(lp, &pending, &message, n).await? {
             Ok(m) => message = m,
             Err(why) => return Ok(Committed::Rejected(why)),
         }
@@ -124,7 +125,7 @@ async fn run_hooks(
     lp: &mut Loop,
     pending: &Pending,
     message: &str,
-    dir: &Path,
+    n: u32,
 ) -> Result<std::result::Result<String, String>> {
     let scratch = tempfile::Builder::new()
         .prefix("wiggum-hooks-")
@@ -144,7 +145,7 @@ async fn run_hooks(
         if name == "commit-msg" {
             command = format!("{command} {}", quote(&msg_file));
         }
-        let job = hook_job(lp.repo.workdir(), command, &index, dir, lp);
+        let job = hook_job(lp.repo.workdir(), command, &index, n, lp);
         crate::sys::fsutil::append_line(&job.log, &format!("$ {name}"))?;
         let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
         if !out.ending.success() {
@@ -167,7 +168,7 @@ async fn run_hooks(
     Ok(Ok(edited))
 }
 
-fn hook_job(workdir: &Path, command: String, index: &Path, dir: &Path, lp: &Loop) -> Job {
+fn hook_job(workdir: &Path, command: String, index: &Path, n: u32, lp: &Loop) -> Job {
     Job {
         command,
         cwd: workdir.to_path_buf(),
@@ -177,7 +178,7 @@ fn hook_job(workdir: &Path, command: String, index: &Path, dir: &Path, lp: &Loop
             ("WIGGUM_PHASE".into(), "hook".into()),
         ],
         stdin: None,
-        log: dir.join("hooks.log"),
+        log: lp.runner.layout.hooks_log(n),
         stdout: None,
         limit: Duration::from_secs(lp.settings.validation.timeout_secs),
         grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),

@@ -136,21 +136,15 @@ impl Loop {
                 )));
             }
             if ok {
-                let dir = layout.planning_dir();
-                let sha = match super::commit::commit(
-                    self,
-                    crate::git::subject::PLANNING,
-                    &changed,
-                    None,
-                    &dir,
-                )
-                .await?
-                {
-                    super::commit::Committed::Rejected(why) => {
-                        return Ok(Some((StopReason::Error, format!("planning: {why}"))));
-                    }
-                    done => done.sha(),
-                };
+                let sha =
+                    match super::commit::commit(self, crate::git::subject::PLANNING, &changed, 0)
+                        .await?
+                    {
+                        super::commit::Committed::Rejected(why) => {
+                            return Ok(Some((StopReason::Error, format!("planning: {why}"))));
+                        }
+                        done => done.sha(),
+                    };
                 self.runner.save()?;
                 tracing::info!(
                     "planned {} items{}",
@@ -172,9 +166,9 @@ impl Loop {
         let layout = self.runner.layout.clone();
         let last = self.runner.state.last_committed_iteration;
         if last > 0 {
-            let src = layout.iteration_dir(last).join("artifact.md");
+            let src = layout.iteration_artifact(last);
             if let Some(text) = fsutil::read_opt(&src)? {
-                fsutil::create_dir_all(&layout.wiggum().join("final"))?;
+                fsutil::create_dir_all(&layout.final_dir())?;
                 fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())?;
             }
         }

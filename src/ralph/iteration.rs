@@ -52,7 +52,7 @@ pub fn move_aside(layout: &crate::disk::layout::Layout, n: u32, label: &str) -> 
     if !dir.exists() {
         return Ok(());
     }
-    let aside = layout.wiggum().join("discarded");
+    let aside = layout.discarded();
     fsutil::create_dir_all(&aside)?;
     let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
     let to = aside.join(format!(
@@ -86,7 +86,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         fsutil::create_dir_all(&dir)?;
         let seed = accept::seed_of(lp, n)?;
         if layout.original_artifact().exists() {
-            fsutil::atomic_write(&dir.join("artifact.md"), seed.as_bytes())?;
+            fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
         }
         let template = fsutil::read(&layout.memory("PROMPT.md"))?;
         let prompt = templates::render(&template, &templates::iteration_vars(n, &dir));

@@ -15,7 +15,7 @@ use crate::sys::fsutil;
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
 pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     // Temp files of writes a crash interrupted: their content never became the file's.
-    for dir in [layout.wiggum(), layout.wiggum().join("final")] {
+    for dir in [layout.wiggum(), layout.final_dir()] {
         let n = fsutil::remove_stale_temps(&dir)?;
         if n > 0 {
             tracing::warn!(

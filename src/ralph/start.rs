@@ -254,7 +254,7 @@ fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
                 .map(|s| s.trim_end_matches("-agent").to_string())
         })
         .unwrap_or_else(|| "document".into());
-    if let Some(t) = fsutil::read_opt(&layout.root().join("task.md"))? {
+    if let Some(t) = fsutil::read_opt(&layout.task())? {
         return Ok((t.chars().take(2000).collect(), task_type));
     }
     let title = fsutil::read_opt(&layout.original_artifact())?

@@ -2,5 +2,6 @@
 //! `summary`, the analytics of `report`, and the live view (`watch`). Reads `disk`; acts on a loop
 //! only through `disk::requests`.
 
+pub mod model;
 pub mod report;
 pub mod watch;

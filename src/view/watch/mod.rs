@@ -4,7 +4,6 @@
 //! on it.
 
 pub mod keys;
-pub mod snapshot;
 pub mod view;
 
 use std::io::IsTerminal;
@@ -13,32 +12,40 @@ use std::time::Duration;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind};
 
 use crate::disk::handle::Handle;
-use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
+use crate::view::model::{self, Want};
 use keys::{Action, Key, Mode};
 
 const TICK: Duration = Duration::from_millis(500);
 
+/// What one frame shows besides the state.
+const FRAME: Want = Want {
+    usage: false,
+    recent: 8,
+    plan: true,
+    log_lines: 12,
+};
+
 /// Run the view until the user quits or the loop stops.
 pub fn run(topic: &str) -> Result<i32> {
-    let layout = Handle::open(topic)?.layout;
+    let h = Handle::open(topic)?;
     if std::io::stdout().is_terminal() {
-        interactive(topic, &layout)
+        interactive(&h)
     } else {
-        lines(topic, &layout)
+        lines(&h)
     }
 }
 
-fn lines(topic: &str, layout: &Layout) -> Result<i32> {
+fn lines(h: &Handle) -> Result<i32> {
     let mut last = String::new();
     loop {
-        let s = snapshot::load(topic, layout, 0)?;
+        let s = model::load(h, Want::default())?;
         let line = s.line();
         if line != last {
             println!("{line}");
             last = line;
         }
-        if !s.running {
+        if !s.running() {
             return Ok(0);
         }
         std::thread::sleep(TICK); // allow: the view polls the disk, never spins
@@ -55,23 +62,26 @@ fn key_of(code: KeyCode) -> Option<Key> {
     }
 }
 
-fn act(topic: &str, layout: &Layout, a: Action) -> Result<String> {
+fn act(h: &Handle, a: Action) -> Result<String> {
     Ok(match a {
         Action::None | Action::Quit => String::new(),
         Action::Stop => {
-            let h = Handle::open(topic)?.request_stop(10)?;
-            format!("stop sent to pid {}; the agent gets 10 s to finish", h.pid)
+            let holder = h.request_stop(10)?;
+            format!(
+                "stop sent to pid {}; the agent gets 10 s to finish",
+                holder.pid
+            )
         }
         Action::Pause => {
-            Handle::open(topic)?.set_pause(true)?;
+            h.set_pause(true)?;
             "pausing at the next iteration boundary".into()
         }
         Action::Resume => {
-            Handle::open(topic)?.set_pause(false)?;
+            h.set_pause(false)?;
             "resumed".into()
         }
         Action::AddSign(what, fix) => {
-            let path = layout.memory("AGENT.md");
+            let path = h.layout.memory("AGENT.md");
             let text = crate::sys::fsutil::read_opt(&path)?.unwrap_or_default();
             crate::sys::fsutil::atomic_write(
                 &path,
@@ -82,14 +92,14 @@ fn act(topic: &str, layout: &Layout, a: Action) -> Result<String> {
     })
 }
 
-fn interactive(topic: &str, layout: &Layout) -> Result<i32> {
+fn interactive(h: &Handle) -> Result<i32> {
     let mut term = ratatui::try_init()
         .map_err(|e| Error::runtime(format!("cannot open the terminal: {e}")))?;
     let result = (|| -> Result<i32> {
         let mut mode = Mode::Normal;
         let mut note = String::new();
         loop {
-            let s = snapshot::load(topic, layout, 12)?;
+            let s = model::load(h, FRAME)?;
             let prompt = keys::prompt(&mode);
             let msg = if prompt.is_empty() {
                 note.clone()
@@ -115,7 +125,7 @@ fn interactive(topic: &str, layout: &Layout) -> Result<i32> {
             if action == Action::Quit {
                 return Ok(0);
             }
-            note = match act(topic, layout, action) {
+            note = match act(h, action) {
                 Ok(n) => n,
                 Err(e) => format!("error: {e}"),
             };

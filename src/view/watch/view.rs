@@ -6,25 +6,25 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
-use super::snapshot::Snapshot;
+use crate::view::model::LoopView;
 
 fn bar(v: f64) -> String {
     let filled = (v.clamp(0.0, 1.0) * 10.0).round() as usize;
     format!("{}{} {v:.2}", "█".repeat(filled), "░".repeat(10 - filled))
 }
 
-fn header(s: &Snapshot) -> Vec<Line<'static>> {
+fn header(s: &LoopView) -> Vec<Line<'static>> {
     let mut lines = vec![Line::styled(
         format!("Wiggum loop: {}", s.topic),
         Style::default().add_modifier(Modifier::BOLD),
     )];
     let Some(st) = &s.state else {
-        lines.push(Line::from(format!("Status: {}", s.status())));
+        lines.push(Line::from(format!("Status: {}", s.status)));
         return lines;
     };
     lines.push(Line::from(format!(
         "Status: {}   Iteration: {} / {}   Items remaining: {}",
-        s.status(),
+        s.status,
         st.current_iteration,
         st.max_iterations,
         st.items_remaining
@@ -42,7 +42,7 @@ fn header(s: &Snapshot) -> Vec<Line<'static>> {
     if let Some(r) = &s.pause_reason {
         lines.push(Line::from(format!("Paused: {r}")));
     }
-    if let (Some(r), false) = (st.stop_reason, s.running) {
+    if let (Some(r), false) = (st.stop_reason, s.running()) {
         lines.push(Line::from(format!(
             "Stopped: {} ({})",
             r.as_str(),
@@ -52,7 +52,7 @@ fn header(s: &Snapshot) -> Vec<Line<'static>> {
     lines
 }
 
-fn metrics(s: &Snapshot) -> Vec<Line<'static>> {
+fn metrics(s: &LoopView) -> Vec<Line<'static>> {
     let Some(q) = s.recent.iter().rev().find_map(|r| r.quality) else {
         return vec![Line::from("no metrics yet")];
     };
@@ -67,7 +67,7 @@ fn metrics(s: &Snapshot) -> Vec<Line<'static>> {
     .collect()
 }
 
-fn current(s: &Snapshot) -> Vec<Line<'static>> {
+fn current(s: &LoopView) -> Vec<Line<'static>> {
     let mut lines = Vec::new();
     if let Some(item) = s.open_items.first() {
         lines.push(Line::from(format!("Next item: {item}")));
@@ -84,7 +84,7 @@ fn current(s: &Snapshot) -> Vec<Line<'static>> {
     lines
 }
 
-fn recent(s: &Snapshot) -> Vec<Line<'static>> {
+fn recent(s: &LoopView) -> Vec<Line<'static>> {
     s.recent
         .iter()
         .rev()
@@ -111,7 +111,7 @@ fn recent(s: &Snapshot) -> Vec<Line<'static>> {
 }
 
 /// Draw the whole screen; `message` is the footer's last line (prompts, confirmations).
-pub fn draw(f: &mut Frame<'_>, s: &Snapshot, message: &str) {
+pub fn draw(f: &mut Frame<'_>, s: &LoopView, message: &str) {
     let [top, mid, cur, rec, foot] = Layout::vertical([
         Constraint::Length(7),
         Constraint::Length(6),
@@ -150,7 +150,7 @@ mod tests {
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
-    fn screen(s: &Snapshot, msg: &str) -> String {
+    fn screen(s: &LoopView, msg: &str) -> String {
         let mut t = Terminal::new(TestBackend::new(100, 34)).unwrap();
         t.draw(|f| draw(f, s, msg)).unwrap();
         let buf = t.backend().buffer().clone();
@@ -178,13 +178,14 @@ mod tests {
             agent_pid: Some(4242),
             ..Default::default()
         };
-        let s = Snapshot {
+        let s = LoopView {
             topic: "research".into(),
+            status: "running".into(),
             state: Some(st),
-            running: true,
+            pid: Some(4241),
             open_items: vec!["Add evidence links".into()],
             log_tail: vec!["Reading fix_plan.md...".into()],
-            ..Snapshot::default()
+            ..LoopView::default()
         };
         let out = screen(&s, "");
         for want in [

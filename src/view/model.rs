@@ -1,0 +1,186 @@
+//! One read model of a loop, read from disk without the daemon's help: what `status`, `list`,
+//! `watch` and `summary` show. A loop whose state says it is live but whose locks nobody holds
+//! is `dead`. Each reader asks only for what it shows ([`Want`]): agent CPU and memory, recent
+//! run records, open plan items, the tail of the current agent log.
+
+use serde::Serialize;
+
+use crate::disk::handle::Handle;
+use crate::disk::records::RecordKind;
+use crate::disk::requests;
+use crate::disk::runlog::{self, RunRecord};
+use crate::disk::state::{self, LoopState};
+use crate::error::Result;
+use crate::ralph::fix_plan;
+use crate::sys::fsutil;
+
+/// What a reader wants beyond the state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Want {
+    /// The running agent's CPU and memory (costs a short sample).
+    pub usage: bool,
+    /// How many of the latest iteration records (`usize::MAX`: all).
+    pub recent: usize,
+    /// The open items of `fix_plan.md`.
+    pub plan: bool,
+    /// How many last lines of the current agent's log.
+    pub log_lines: usize,
+}
+
+/// One loop as every reader shows it. Serialised, it is `status --json` (docs/json.md).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LoopView {
+    /// The topic.
+    pub topic: String,
+    /// State status, or `dead`, or `unknown` when there is no state yet.
+    pub status: String,
+    /// The supervisor's pid while it runs.
+    pub pid: Option<u32>,
+    /// The agent's pid while one runs.
+    pub agent_pid: Option<u32>,
+    /// The agent's CPU use, percent.
+    pub agent_cpu_percent: Option<f32>,
+    /// The agent's resident memory, bytes.
+    pub agent_rss_bytes: Option<u64>,
+    /// Seconds since the loop started.
+    pub elapsed_secs: Option<i64>,
+    /// Why it is paused.
+    pub pause_reason: Option<String>,
+    /// The full state, when there is one.
+    pub state: Option<LoopState>,
+    /// The latest iteration records, newest last.
+    #[serde(skip)]
+    pub recent: Vec<RunRecord>,
+    /// Open plan items, in order.
+    #[serde(skip)]
+    pub open_items: Vec<String>,
+    /// The last lines of the current agent's log.
+    #[serde(skip)]
+    pub log_tail: Vec<String>,
+}
+
+impl LoopView {
+    /// Someone holds the loop's lock.
+    #[must_use]
+    pub fn running(&self) -> bool {
+        self.pid.is_some()
+    }
+
+    /// One line for `list`, logs and pipes.
+    #[must_use]
+    pub fn line(&self) -> String {
+        state::one_line(&self.topic, self.state.as_ref(), self.pid)
+    }
+}
+
+/// Read one loop.
+pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
+    let layout = &h.layout;
+    let st = state::read(&layout.state()).unwrap_or(None);
+    let holder = h.holder()?;
+    let running = holder.is_some();
+    let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
+    let (cpu, rss) = match agent_pid {
+        Some(p) if want.usage => agent_usage(p),
+        _ => (None, None),
+    };
+    let ctl = requests::read(&layout.control());
+    let mut recent = Vec::new();
+    if want.recent > 0 {
+        runlog::for_each(&layout.runs(), |r| {
+            if r.record == RecordKind::Iteration {
+                recent.push(r);
+                if recent.len() > want.recent.saturating_mul(2).max(64) {
+                    recent.drain(..recent.len() - want.recent);
+                }
+            }
+        })?;
+        let keep = recent.len().saturating_sub(want.recent);
+        recent.drain(..keep);
+    }
+    let open_items = if want.plan {
+        let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+        fix_plan::items(&plan)
+            .into_iter()
+            .filter(|i| !i.done)
+            .map(|i| i.text)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let log_tail = if want.log_lines > 0 {
+        let n = st.as_ref().map_or(0, |s| s.current_iteration);
+        let log = layout.agent_log(n);
+        tail(&fsutil::read_tail(&log, 64 * 1024)?, want.log_lines)
+    } else {
+        Vec::new()
+    };
+    Ok(LoopView {
+        topic: h.topic.clone(),
+        status: state::shown_status(st.as_ref(), running).to_string(),
+        pid: holder.as_ref().map(|h| h.pid),
+        agent_pid,
+        agent_cpu_percent: cpu,
+        agent_rss_bytes: rss,
+        elapsed_secs: st.as_ref().map(|s| {
+            let end = if running {
+                chrono::Utc::now()
+            } else {
+                s.updated_at
+            };
+            (end - s.started_at).num_seconds()
+        }),
+        pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
+        state: st,
+        recent,
+        open_items,
+        log_tail,
+    })
+}
+
+fn agent_usage(pid: u32) -> (Option<f32>, Option<u64>) {
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
+    let Ok(mut sys) = System::new() else {
+        return (None, None);
+    };
+    let p = [Pid::from_u32(pid)];
+    let kind = ProcessRefreshKind::nothing().with_cpu().with_memory();
+    sys.refresh_processes_specifics(ProcessesToUpdate::Some(&p), true, kind);
+    std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL); // allow: CPU needs two samples
+    sys.refresh_processes_specifics(ProcessesToUpdate::Some(&p), true, kind);
+    sys.process(p[0])
+        .map_or((None, None), |pr| (Some(pr.cpu_usage()), Some(pr.memory())))
+}
+
+fn tail(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| (*l).to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tail_takes_the_last_lines() {
+        assert_eq!(tail("a\nb\nc\n", 2), vec!["b", "c"]);
+        assert_eq!(tail("", 3), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_live_state_without_a_lock_is_dead() {
+        let d = tempfile::tempdir().unwrap();
+        let h = Handle::at(d.path(), "t", d.path().join("art"));
+        std::fs::create_dir_all(h.layout.wiggum()).unwrap();
+        let mut st = LoopState {
+            status: state::Status::Running,
+            ..LoopState::default()
+        };
+        state::save(&h.layout.state(), &mut st).unwrap();
+        let v = load(&h, Want::default()).unwrap();
+        assert_eq!((v.status.as_str(), v.running()), ("dead", false));
+    }
+}
