@@ -417,3 +417,89 @@ impl GateRoundRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `runs.jsonl` as version 0.1.0 wrote it (a crash retried in every iteration, one gate
+    /// round each): every later version reads it the same way.
+    const V0_1_0: &str = include_str!("../../tests/fixtures/v0.1.0/runs.jsonl");
+
+    #[test]
+    fn run_records_of_version_0_1_0_still_read() {
+        let runs: Vec<RunRecord> = V0_1_0
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let seen: Vec<(RecordKind, u32, u32, Outcome)> = runs
+            .iter()
+            .map(|r| (r.record, r.iteration, r.attempt, r.outcome))
+            .collect();
+        use Outcome::{Accepted, Crashed, Planned};
+        use RecordKind::{Iteration, Planning};
+        assert_eq!(
+            seen,
+            vec![
+                (Planning, 0, 1, Crashed),
+                (Planning, 0, 2, Planned),
+                (Iteration, 1, 1, Crashed),
+                (Iteration, 1, 2, Accepted),
+                (Iteration, 2, 1, Crashed),
+                (Iteration, 2, 2, Accepted),
+                (Iteration, 3, 1, Crashed),
+                (Iteration, 3, 2, Accepted),
+            ]
+        );
+        let last = runs.last().unwrap();
+        let gate = last.gate.as_ref().unwrap();
+        assert_eq!(gate.verdict, Verdict::Fail);
+        assert_eq!(gate.termination, Termination::Unchanged);
+        assert_eq!(gate.wiggum_scores["r1"]["grounded"], 7.5);
+        assert_eq!(last.commit.as_ref().map(String::len), Some(40));
+        assert!(last.completes_iteration() && !runs[2].completes_iteration());
+        let rounds: Vec<GateRoundRecord> = V0_1_0
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        assert_eq!(rounds.len(), 3);
+        assert_eq!(rounds[2].iteration, 3);
+        assert_eq!(rounds[2].round.dims["structure"], 10.0);
+    }
+
+    #[test]
+    fn records_of_this_version_round_trip_in_the_old_shape() {
+        let run = RunFacts {
+            started_at: Utc::now(),
+            pid: 7,
+            ending: Ending::Exited { code: 0 },
+            cost_usd: Some(0.5),
+            tokens_in: None,
+            tokens_out: None,
+        };
+        let r = RunRecord::of_run(RecordKind::Planning, 0, 1, &run);
+        let line = serde_json::to_string(&r).unwrap();
+        assert!(
+            line.starts_with(r#"{"record":"planning","iteration":0,"attempt":1,"#),
+            "{line}"
+        );
+        assert_eq!(serde_json::from_str::<RunRecord>(&line).unwrap(), r);
+        let round = Round {
+            round: 2,
+            score: 6.5,
+            dims: BTreeMap::new(),
+            issues: vec!["thin".into()],
+            stub_penalty: 0,
+            focus: vec![],
+        };
+        let g = serde_json::to_value(GateRoundRecord::new(4, round)).unwrap();
+        assert_eq!(
+            (
+                g["record"].as_str(),
+                g["iteration"].as_u64(),
+                g["round"].as_u64()
+            ),
+            (Some("gate_round"), Some(4), Some(2))
+        );
+    }
+}

@@ -360,3 +360,25 @@ mod tests {
         assert_eq!(StopReason::Breaker.final_status(), Status::Failed);
     }
 }
+
+#[cfg(test)]
+mod pinned {
+    use super::*;
+
+    #[test]
+    fn the_state_of_version_0_1_0_still_reads() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, include_str!("../../tests/fixtures/v0.1.0/state.json")).unwrap();
+        let s = read(&p).unwrap().unwrap();
+        assert_eq!(s.topic, "pinned");
+        assert_eq!(s.status, Status::Completed);
+        assert_eq!(s.stop_reason, Some(StopReason::PlanEmpty));
+        assert_eq!((s.current_iteration, s.last_committed_iteration), (3, 3));
+        assert_eq!(s.last_scores["grounded"], 7.5);
+        assert!(
+            s.carried_paths.is_empty(),
+            "a field it did not have defaults"
+        );
+    }
+}

@@ -101,3 +101,41 @@ fn report_aggregates_the_runs() {
     let text = t.run(&["wiggum", "report", "ins"]);
     assert!(text.stdout().contains("composite"));
 }
+
+/// A loop whose files version 0.1.0 wrote: `status`, `summary` and `report` still read it.
+#[test]
+fn the_files_of_version_0_1_0_are_still_read() {
+    let t = crate::support::TestHome::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v0.1.0");
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    for f in ["state.json", "runs.jsonl"] {
+        std::fs::copy(fixtures.join(f), t.wiggum(f)).unwrap();
+    }
+    std::fs::create_dir_all(t.home().join("loops")).unwrap();
+    std::fs::write(
+        t.home().join("loops/pinned.toml"),
+        format!("artifact_path = \"{}\"\n", t.art().display()),
+    )
+    .unwrap();
+    let st = t.status_json("pinned");
+    assert_eq!(st["status"], "completed");
+    assert_eq!(st["state"]["stop_reason"], "plan_empty");
+    let r = t.run(&["wiggum", "summary", "pinned", "--json"]);
+    r.code(0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    let outcomes: Vec<&str> = v["iterations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            "crashed", "accepted", "crashed", "accepted", "crashed", "accepted"
+        ]
+    );
+    let r = t.run(&["wiggum", "report", "pinned", "--json"]);
+    r.code(0);
+    assert!(r.stdout().contains("\"pass_rate\""), "{}", r.stdout());
+}
