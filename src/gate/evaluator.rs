@@ -234,17 +234,16 @@ mod tests {
 
     #[test]
     fn pool_choice_is_md5_mod_len_and_reproducible() {
-        let pool: Vec<String> = ["a", "b", "c"].iter().map(|s| (*s).to_string()).collect();
-        // md5("run-1") = 5d9f...; checked against the reference implementation below.
-        let want = {
-            let d = md5_digest(b"run-1");
-            usize::try_from(u128::from_be_bytes(d) % 3).unwrap()
-        };
-        assert_eq!(pick_from_pool(&pool, "run-1"), Some(&pool[want]));
-        assert_eq!(
-            pick_from_pool(&pool, "run-1"),
-            pick_from_pool(&pool, "run-1")
-        );
+        let pool = |n: usize| -> Vec<String> { (0..n).map(|i| format!("e{i}")).collect() };
+        // Expected indexes from Python's hashlib: int.from_bytes(md5(id).digest(), "big") % n.
+        for (run_id, n, want) in [
+            ("run-1", 3, 2),
+            ("run-2", 5, 3),
+            ("research-1763890000000", 4, 0),
+        ] {
+            let p = pool(n);
+            assert_eq!(pick_from_pool(&p, run_id), Some(&p[want]), "{run_id}");
+        }
         assert_eq!(pick_from_pool(&[], "x"), None);
     }
 }

@@ -5,22 +5,9 @@ use crate::support::home::snapshot;
 
 /// `start <topic> --artifact-path <art> --agent-cmd true --foreground <extra…>`.
 fn start_args(t: &TestHome, topic: &str, extra: &[&str]) -> Vec<String> {
-    let art = t.art().display().to_string();
-    let mut a: Vec<String> = [
-        "wiggum",
-        "start",
-        topic,
-        "--artifact-path",
-        &art,
-        "--agent-cmd",
-        "true",
-        "--foreground",
-    ]
-    .iter()
-    .map(|s| (*s).to_string())
-    .collect();
-    a.extend(extra.iter().map(|s| (*s).to_string()));
-    a
+    let mut e = vec!["--foreground"];
+    e.extend_from_slice(extra);
+    t.start_args(topic, &t.art(), "true", &e)
 }
 
 #[track_caller]
@@ -46,26 +33,7 @@ fn refused(t: &TestHome, args: &[&str], needle: &str) {
 #[test]
 fn bad_flags_and_files_are_refused_before_anything_is_written() {
     let t = TestHome::new();
-    let art = t.art().display().to_string();
-    let start = |extra: &[&str]| {
-        let mut a = vec![
-            "wiggum",
-            "start",
-            "bad",
-            "--artifact-path",
-            art.as_str(),
-            "--agent-cmd",
-            "true",
-            "--foreground",
-        ];
-        a.extend_from_slice(extra);
-        a.into_iter().map(str::to_string).collect::<Vec<_>>()
-    };
-    let run = |extra: &[&str], needle: &str| {
-        let a = start(extra);
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        refused(&t, &a, needle);
-    };
+    let run = |extra: &[&str], needle: &str| refused_start(&t, "bad", extra, needle);
     run(
         &["--quality-threshold", "1.5"],
         "--quality-threshold must be between 0 and 1",
@@ -114,73 +82,41 @@ fn bad_flags_and_files_are_refused_before_anything_is_written() {
 #[test]
 fn missing_paths_topics_and_agents_are_refused() {
     let t = TestHome::new();
-    let art = t.art().display().to_string();
-    refused(
-        &t,
-        &[
-            "wiggum",
-            "start",
-            "x",
-            "--artifact-path",
-            "/nonexistent/dir",
-            "--agent-cmd",
-            "true",
-            "--foreground",
-        ],
+    let refuse = |topic: &str, art: &std::path::Path, cmd: &str, extra: &[&str], needle: &str| {
+        let mut e = vec!["--foreground"];
+        e.extend_from_slice(extra);
+        let a = t.start_args(topic, art, cmd, &e);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(&t, &a, needle);
+    };
+    let nowhere = std::path::Path::new("/nonexistent/dir");
+    refuse(
+        "x",
+        nowhere,
+        "true",
+        &[],
         "--artifact-path /nonexistent/dir: not a directory",
     );
-    refused(
-        &t,
-        &[
-            "wiggum",
-            "start",
-            "../evil",
-            "--artifact-path",
-            &art,
-            "--agent-cmd",
-            "true",
-            "--foreground",
-        ],
-        "topic `../evil`",
-    );
-    refused(
-        &t,
-        &[
-            "wiggum",
-            "start",
-            "x",
-            "--artifact-path",
-            &art,
-            "--agent",
-            "nosuch",
-            "--foreground",
-        ],
+    refuse("../evil", &t.art(), "true", &[], "topic `../evil`");
+    refuse(
+        "x",
+        &t.art(),
+        "",
+        &["--agent", "nosuch"],
         "--agent: unknown agent `nosuch`",
     );
-    refused(
-        &t,
-        &[
-            "wiggum",
-            "start",
-            "x",
-            "--artifact-path",
-            &art,
-            "--agent",
-            "codex",
-            "--foreground",
-        ],
+    refuse(
+        "x",
+        &t.art(),
+        "",
+        &["--agent", "codex"],
         "--agent: the `codex` CLI is not on PATH",
     );
-    refused(
-        &t,
-        &[
-            "wiggum",
-            "start",
-            "x",
-            "--artifact-path",
-            &art,
-            "--foreground",
-        ],
+    refuse(
+        "x",
+        &t.art(),
+        "",
+        &[],
         "[defaults] agent: the `claude` CLI is not on PATH",
     );
     std::fs::remove_file(t.art().join("artifact.md")).unwrap();

@@ -9,27 +9,14 @@ fn crash_at(t: &TestHome, topic: &str, failpoint: &str) {
 
 /// Run the loop with the fake agent doing `fake` until `failpoint` aborts the supervisor.
 fn crash_with(t: &TestHome, topic: &str, fake: &str, failpoint: &str) {
-    let art = t.art().display().to_string();
-    let cmd = t.agent_cmd(fake, "");
-    let out = t
-        .cmd(&[
-            "wiggum",
-            "start",
-            topic,
-            "--artifact-path",
-            &art,
-            "--agent-cmd",
-            &cmd,
-            "--foreground",
-        ])
-        .env("STUDIO_AGENTS_FAILPOINT", failpoint)
-        .output()
-        .unwrap();
+    let args = t.start_args(topic, &t.art(), &t.agent_cmd(fake, ""), &["--foreground"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_FAILPOINT", failpoint)]);
     assert_eq!(
-        out.status.code(),
+        r.out.status.code(),
         None,
         "aborted by the failpoint: {}",
-        String::from_utf8_lossy(&out.stderr)
+        r.stderr()
     );
     assert_eq!(t.status_json(topic)["status"], "dead");
 }

@@ -16,12 +16,17 @@ fn watch_through_a_pipe_prints_changes_and_ends_with_the_loop() {
     t.wait_state("iteration 1", |s| {
         s["current_iteration"] == 1 && s["agent_pid"].is_number()
     });
-    let watcher = t.spawn(&["wiggum", "watch", "wl"]);
+    let mut watcher = t.spawn(&["wiggum", "watch", "wl"]);
+    // The agent is released only once the watcher has shown the running iteration.
+    let mut stdout = std::io::BufReader::new(watcher.stdout.take().unwrap());
+    let mut first_line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut first_line).unwrap();
     std::fs::write(t.release_file(), "").unwrap();
-    let out = watcher.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
-    let first: Vec<&str> = text.lines().next().unwrap().split_whitespace().collect();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    assert!(watcher.wait().unwrap().success());
+    let text = format!("{first_line}{rest}");
+    let first: Vec<&str> = first_line.split_whitespace().collect();
     assert_eq!(
         &first[..4],
         ["wl", "running", "iteration", "1/10"],

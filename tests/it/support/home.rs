@@ -91,8 +91,14 @@ impl TestHome {
     /// A command that has not finished within 120 s (scaled by `TEST_TIME_FACTOR`) is killed
     /// and the test fails, so a regression that hangs cannot hang the suite.
     pub fn run(&self, args: &[&str]) -> Run {
-        let mut child = self
-            .cmd(args)
+        self.run_with(args, &[])
+    }
+
+    /// [`Self::run`] with extra environment variables (a failpoint, say).
+    pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.cmd(args);
+        cmd.envs(env.iter().copied());
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -153,19 +159,25 @@ impl TestHome {
 
     /// `start <topic> --artifact-path <art> --agent-cmd <fake agent> <extra…>`.
     fn start_with(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
-        let cmd = self.agent_cmd(fake, env);
-        let art = self.art().display().to_string();
-        let mut args = vec![
-            "wiggum",
-            "start",
-            topic,
-            "--artifact-path",
-            &art,
-            "--agent-cmd",
-            &cmd,
-        ];
-        args.extend_from_slice(extra);
+        let args = self.start_args(topic, &self.art(), &self.agent_cmd(fake, env), extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
         self.run(&args)
+    }
+
+    /// Every test's `start` command line: `wiggum start <topic> --artifact-path <art>
+    /// --agent-cmd <cmd> <extra…>` (an empty `cmd` leaves `--agent-cmd` out).
+    pub fn start_args(&self, topic: &str, art: &Path, cmd: &str, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = ["wiggum", "start", topic, "--artifact-path"]
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect();
+        a.push(art.display().to_string());
+        if !cmd.is_empty() {
+            a.push("--agent-cmd".into());
+            a.push(cmd.into());
+        }
+        a.extend(extra.iter().map(|s| (*s).to_string()));
+        a
     }
 
     /// `state.json` as JSON.
