@@ -1,5 +1,6 @@
-//! What an agent's output says: the text to look for the promise in, cost, tokens, errors and
-//! the agent's own commits. One parser per known CLI format; plain text otherwise. Pure.
+//! What an agent's output says: the promise, cost and tokens, and the answer text. One parser
+//! per known CLI format, plain text otherwise, fed line by line (a log is streamed, never read
+//! whole).
 
 use std::path::Path;
 
@@ -25,10 +26,6 @@ pub struct Report {
     pub tokens_in: Option<u64>,
     /// Output tokens, when reported.
     pub tokens_out: Option<u64>,
-    /// The agent said it failed.
-    pub is_error: bool,
-    /// Commits the agent made itself (aider).
-    pub agent_commits: Vec<String>,
 }
 
 /// How much of a streamed log's end is kept as [`Report::text`].
@@ -77,7 +74,7 @@ struct Scanner {
     report: Report,
     after_tokens_used: bool,
     claude_result: Option<serde_json::Value>,
-    aider: Option<[Regex; 3]>,
+    aider: Option<[Regex; 2]>,
 }
 
 impl Scanner {
@@ -86,7 +83,6 @@ impl Scanner {
             [
                 r"Tokens: ([\d.]+[kKmM]?) sent, ([\d.]+[kKmM]?) received",
                 r"Cost: \$([\d.]+) message",
-                r"^Commit ([0-9a-f]{7,40}) ",
             ]
             .map(|re| Regex::new(re).unwrap_or_else(|_| Regex::new("$^").expect("valid")))
         });
@@ -159,7 +155,7 @@ impl Scanner {
     }
 
     fn aider_line(&mut self, line: &str) {
-        let Some([tokens, cost, commit]) = &self.aider else {
+        let Some([tokens, cost]) = &self.aider else {
             return;
         };
         let r = &mut self.report;
@@ -169,9 +165,6 @@ impl Scanner {
         }
         if let Some(c) = cost.captures(line) {
             r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + c[1].parse::<f64>().unwrap_or(0.0));
-        }
-        if let Some(c) = commit.captures(line) {
-            r.agent_commits.push(c[1].to_string());
         }
     }
 
@@ -230,11 +223,6 @@ fn claude_json(v: &serde_json::Value) -> Report {
         cost_usd: v.get("total_cost_usd").and_then(serde_json::Value::as_f64),
         tokens_in,
         tokens_out: tok("output_tokens"),
-        is_error: v
-            .get("is_error")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false),
-        agent_commits: Vec::new(),
     }
 }
 
@@ -267,7 +255,6 @@ mod tests {
         assert!((r.cost_usd.unwrap() - 0.004_718_5).abs() < 1e-9);
         assert_eq!(r.tokens_in, Some(659 + 47));
         assert_eq!(r.tokens_out, Some(56));
-        assert!(!r.is_error);
         assert!(r.text.contains("calc.py"));
         let r2 = parse(OutputFormat::ClaudeJson, CLAUDE2);
         assert!(r2.cost_usd.is_some());
@@ -328,10 +315,9 @@ mod tests {
     }
 
     #[test]
-    fn aider_tokens_and_commits() {
+    fn aider_tokens() {
         let r = parse(OutputFormat::Aider, AIDER1);
         assert_eq!(r.tokens_in, Some(1300));
         assert_eq!(r.tokens_out, Some(67));
-        assert_eq!(r.agent_commits, vec!["86b0308".to_string()]);
     }
 }

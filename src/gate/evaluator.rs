@@ -119,12 +119,6 @@ impl Evaluator {
         }
     }
 
-    /// The backend kind.
-    #[must_use]
-    pub fn kind(&self) -> EvaluatorKind {
-        self.entry.kind
-    }
-
     /// The model (or command) behind it, to compare with the producer's.
     #[must_use]
     pub fn model(&self) -> Option<String> {

@@ -10,7 +10,6 @@ use tokio::sync::watch;
 use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
 use crate::agent::process::{self, JobEvent, StopLevel};
 use crate::agent::spec::AgentSpec;
-use crate::config::Safety;
 use crate::disk::layout::Layout;
 use crate::disk::state::{self, LoopState, Status};
 use crate::error::Result;
@@ -21,8 +20,10 @@ pub struct Runner {
     pub topic: String,
     /// Its paths.
     pub layout: Layout,
-    /// Limits.
-    pub safety: Safety,
+    /// Each agent run's wall limit.
+    pub limit: Duration,
+    /// SIGTERM-to-SIGKILL grace of an agent run.
+    pub grace: Duration,
     /// Stop requests from signals.
     pub control: watch::Receiver<StopLevel>,
     /// The state, saved after every change.
@@ -76,8 +77,8 @@ impl Runner {
             stem: phase.stem.to_string(),
             stdout: phase.stdout.clone(),
             temperature: phase.temperature,
-            limit: Duration::from_secs(self.safety.max_time_per_iteration),
-            grace: Duration::from_secs(self.safety.kill_grace_secs),
+            limit: self.limit,
+            grace: self.grace,
             token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
         };
         // The token is on disk before the spawn and the process group before the job's gate
