@@ -1,0 +1,47 @@
+//! Signals to the supervisor: the first SIGTERM or SIGINT is a graceful stop (a `stop --timeout`
+//! grace turns into a forced one when it runs out), the second forces; SIGHUP is ignored.
+
+use std::time::Duration;
+
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::watch;
+
+use crate::agent::process::StopLevel;
+use crate::disk::requests;
+use crate::error::{Error, Result};
+
+/// Turn stop signals into stop levels on `tx`.
+pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::PathBuf) -> Result<()> {
+    let sig = |k: SignalKind| {
+        signal(k).map_err(|e| Error::runtime(format!("cannot install a signal handler: {e}")))
+    };
+    let mut term = sig(SignalKind::terminate())?;
+    let mut int = sig(SignalKind::interrupt())?;
+    let mut hup = sig(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        let mut count = 0;
+        loop {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = hup.recv() => { tracing::info!("SIGHUP ignored"); continue; }
+            }
+            count += 1;
+            if count == 1 {
+                tracing::info!("stop requested: stopping the agent (a second signal forces)");
+                let _sent = tx.send(StopLevel::Now);
+                if let Some(g) = requests::read(&control_path).stop_grace_secs {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_secs(g)).await;
+                        let _sent = tx.send(StopLevel::Force);
+                    });
+                }
+            } else {
+                tracing::warn!("second stop signal: forcing");
+                let _sent = tx.send(StopLevel::Force);
+            }
+        }
+    });
+    Ok(())
+}
