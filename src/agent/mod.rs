@@ -1,5 +1,6 @@
-//! Agents: which command runs (`spec`), how it runs and dies (`process`, `kill`), and what its
-//! output says (`output`).
+//! Agents: which command runs (`spec`), the one constructor and runner of every agent run
+//! (`launch`), how a process runs and dies (`process`, `kill`), and what its output says
+//! (`output`). May import `disk`, `config` and `sys`.
 
 pub mod kill;
 pub mod launch;

@@ -1,5 +1,6 @@
-//! Command-line definitions (clap). One module per subcommand; no business logic here beyond
-//! turning flags into library calls.
+//! Command-line definitions (clap) and printing. One module per subcommand; no business logic
+//! here beyond turning flags into library calls. The top of the tree: may import every part,
+//! and nothing imports it.
 
 // Doc comments here are clap's help text: `[agents]` names a TOML table and `<topic>` a
 // placeholder, not a link or an HTML tag.

@@ -1,5 +1,5 @@
 //! Layered settings: built-in defaults < `$STUDIO_AGENTS_HOME/wiggum.toml` < the loop's
-//! `wiggum/wiggum.toml` < `--config FILE` < flags. Each file is parsed on its own first, so a bad
+//! `wiggum/wiggum.toml` < `--config FILE` < flags. May import `sys` only. Each file is parsed on its own first, so a bad
 //! key or value is reported with that file's path and line; then the tables are merged.
 
 mod entries;

@@ -1,5 +1,7 @@
-//! The Wiggum gate (inner loop): rubric rules, evaluators, JSON extraction, prompts, safeguards
-//! and the panel. `gate::run` is the loop; everything else feeds it.
+//! The Wiggum gate (inner loop): the round loop (`rounds`), rubric rules, the judges
+//! (`evaluator`: heuristic, command, HTTP), JSON extraction, prompts, safeguards, the panel and
+//! the one revision producer (`producer`). `rounds::run` is the loop; everything else feeds it.
+//! It never imports the outer loop: may import `agent`, `quality`, `disk`, `config` and `sys`.
 
 pub mod evaluator;
 pub mod extract;

@@ -1,6 +1,7 @@
 //! git2 at the edge: find or create the repository, check it before a loop starts (`preflight`),
 //! snapshot what is dirty under the loop's directory (`snapshot`), commit exactly the paths an
-//! iteration changed (`commit`), diff.
+//! iteration changed (`commit`), the commit subjects (`subject`), diff. May import `disk`,
+//! `config` and `sys`.
 
 mod commit;
 pub mod preflight;

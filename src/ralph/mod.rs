@@ -1,5 +1,8 @@
-//! The outer (Ralph) loop: pure decisions (`decide`, `fix_plan`, `metrics`, `promise`) and the
-//! driver that performs them (`driver`, `iteration`, `accept`, `runner`, `start`).
+//! The outer (Ralph) loop: pure decisions (`decide`: exit conditions, breakers, the after-run
+//! policy; `fix_plan`, `promise`, `signs`) and the code that performs them, one way down:
+//! `start` → `driver` → `iteration` → `accept` (plan guard, validate, gate, `commit`), all on
+//! the loop held in `context`, agents run through `runner`; `recover` after a crash. May import
+//! `gate`, `agent`, `git`, `quality`, `disk`, `config` and `sys`.
 
 pub mod accept;
 pub mod commit;

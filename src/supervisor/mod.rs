@@ -1,7 +1,8 @@
 //! Running a loop: in this process (`--foreground`) or detached as a daemon (its own session, no
 //! terminal, stdin from /dev/null, output to `wiggum/daemon.log`). Either way the supervisor holds
 //! the loop's lock for its whole life, is a child subreaper, and turns SIGTERM/SIGINT into a
-//! graceful stop (the second one forces).
+//! graceful stop (the second one forces). `detach`, `signals` and `logging` are its parts. May
+//! import `ralph` and everything below it.
 
 mod detach;
 mod logging;

@@ -215,3 +215,22 @@ fn the_checker_sees_imports() {
             .collect()
     );
 }
+
+#[test]
+fn every_file_the_architecture_page_names_exists() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let mut missing = Vec::new();
+    for quoted in page.split('`').skip(1).step_by(2) {
+        if !quoted.contains('/') || !quoted.ends_with(".rs") {
+            continue;
+        }
+        if !root.join("src").join(quoted).exists() && !root.join(quoted).exists() {
+            missing.push(quoted.to_string());
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md names missing files: {missing:?}"
+    );
+}
