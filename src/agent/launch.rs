@@ -145,14 +145,14 @@ pub async fn run(
     l: &Launch,
     prompt: &str,
     promise: &str,
-    control: &mut watch::Receiver<StopLevel>,
+    stops: &mut watch::Receiver<StopLevel>,
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let job = job(agent, l);
     let started_at = Utc::now();
-    let outcome = process::run(&job, control, on_event).await?;
+    let outcome = process::run(&job, stops, on_event).await?;
     let format = agent.table.output_format;
     let report = match &l.stdout {
         Some(p) if p.exists() => {

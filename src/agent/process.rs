@@ -110,7 +110,7 @@ pub const GATE_CLOSED: i32 = 125;
 /// Spawn the job, report its events, and supervise it to its end.
 pub async fn run(
     job: &Job,
-    control: &mut watch::Receiver<StopLevel>,
+    stops: &mut watch::Receiver<StopLevel>,
     mut on_event: impl FnMut(JobEvent),
 ) -> Result<Outcome> {
     let (out, err) = open_log(job)?;
@@ -151,9 +151,9 @@ pub async fn run(
     let mut leader = child.into_inner();
     let deadline = tokio::time::sleep(job.limit);
     tokio::pin!(deadline);
-    // A closed control channel means nobody can ask for a stop: wait for the other two.
+    // A closed stop channel means nobody can ask for a stop: wait for the other two.
     let stop = async {
-        if control.wait_for(|l| *l >= StopLevel::Now).await.is_err() {
+        if stops.wait_for(|l| *l >= StopLevel::Now).await.is_err() {
             std::future::pending::<()>().await;
         }
     };
@@ -171,13 +171,13 @@ pub async fn run(
                 (None, None) => Ending::Exited { code: -1 },
             }
         }
-        None if *control.borrow() >= StopLevel::Now => {
+        None if *stops.borrow() >= StopLevel::Now => {
             on_event(JobEvent::Stopping);
             Ending::Stopped
         }
         None => Ending::TimedOut,
     };
-    let forced = control.clone();
+    let forced = stops.clone();
     let killed = kill::terminate(pgid, &job.token, job.grace, || {
         *forced.borrow() >= StopLevel::Force
     })

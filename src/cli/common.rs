@@ -39,7 +39,7 @@ pub struct Judging {
     /// Where its prompts, answers and logs go (removed on drop).
     pub work: tempfile::TempDir,
     /// Stop control (never triggered by these commands; Ctrl-C ends the process group).
-    pub control: watch::Receiver<StopLevel>,
+    pub stops: watch::Receiver<StopLevel>,
     _tx: watch::Sender<StopLevel>,
 }
 
@@ -66,7 +66,7 @@ pub fn judging(settings: &Settings, value: Option<&String>, flag: &str) -> Resul
     Ok(Judging {
         judge,
         work,
-        control: rx,
+        stops: rx,
         _tx: tx,
     })
 }

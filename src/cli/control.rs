@@ -28,7 +28,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
     let layout = &lp.layout;
     let h = lp.running()?;
     if a.after_iteration {
-        requests::update(&layout.control(), |r| r.stop_after_iteration = true)?;
+        requests::update(&layout.requests(), |r| r.stop_after_iteration = true)?;
         let n = state::read(&layout.state())?.map_or(0, |s| s.current_iteration);
         println!(
             "loop `{}` (pid {}) will stop after iteration {n}; waiting…",

@@ -54,7 +54,7 @@ pub struct GateArgs {
 struct AloneReviser {
     root: PathBuf,
     work: PathBuf,
-    control: watch::Receiver<StopLevel>,
+    stops: watch::Receiver<StopLevel>,
     limit: Duration,
     grace: Duration,
     temperature: f64,
@@ -81,7 +81,7 @@ impl Reviser for AloneReviser {
             grace: self.grace,
             token: process::new_token("gate-producer"),
         };
-        launch::run(spec, &launch, prompt, "", &mut self.control, |_| {}).await
+        launch::run(spec, &launch, prompt, "", &mut self.stops, |_| {}).await
     }
 }
 
@@ -97,7 +97,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         settings.defaults.max_rounds = v;
     }
     let content = common::read_document(&a.file)?;
-    // Kept whole: it owns the scratch dir and the control channel's sender.
+    // Kept whole: it owns the scratch dir and the stop channel's sender.
     let mut judging = common::judging(&settings, a.evaluator.as_ref(), "--evaluator")?;
     let judge = &mut judging.judge;
     if a.panel || settings.defaults.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1") {
@@ -129,7 +129,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         reviser: AloneReviser {
             root,
             work: judging.work.path().to_path_buf(),
-            control: judging.control.clone(),
+            stops: judging.stops.clone(),
             limit: Duration::from_secs(settings.safety.max_time_per_iteration),
             grace: Duration::from_secs(settings.safety.kill_grace_secs),
             temperature: settings.gate.revision_temperature,

@@ -72,7 +72,7 @@ impl Handle {
     /// Ask the running loop to stop (graceful, `grace` seconds for the agent); do not wait.
     pub fn request_stop(&self, grace: u64) -> Result<Holder> {
         let h = self.running()?;
-        requests::update(&self.layout.control(), |r| r.stop_grace_secs = Some(grace))?;
+        requests::update(&self.layout.requests(), |r| r.stop_grace_secs = Some(grace))?;
         signal(&h, Signal::SIGTERM)?;
         Ok(h)
     }
@@ -80,7 +80,7 @@ impl Handle {
     /// Set or clear the pause request of the running loop.
     pub fn set_pause(&self, on: bool) -> Result<Holder> {
         let h = self.running()?;
-        requests::update(&self.layout.control(), |r| {
+        requests::update(&self.layout.requests(), |r| {
             r.pause = on;
             r.pause_reason = on.then(|| "paused by the user".into());
         })?;

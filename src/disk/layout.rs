@@ -62,7 +62,7 @@ impl Layout {
     }
     /// The control file through which other shells ask for pause or stop-after-iteration.
     #[must_use]
-    pub fn control(&self) -> PathBuf {
+    pub fn requests(&self) -> PathBuf {
         self.wiggum().join("control.json")
     }
     /// Append-only run records.

@@ -22,7 +22,7 @@ pub struct Evaluator {
     temperature: f64,
     panel: Option<PanelOpts>,
     work: PathBuf,
-    control: watch::Receiver<StopLevel>,
+    stops: watch::Receiver<StopLevel>,
 }
 
 /// Resolve an evaluator by name (`heuristic` is built in), check its template for
@@ -32,7 +32,7 @@ pub fn resolve(
     name: &str,
     origin: &str,
     work: PathBuf,
-    control: watch::Receiver<StopLevel>,
+    stops: watch::Receiver<StopLevel>,
 ) -> Result<Evaluator> {
     let entry = match (name, settings.evaluators.get(name)) {
         (_, Some(e)) => e.clone(),
@@ -59,7 +59,7 @@ pub fn resolve(
         temperature: settings.gate.evaluator_temperature,
         panel: None,
         work,
-        control,
+        stops,
     })
 }
 
@@ -155,8 +155,8 @@ impl Evaluator {
             grace: Duration::from_secs(2),
             token: process::new_token("eval"),
         };
-        let mut control = self.control.clone();
-        let out = process::run(&job, &mut control, |_| {}).await?;
+        let mut stops = self.stops.clone();
+        let out = process::run(&job, &mut stops, |_| {}).await?;
         let text = crate::sys::fsutil::read_capped(&answer, crate::sys::fsutil::ANSWER_CAP);
         crate::sys::fsutil::remove_file_opt(&input)?;
         crate::sys::fsutil::remove_file_opt(&answer)?;

@@ -44,7 +44,7 @@ pub async fn validate(lp: &mut Loop, n: u32) -> Result<Option<String>> {
             token: process::new_token("validation"),
         };
         fsutil::append_line(&job.log, &format!("$ {cmd}"))?;
-        let out = process::run(&job, &mut lp.runner.control, |_| {}).await?;
+        let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;
         if !out.ending.success() {
             return Ok(Some(format!("`{cmd}` {}", out.ending)));
         }
@@ -121,7 +121,7 @@ pub async fn gate(
         &ev_name,
         "[defaults] evaluator",
         dir.to_path_buf(),
-        lp.runner.control.clone(),
+        lp.runner.stops.clone(),
     )?;
 
     if lp.settings.defaults.panel {

@@ -20,7 +20,7 @@ impl Loop {
         let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
         Ok(Facts {
             stop_requested: self.runner.stop_level() >= StopLevel::Now
-                || requests::read(&self.runner.layout.control()).stop_after_iteration,
+                || requests::read(&self.runner.layout.requests()).stop_after_iteration,
             iterations_done: self.done,
             max_iterations: self.settings.defaults.max_iterations,
             plan_remaining: fix_plan::remaining(&plan),
@@ -62,7 +62,7 @@ impl Loop {
     /// Pause at the boundary before iteration `n` when asked (or for human review).
     /// Returns true if it paused (the caller re-checks the exit conditions).
     async fn wait_while_paused(&mut self, n: u32) -> Result<bool> {
-        let ctl = self.runner.layout.control();
+        let ctl = self.runner.layout.requests();
         let review_at = self.settings.safety.require_human_review_at_iteration;
         if review_at > 0 && n == review_at && !self.runner.state.reviewed {
             requests::update(&ctl, |r| {

@@ -25,7 +25,7 @@ pub struct Runner {
     /// SIGTERM-to-SIGKILL grace of an agent run.
     pub grace: Duration,
     /// Stop requests from signals.
-    pub control: watch::Receiver<StopLevel>,
+    pub stops: watch::Receiver<StopLevel>,
     /// The state, saved after every change.
     pub state: LoopState,
     /// The completion promise looked for in the agent's output.
@@ -57,7 +57,7 @@ impl Runner {
     /// The current stop level.
     #[must_use]
     pub fn stop_level(&self) -> StopLevel {
-        *self.control.borrow()
+        *self.stops.borrow()
     }
 
     /// Run `agent` for a phase with `prompt` on stdin (or as `{prompt_file}`).
@@ -92,7 +92,7 @@ impl Runner {
             &launch,
             prompt,
             &self.promise,
-            &mut self.control,
+            &mut self.stops,
             |event| {
                 match event {
                     JobEvent::Spawned(pid) => {

@@ -277,7 +277,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     let layout = p.layout.clone();
     let (prev, completed) = super::recover::recover(&layout).await?;
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
-    requests::clear(&layout.control())?;
+    requests::clear(&layout.requests())?;
     let repo = Repo::open_or_init(layout.root())?;
     let prev = prev.unwrap_or_default();
     let state = LoopState {
@@ -303,7 +303,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         layout,
         limit: std::time::Duration::from_secs(p.settings.safety.max_time_per_iteration),
         grace: std::time::Duration::from_secs(p.settings.safety.kill_grace_secs),
-        control: control_rx,
+        stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),
     };

@@ -79,7 +79,7 @@ async fn serve(p: Prepared) -> Result<i32> {
     watch_lock(lock::acquire(&p.layout.lock(), &p.topic)?);
     kill::become_subreaper();
     let (tx, rx) = watch::channel(StopLevel::None);
-    signals::spawn_handler(tx, p.layout.control())?;
+    signals::spawn_handler(tx, p.layout.requests())?;
     let mut lp = start::open(p, rx).await?;
     let reason = match lp.run().await {
         Ok(r) => r,

@@ -84,7 +84,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         Some(p) if want.usage => agent_usage(p),
         _ => (None, None),
     };
-    let ctl = requests::read(&layout.control());
+    let ctl = requests::read(&layout.requests());
     let mut recent = Vec::new();
     if want.recent > 0 {
         runlog::for_each(&layout.runs(), |r| {
