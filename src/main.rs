@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use studio_agents::cli::{
-    Cli, Top, Wiggum, control, delegate, gate, inspect, panel, start, status,
+    Cli, Top, Wiggum, control, delegate, gate, inspect, panel, sandbox_exec, start, status,
 };
 
 fn main() {
@@ -33,6 +33,7 @@ fn main() {
             Wiggum::Report(a) => inspect::report_cmd(a),
         },
         Top::Delegate(d) => delegate::run(d, config),
+        Top::SandboxExec(a) => sandbox_exec::run(a),
     };
     let code = match result {
         Ok(code) => code,

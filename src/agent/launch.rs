@@ -10,9 +10,12 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
+use super::liveness::Liveness;
 use super::output::{self, Report};
 use super::process::{self, Job, JobEvent, Outcome, StopLevel};
+use super::sandbox;
 use super::spec::{self, AgentSpec};
+use crate::config::Safety;
 use crate::disk::records::RunFacts;
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -71,6 +74,8 @@ pub struct Launch {
     /// The token every process of the run inherits (from [`process::new_token`]); the caller
     /// records it before the spawn.
     pub token: String,
+    /// The harness settings (`[safety]`): environment, sandbox, ceilings, liveness.
+    pub safety: Safety,
 }
 
 impl Launch {
@@ -79,15 +84,37 @@ impl Launch {
     pub fn prompt_file(&self) -> PathBuf {
         self.dir.join(format!("{}.md", self.stem))
     }
+
+    /// The run's private temp dir (`TMPDIR`), writable to it, removed after the run.
+    #[must_use]
+    pub fn tmp(&self) -> PathBuf {
+        std::env::temp_dir().join(format!("studio-agents-{}", self.token))
+    }
 }
 
-/// The job of one agent run: the one constructor every agent run goes through.
+/// The repository's work tree holding `dir` (the directory itself when there is none): where an
+/// agent may write.
+#[must_use]
+pub fn work_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The job of one agent run: the one constructor every agent run goes through. The harness is
+/// decided here: the environment from the allow-list, the sandbox policy, the ceilings and the
+/// liveness watch, a deny-list for CLIs that accept one.
 #[must_use]
 pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let t = &agent.table;
+    let safety = &l.safety;
+    let program = sandbox::env::program_of(&t.command);
     let prompt_file = l.prompt_file();
     let path = |p: &Path| p.display().to_string();
-    let mut env: Vec<(String, String)> = vec![
+    let mut env = sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow);
+    env.push(("TMPDIR".into(), path(&l.tmp())));
+    env.extend([
         ("ITERATION".into(), l.iteration.to_string()),
         (
             "PREV_ITERATION".into(),
@@ -98,7 +125,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         ("TOPIC".into(), l.topic.clone()),
         ("WIGGUM_PHASE".into(), l.phase.as_str().into()),
         ("PROMPT_FILE".into(), path(&prompt_file)),
-    ];
+    ]);
     if let Some(w) = &l.wiggum_dir {
         env.push(("WIGGUM_DIR".into(), path(w)));
     }
@@ -106,8 +133,17 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         env.push(("WIGGUM_TEMPERATURE".into(), temp.to_string()));
     }
     env.extend(t.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut command = spec::command_line(t, &prompt_file);
+    if program == "claude" && !safety.deny_tools.is_empty() {
+        let tools = safety.deny_tools.join(",").replace('\'', "");
+        command.push_str(&format!(" --disallowedTools '{tools}'"));
+    }
+    let root = work_root(&l.root);
+    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+    let state = sandbox::policy::state_dirs(&program, &home);
+    let policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     Job {
-        command: spec::command_line(t, &prompt_file),
+        command,
         cwd: t
             .cwd
             .as_ref()
@@ -119,6 +155,13 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         limit: l.limit,
         grace: l.grace,
         token: l.token.clone(),
+        env_clear: true,
+        sandbox: Some(policy),
+        liveness: Some(Liveness {
+            idle: Duration::from_secs(safety.max_idle_secs),
+            watch: root,
+            max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
+        }),
     }
 }
 
@@ -135,6 +178,8 @@ pub struct AgentRun {
     pub started_at: DateTime<Utc>,
     /// Its log.
     pub log: PathBuf,
+    /// The names of the environment variables it was given (never their values).
+    pub env_names: Vec<String>,
 }
 
 /// Run `agent` for `l` with `prompt`; `on_event` sees its events, `promise` is looked for in a
@@ -151,8 +196,11 @@ pub async fn run(
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let job = job(agent, l);
+    fsutil::create_dir_all(&l.tmp())?;
     let started_at = Utc::now();
-    let outcome = process::run(&job, stops, on_event).await?;
+    let outcome = process::run(&job, stops, on_event).await;
+    fsutil::remove_dir_all_opt(&l.tmp())?;
+    let outcome = outcome?;
     let format = agent.table.output_format;
     let report = match &l.stdout {
         Some(p) if p.exists() => {
@@ -166,6 +214,7 @@ pub async fn run(
         report,
         prompt: prompt.to_string(),
         started_at,
+        env_names: job.env.iter().map(|(k, _)| k.clone()).collect(),
         log: job.log,
     })
 }
@@ -204,6 +253,7 @@ mod tests {
             limit: Duration::from_secs(60),
             grace: Duration::from_secs(7),
             token: "tok".into(),
+            safety: Safety::default(),
         }
     }
 

@@ -4,6 +4,8 @@
 
 pub mod kill;
 pub mod launch;
+pub mod liveness;
 pub mod output;
 pub mod process;
+pub mod sandbox;
 pub mod spec;

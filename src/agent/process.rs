@@ -50,6 +50,13 @@ pub struct Job {
     pub grace: Duration,
     /// The per-run token every descendant inherits.
     pub token: String,
+    /// Start from an empty environment (`env` is then all the job sees, with the token).
+    pub env_clear: bool,
+    /// Confine the job: its leader is our own `sandbox-exec`, which applies this, then runs
+    /// the script.
+    pub sandbox: Option<crate::agent::sandbox::Policy>,
+    /// Watch the job while it runs: idle time and the memory of its tree.
+    pub liveness: Option<super::liveness::Liveness>,
 }
 
 /// The result of a job.
@@ -104,6 +111,27 @@ fn gated(job: &Job) -> String {
     )
 }
 
+/// The program and arguments of a job: `sh -c SCRIPT`, behind our `sandbox-exec` when confined.
+fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
+    let Some(policy) = &job.sandbox else {
+        return Ok(("sh".into(), vec!["-c".into(), script]));
+    };
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
+    let policy = serde_json::to_string(policy)
+        .map_err(|e| Error::runtime(format!("serialise the sandbox policy: {e}")))?;
+    let args = [
+        "sandbox-exec",
+        "--policy",
+        &policy,
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ];
+    Ok((exe, args.iter().map(|s| (*s).to_string()).collect()))
+}
+
 /// The exit code of a job whose gate never opened (its supervisor died before recording it).
 pub const GATE_CLOSED: i32 = 125;
 
@@ -120,9 +148,12 @@ pub async fn run(
     let (gate_out, mut gate_in) =
         std::io::pipe().map_err(|e| Error::runtime(format!("cannot make a pipe: {e}")))?;
     let script = gated(job);
-    let mut cmd = CommandWrap::with_new("sh", |c| {
-        c.arg("-c")
-            .arg(&script)
+    let (program, args) = argv(job, script)?;
+    let mut cmd = CommandWrap::with_new(&program, |c| {
+        if job.env_clear {
+            c.env_clear();
+        }
+        c.args(&args)
             .current_dir(&job.cwd)
             .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(kill::TOKEN_VAR, &job.token)
@@ -157,13 +188,20 @@ pub async fn run(
             std::future::pending::<()>().await;
         }
     };
+    let watched = async {
+        match &job.liveness {
+            Some(l) => super::liveness::watch(l, &job.log, pgid, &job.token).await,
+            None => std::future::pending().await,
+        }
+    };
     let status = tokio::select! {
-        s = leader.wait() => Some(s),
-        () = &mut deadline => None,
-        () = stop => None,
+        s = leader.wait() => Ok(s),
+        () = &mut deadline => Err(Ending::TimedOut),
+        () = stop => Err(Ending::Stopped),
+        e = watched => Err(e),
     };
     let ending = match status {
-        Some(s) => {
+        Ok(s) => {
             let s = s.map_err(|e| Error::runtime(format!("waiting for `{}`: {e}", job.command)))?;
             match (s.code(), s.signal()) {
                 (Some(code), _) => Ending::Exited { code },
@@ -171,11 +209,11 @@ pub async fn run(
                 (None, None) => Ending::Exited { code: -1 },
             }
         }
-        None if *stops.borrow() >= StopLevel::Now => {
+        Err(Ending::Stopped) => {
             on_event(JobEvent::Stopping);
             Ending::Stopped
         }
-        None => Ending::TimedOut,
+        Err(other) => other,
     };
     let forced = stops.clone();
     let killed = kill::terminate(pgid, &job.token, job.grace, || {
@@ -220,6 +258,9 @@ mod tests {
             limit: Duration::from_millis(limit_ms),
             grace: Duration::from_millis(300),
             token: new_token("unit"),
+            env_clear: false,
+            sandbox: None,
+            liveness: None,
         }
     }
 

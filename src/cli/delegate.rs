@@ -109,6 +109,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         limit: Duration::from_secs(settings.safety.max_time_per_iteration),
         grace: Duration::from_secs(settings.safety.kill_grace_secs),
         token: process::new_token(&format!("delegate-{}", a.topic)),
+        safety: settings.safety.clone(),
     };
     let (_tx, mut rx) = watch::channel(StopLevel::None);
     crate::agent::kill::become_subreaper();

@@ -58,6 +58,7 @@ struct AloneReviser {
     limit: Duration,
     grace: Duration,
     temperature: f64,
+    safety: crate::config::Safety,
 }
 
 impl Reviser for AloneReviser {
@@ -80,6 +81,7 @@ impl Reviser for AloneReviser {
             limit: self.limit,
             grace: self.grace,
             token: process::new_token("gate-producer"),
+            safety: self.safety.clone(),
         };
         launch::run(spec, &launch, prompt, "", &mut self.stops, |_| {}).await
     }
@@ -133,6 +135,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
             limit: Duration::from_secs(settings.safety.max_time_per_iteration),
             grace: Duration::from_secs(settings.safety.kill_grace_secs),
             temperature: settings.gate.revision_temperature,
+            safety: settings.safety.clone(),
         },
         spec,
         edited_file: a.file.clone(),

@@ -12,6 +12,7 @@ pub mod delegate;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
+pub mod sandbox_exec;
 pub mod start;
 pub mod status;
 
@@ -43,6 +44,10 @@ pub enum Top {
     /// Single-shot delegation: one agent run on a task file produces an artifact.
     #[command(subcommand)]
     Delegate(delegate::Delegate),
+    /// Internal: confine this process with a policy, then run the command (every agent run
+    /// goes through it).
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec(sandbox_exec::SandboxArgs),
 }
 
 /// `wiggum` subcommands.

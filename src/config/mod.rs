@@ -11,8 +11,8 @@ pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
 pub use settings::{
-    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, OnGateFail, QualityWeights, Safety,
-    Settings, Validation, default_weights,
+    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Network, NetworkRule, OnGateFail,
+    QualityWeights, Safety, SandboxMode, Settings, Validation, default_weights,
 };
 
 use crate::error::{Error, Result};

@@ -108,6 +108,26 @@ pub struct Safety {
     pub max_crash_retries: u32,
     /// Iterations in a row without any change before the breaker trips.
     pub max_no_change_iterations: u32,
+    /// Extra environment variables an agent may see (names, `*` as a suffix wildcard).
+    pub env_allow: Vec<String>,
+    /// Kernel confinement of agent runs.
+    pub sandbox: SandboxMode,
+    /// Extra directories (or files) an agent may write to.
+    pub writable: Vec<std::path::PathBuf>,
+    /// When not empty, the only places an agent may read (system directories are added).
+    pub readable: Vec<std::path::PathBuf>,
+    /// The TCP connections an agent may make: `"any"`, `"none"`, or a list of ports.
+    pub network: Network,
+    /// Memory ceiling of an agent's whole process tree, in MB (0 = none).
+    pub max_memory_mb: u64,
+    /// End a run that printed nothing and changed no file for this long, in seconds (0 = never).
+    pub max_idle_secs: u64,
+    /// CPU seconds of each process of an agent run (0 = no limit).
+    pub max_cpu_secs: u64,
+    /// Open files of each process of an agent run (0 = inherited).
+    pub max_open_files: u64,
+    /// Tools the agent may not use, for presets that accept a deny-list (claude).
+    pub deny_tools: Vec<String>,
 }
 
 impl Default for Safety {
@@ -119,6 +139,79 @@ impl Default for Safety {
             kill_grace_secs: 10,
             max_crash_retries: 2,
             max_no_change_iterations: 3,
+            env_allow: Vec::new(),
+            sandbox: SandboxMode::Landlock,
+            writable: Vec::new(),
+            readable: Vec::new(),
+            network: Network::default(),
+            max_memory_mb: 0,
+            max_idle_secs: 300,
+            max_cpu_secs: 0,
+            max_open_files: 0,
+            deny_tools: Vec::new(),
+        }
+    }
+}
+
+/// `[safety] sandbox`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Confine with Landlock where the kernel has it; say plainly what is not enforced.
+    #[default]
+    Landlock,
+    /// No kernel confinement (the environment allow-list and the checks still apply).
+    Off,
+    /// Refuse to run an agent unconfined.
+    Required,
+}
+
+impl SandboxMode {
+    /// The name, as in the settings.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::Landlock => "landlock",
+            SandboxMode::Off => "off",
+            SandboxMode::Required => "required",
+        }
+    }
+}
+
+/// `[safety] network`: `"any"`, `"none"`, or the TCP ports an agent may connect to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Network {
+    /// `"any"` or `"none"`.
+    Rule(NetworkRule),
+    /// Only these TCP ports.
+    Ports(Vec<u16>),
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network::Rule(NetworkRule::Any)
+    }
+}
+
+/// `"any"` or `"none"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkRule {
+    /// No restriction.
+    Any,
+    /// No TCP connection at all.
+    None,
+}
+
+impl Network {
+    /// The TCP ports allowed, or `None` when any connection is.
+    #[must_use]
+    pub fn allowed_ports(&self) -> Option<Vec<u16>> {
+        match self {
+            Network::Rule(NetworkRule::Any) => None,
+            Network::Rule(NetworkRule::None) => Some(Vec::new()),
+            Network::Ports(p) => Some(p.clone()),
         }
     }
 }

@@ -26,6 +26,10 @@ pub enum Ending {
     TimedOut,
     /// A stop request killed it.
     Stopped,
+    /// It printed nothing and changed no file for `[safety] max_idle_secs`; killed.
+    Idle,
+    /// Its process tree crossed `[safety] max_memory_mb`; killed.
+    MemoryLimit,
 }
 
 impl std::fmt::Display for Ending {
@@ -35,6 +39,8 @@ impl std::fmt::Display for Ending {
             Ending::Signaled { signal } => write!(f, "was killed by signal {signal}"),
             Ending::TimedOut => write!(f, "timed out and was killed"),
             Ending::Stopped => write!(f, "was stopped"),
+            Ending::Idle => write!(f, "was idle too long and was killed"),
+            Ending::MemoryLimit => write!(f, "crossed the memory ceiling and was killed"),
         }
     }
 }

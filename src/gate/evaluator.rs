@@ -154,6 +154,9 @@ impl Evaluator {
             limit: Duration::from_secs(self.entry.timeout_secs.max(1)),
             grace: Duration::from_secs(2),
             token: process::new_token("eval"),
+            env_clear: false,
+            sandbox: None,
+            liveness: None,
         };
         let mut stops = self.stops.clone();
         let out = process::run(&job, &mut stops, |_| {}).await?;

@@ -42,6 +42,9 @@ pub async fn validate(lp: &mut Loop, n: u32) -> Result<Option<String>> {
             limit: Duration::from_secs(lp.settings.validation.timeout_secs),
             grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
             token: process::new_token("validation"),
+            env_clear: false,
+            sandbox: None,
+            liveness: None,
         };
         fsutil::append_line(&job.log, &format!("$ {cmd}"))?;
         let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;

@@ -183,6 +183,9 @@ fn hook_job(workdir: &Path, command: String, index: &Path, n: u32, lp: &Loop) ->
         limit: Duration::from_secs(lp.settings.validation.timeout_secs),
         grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
         token: process::new_token("hook"),
+        env_clear: false,
+        sandbox: None,
+        liveness: None,
     }
 }
 

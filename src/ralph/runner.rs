@@ -10,6 +10,7 @@ use tokio::sync::watch;
 use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
 use crate::agent::process::{self, JobEvent, StopLevel};
 use crate::agent::spec::AgentSpec;
+use crate::config::Safety;
 use crate::disk::layout::Layout;
 use crate::disk::state::{self, LoopState, Status};
 use crate::error::Result;
@@ -20,10 +21,8 @@ pub struct Runner {
     pub topic: String,
     /// Its paths.
     pub layout: Layout,
-    /// Each agent run's wall limit.
-    pub limit: Duration,
-    /// SIGTERM-to-SIGKILL grace of an agent run.
-    pub grace: Duration,
+    /// The harness of every agent run: limits, environment, sandbox, ceilings.
+    pub safety: Safety,
     /// Stop requests from signals.
     pub stops: watch::Receiver<StopLevel>,
     /// The state, saved after every change.
@@ -77,9 +76,10 @@ impl Runner {
             stem: phase.stem.to_string(),
             stdout: phase.stdout.clone(),
             temperature: phase.temperature,
-            limit: self.limit,
-            grace: self.grace,
+            limit: Duration::from_secs(self.safety.max_time_per_iteration),
+            grace: Duration::from_secs(self.safety.kill_grace_secs),
             token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
+            safety: self.safety.clone(),
         };
         // The token is on disk before the spawn and the process group before the job's gate
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.

@@ -301,8 +301,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     let mut runner = Runner {
         topic: p.topic.clone(),
         layout,
-        limit: std::time::Duration::from_secs(p.settings.safety.max_time_per_iteration),
-        grace: std::time::Duration::from_secs(p.settings.safety.kill_grace_secs),
+        safety: p.settings.safety.clone(),
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),

@@ -120,6 +120,21 @@ fn parse_locks(text: &str, dev_ino: &str) -> Option<i32> {
     })
 }
 
+/// Resident memory of a process in bytes (0 when it is gone).
+#[must_use]
+pub fn rss_bytes(pid: i32) -> u64 {
+    let pages: u64 = fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|p| u64::try_from(p).ok())
+        .unwrap_or(4096);
+    pages * page
+}
+
 /// Children of `parent` (running or zombie).
 #[must_use]
 pub fn children_of(parent: i32) -> Vec<Stat> {
@@ -139,6 +154,13 @@ mod tests {
             (1234, 1, 1234, 1234, 'S')
         );
         assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn our_own_memory_is_measured() {
+        let me = std::process::id().cast_signed();
+        assert!(rss_bytes(me) > 1 << 20);
+        assert_eq!(rss_bytes(i32::MAX), 0);
     }
 
     #[test]

@@ -39,6 +39,7 @@ impl TestHome {
             "# Report\n\n## Summary\nThe service fails for some users.\n",
         )
         .unwrap();
+        me.write_home_config("");
         me
     }
 
@@ -208,9 +209,27 @@ impl TestHome {
             .collect()
     }
 
-    /// Write the user's settings file (`$STUDIO_AGENTS_HOME/wiggum.toml`).
+    /// Write the user's settings file (`$STUDIO_AGENTS_HOME/wiggum.toml`). The scripted agent
+    /// keeps its bookkeeping (pids, markers) at the test's root, outside the repository: the
+    /// file always grants it, as `[safety] writable` does for a user's extra directories.
     pub fn write_home_config(&self, text: &str) {
-        std::fs::write(self.home().join("wiggum.toml"), text).unwrap();
+        let mut table: toml::Table = toml::from_str(text).expect("test settings are TOML");
+        let safety = table
+            .entry("safety")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .expect("[safety] is a table");
+        let writable = safety
+            .entry("writable")
+            .or_insert_with(|| toml::Value::Array(Vec::new()))
+            .as_array_mut()
+            .expect("writable is an array");
+        writable.push(toml::Value::String(self.root().display().to_string()));
+        std::fs::write(
+            self.home().join("wiggum.toml"),
+            toml::to_string(&table).unwrap(),
+        )
+        .unwrap();
     }
 }
 

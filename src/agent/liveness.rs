@@ -1,0 +1,133 @@
+//! Watching a running job besides its wall limit: ending it never depends on the model's
+//! cooperation. A run that prints nothing and changes no file for `idle` ends as `idle` (real
+//! CLIs retry a dead endpoint forever); a tree whose resident memory crosses the ceiling ends as
+//! `memory_limit`. File changes come from inotify (`notify`) on the work tree; the supervisor's
+//! own files and `.git/` do not count.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use notify::{RecursiveMode, Watcher};
+
+use super::kill;
+use crate::disk::records::Ending;
+use crate::sys::procs;
+
+/// What is watched of a running job besides its wall limit.
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    /// End the job after this long without output and without a file change (zero: never).
+    pub idle: Duration,
+    /// The directory whose changes count as activity.
+    pub watch: std::path::PathBuf,
+    /// End the job when its tree's resident memory crosses this many bytes (zero: never).
+    pub max_memory: u64,
+}
+
+/// Files the supervisor itself writes while an agent runs: not the agent's activity.
+fn is_supervisor_noise(path: &Path) -> bool {
+    if path.components().any(|c| c.as_os_str() == ".git") {
+        return true;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    matches!(
+        name.as_str(),
+        "state.json" | ".lock" | "runs.jsonl" | "control.json"
+    ) || name.starts_with("daemon.log")
+        || name.ends_with(".tmp")
+}
+
+/// Resident memory of the run's tree (its group and every token holder), in bytes.
+#[must_use]
+pub fn tree_rss(pgid: i32, token: &str) -> u64 {
+    kill::survivors(pgid, token)
+        .iter()
+        .map(|s| procs::rss_bytes(s.pid))
+        .sum()
+}
+
+/// Resolve when the job should end for being idle or too big; pending otherwise.
+pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
+    let changed = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&changed);
+    let watcher = if l.idle.is_zero() {
+        None
+    } else {
+        let w = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+            if let Ok(ev) = ev
+                && ev.paths.iter().any(|p| !is_supervisor_noise(p))
+            {
+                flag.store(true, Ordering::Relaxed);
+            }
+        })
+        .and_then(|mut w| w.watch(&l.watch, RecursiveMode::Recursive).map(|()| w));
+        match w {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot watch {} for changes ({e}); only output counts as activity",
+                    l.watch.display()
+                );
+                None
+            }
+        }
+    };
+    let tick = if l.idle.is_zero() {
+        Duration::from_secs(1)
+    } else {
+        (l.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(1))
+    };
+    let log_len = || std::fs::metadata(log).map_or(0, |m| m.len());
+    let mut seen = log_len();
+    let mut active_at = Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        if l.max_memory > 0 {
+            let rss = tree_rss(pgid, token);
+            if rss > l.max_memory {
+                tracing::warn!(
+                    "the agent's tree uses {} MB, over the {} MB ceiling",
+                    rss >> 20,
+                    l.max_memory >> 20
+                );
+                return Ending::MemoryLimit;
+            }
+        }
+        if l.idle.is_zero() {
+            continue;
+        }
+        let len = log_len();
+        if len != seen || changed.swap(false, Ordering::Relaxed) {
+            seen = len;
+            active_at = Instant::now();
+        }
+        if active_at.elapsed() >= l.idle {
+            drop(watcher);
+            return Ending::Idle;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_supervisors_own_writes_are_not_activity() {
+        for (p, noise) in [
+            ("/r/wiggum/state.json", true),
+            ("/r/wiggum/.state.json.Ab12.tmp", true),
+            ("/r/.git/index", true),
+            ("/r/wiggum/daemon.log", true),
+            ("/r/wiggum/fix_plan.md", false),
+            ("/r/src/main.rs", false),
+        ] {
+            assert_eq!(is_supervisor_noise(Path::new(p)), noise, "{p}");
+        }
+    }
+}

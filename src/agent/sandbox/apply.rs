@@ -1,0 +1,94 @@
+//! Applying a policy to the current process: resource limits (core dumps off, CPU seconds, open
+//! files) and Landlock rules. Runs in the single-threaded `sandbox-exec` helper just before it
+//! executes the agent's shell, so every process of the run inherits both.
+
+use landlock::{
+    ABI, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, path_beneath_rules,
+};
+use nix::sys::resource::{Resource, setrlimit};
+
+use super::policy::{Enforcement, Policy};
+use crate::config::SandboxMode;
+
+/// The newest ABI this build knows; older kernels get what they offer (best effort).
+const TARGET: ABI = ABI::V6;
+
+/// Set the per-process limits of the policy.
+pub fn limits(p: &Policy) -> Result<(), String> {
+    setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(|e| format!("core dumps off: {e}"))?;
+    if p.max_cpu_secs > 0 {
+        setrlimit(Resource::RLIMIT_CPU, p.max_cpu_secs, p.max_cpu_secs + 5)
+            .map_err(|e| format!("CPU limit: {e}"))?;
+    }
+    if p.max_open_files > 0 {
+        setrlimit(Resource::RLIMIT_NOFILE, p.max_open_files, p.max_open_files)
+            .map_err(|e| format!("open-file limit: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Confine this process (and what it executes) with Landlock. Returns what the kernel enforced.
+pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
+    let mut e = Enforcement {
+        mode: p.mode.as_str().into(),
+        ..Enforcement::default()
+    };
+    if p.mode == SandboxMode::Off {
+        return Ok(e);
+    }
+    let write = AccessFs::from_write(TARGET);
+    let read = AccessFs::from_read(TARGET);
+    let handled = if p.readable.is_some() {
+        write | read
+    } else {
+        write
+    };
+    fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
+        move |x| format!("landlock {what}: {x}")
+    }
+    let mut ruleset = Ruleset::default()
+        .handle_access(handled)
+        .map_err(err("filesystem rules"))?;
+    if p.ports.is_some() {
+        ruleset = ruleset
+            .handle_access(AccessNet::ConnectTcp)
+            .map_err(err("network rules"))?;
+    }
+    let mut created = ruleset.create().map_err(err("ruleset"))?;
+    let existing = |v: &[std::path::PathBuf]| -> Vec<std::path::PathBuf> {
+        v.iter().filter(|w| w.exists()).cloned().collect()
+    };
+    created = created
+        .add_rules(path_beneath_rules(existing(&p.writable), handled))
+        .map_err(err("write roots"))?;
+    if let Some(r) = &p.readable {
+        created = created
+            .add_rules(path_beneath_rules(existing(r), read))
+            .map_err(err("read roots"))?;
+    }
+    for port in p.ports.iter().flatten() {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(err("a port"))?;
+    }
+    let status = created.restrict_self().map_err(err("restrict"))?;
+    e.abi = match status.landlock {
+        LandlockStatus::Available { effective_abi, .. } => effective_abi as u8,
+        _ => 0,
+    };
+    e.filesystem = status.ruleset != RulesetStatus::NotEnforced;
+    e.network = p.ports.is_some() && e.abi >= 4 && e.filesystem;
+    e.note = match status.landlock {
+        LandlockStatus::NotEnabled => "Landlock is not enabled in this kernel".into(),
+        LandlockStatus::NotImplemented => "kernel has no Landlock".into(),
+        LandlockStatus::Available { .. } if p.ports.is_some() && !e.network => {
+            format!(
+                "network rules need Landlock ABI 4, the kernel has {}",
+                e.abi
+            )
+        }
+        _ => String::new(),
+    };
+    Ok(e)
+}

@@ -1,0 +1,186 @@
+//! What one agent run may write, read and connect to, and its per-process limits: built from
+//! `[safety]`, the repository and the agent's CLI, handed to the helper as JSON. Pure.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Safety, SandboxMode};
+
+/// The confinement of one agent run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// `landlock`, `off` or `required`.
+    pub mode: SandboxMode,
+    /// Where it may write (existing paths only; missing ones are left out).
+    pub writable: Vec<PathBuf>,
+    /// Where it may read, when narrowed (`None`: everywhere).
+    pub readable: Option<Vec<PathBuf>>,
+    /// The TCP ports it may connect to (`None`: any).
+    pub ports: Option<Vec<u16>>,
+    /// CPU seconds per process (0: no limit).
+    pub max_cpu_secs: u64,
+    /// Open files per process (0: inherited).
+    pub max_open_files: u64,
+}
+
+/// Directories an agent CLI keeps its own state in (under `home`), writable to it.
+#[must_use]
+pub fn state_dirs(program: &str, home: &Path) -> Vec<PathBuf> {
+    let rel: &[&str] = match program {
+        "claude" => &[
+            ".claude",
+            ".claude.json",
+            ".claude.json.backup",
+            ".config/claude",
+        ],
+        "codex" => &[".codex"],
+        "gemini" => &[".gemini"],
+        "aider" => &[".aider", ".aider.chat.history.md", ".aider.input.history"],
+        "kiro-cli" => &[".kiro", ".local/share/kiro-cli"],
+        "opencode" => &[
+            ".local/share/opencode",
+            ".config/opencode",
+            ".local/state/opencode",
+        ],
+        "amp" => &[".amp", ".config/amp", ".local/share/amp"],
+        _ => &[],
+    };
+    let mut out: Vec<PathBuf> = rel.iter().map(|r| home.join(r)).collect();
+    out.push(home.join(".cache"));
+    out
+}
+
+/// Directories every process needs to read when reads are narrowed.
+const SYSTEM_READS: [&str; 10] = [
+    "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc", "/sys", "/opt",
+];
+
+/// Devices an agent may write to.
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/shm",
+    "/dev/full",
+];
+
+/// The policy of one run: the work tree (or the artifact dir without a repository), its
+/// private temp dir, the devices, the CLI's state dirs and `[safety] writable`.
+#[must_use]
+pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -> Policy {
+    let mut writable = vec![work_root.to_path_buf(), tmp.to_path_buf()];
+    writable.extend(DEVICES.iter().map(PathBuf::from));
+    writable.extend(state.iter().cloned());
+    writable.extend(safety.writable.iter().cloned());
+    let readable = (!safety.readable.is_empty()).then(|| {
+        let mut r: Vec<PathBuf> = safety.readable.clone();
+        r.extend(SYSTEM_READS.iter().map(PathBuf::from));
+        r.extend(writable.iter().cloned());
+        r
+    });
+    Policy {
+        mode: safety.sandbox,
+        writable,
+        readable,
+        ports: safety.network.allowed_ports(),
+        max_cpu_secs: safety.max_cpu_secs,
+        max_open_files: safety.max_open_files,
+    }
+}
+
+/// What the kernel enforces of a policy, for `start`, `status` and the run records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Enforcement {
+    /// The sandbox mode asked for.
+    pub mode: String,
+    /// The Landlock ABI the kernel offers (0: none).
+    pub abi: u8,
+    /// Filesystem writes confined.
+    pub filesystem: bool,
+    /// TCP connections confined (ABI ≥ 4), when a rule asked for it.
+    pub network: bool,
+    /// Why something is not enforced.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+impl Enforcement {
+    /// `sandbox: landlock ABI 7, enforced` / `sandbox: NOT enforced — kernel has no Landlock`.
+    #[must_use]
+    pub fn line(&self) -> String {
+        if self.mode == "off" {
+            return "sandbox: off ([safety] sandbox = \"off\")".into();
+        }
+        if !self.filesystem {
+            return format!("sandbox: NOT enforced — {}", self.note);
+        }
+        let mut s = format!("sandbox: landlock ABI {}, enforced", self.abi);
+        if !self.note.is_empty() {
+            s.push_str(&format!(" ({})", self.note));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Network, NetworkRule};
+
+    #[test]
+    fn a_policy_grants_the_work_tree_the_temp_dir_and_the_clis_state() {
+        let safety = Safety {
+            writable: vec!["/srv/cache".into()],
+            network: Network::Ports(vec![443]),
+            ..Safety::default()
+        };
+        let state = state_dirs("claude", Path::new("/home/u"));
+        let p = build(&safety, Path::new("/repo"), Path::new("/tmp/run"), &state);
+        for w in [
+            "/repo",
+            "/tmp/run",
+            "/dev/null",
+            "/home/u/.claude",
+            "/home/u/.cache",
+            "/srv/cache",
+        ] {
+            assert!(p.writable.contains(&PathBuf::from(w)), "{w}");
+        }
+        assert!(!p.writable.contains(&PathBuf::from("/home/u")));
+        assert_eq!(p.ports, Some(vec![443]));
+        assert_eq!(p.readable, None);
+        let none = Safety {
+            network: Network::Rule(NetworkRule::None),
+            readable: vec!["/data".into()],
+            ..Safety::default()
+        };
+        let p = build(&none, Path::new("/repo"), Path::new("/tmp/run"), &[]);
+        assert_eq!(p.ports, Some(vec![]));
+        let r = p.readable.unwrap();
+        assert!(r.contains(&PathBuf::from("/data")) && r.contains(&PathBuf::from("/usr")));
+        assert!(r.contains(&PathBuf::from("/repo")));
+    }
+
+    #[test]
+    fn the_status_line_says_what_is_enforced() {
+        let e = Enforcement {
+            mode: "landlock".into(),
+            abi: 7,
+            filesystem: true,
+            network: true,
+            note: String::new(),
+        };
+        assert_eq!(e.line(), "sandbox: landlock ABI 7, enforced");
+        let none = Enforcement {
+            mode: "landlock".into(),
+            note: "kernel has no Landlock".into(),
+            ..Enforcement::default()
+        };
+        assert_eq!(
+            none.line(),
+            "sandbox: NOT enforced — kernel has no Landlock"
+        );
+    }
+}
