@@ -59,8 +59,10 @@ pub struct Launch {
     pub root: PathBuf,
     /// The loop's `wiggum/` (`WIGGUM_DIR`), when there is a loop.
     pub wiggum_dir: Option<PathBuf>,
-    /// Where the prompt and the log go (`ITERATION_DIR`).
+    /// Where the prompt and the log go (the records, out of the agent's sight).
     pub dir: PathBuf,
+    /// The directory the agent works in for this run (`ITERATION_DIR`).
+    pub work_dir: PathBuf,
     /// The prompt file's stem (`prompt` → `prompt.md`).
     pub stem: String,
     /// A separate file for stdout (answers read back).
@@ -120,7 +122,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             "PREV_ITERATION".into(),
             l.iteration.saturating_sub(1).to_string(),
         ),
-        ("ITERATION_DIR".into(), path(&l.dir)),
+        ("ITERATION_DIR".into(), path(&l.work_dir)),
         ("ARTIFACT_PATH".into(), path(&l.root)),
         ("TOPIC".into(), l.topic.clone()),
         ("WIGGUM_PHASE".into(), l.phase.as_str().into()),
@@ -247,6 +249,7 @@ mod tests {
             root: "/art".into(),
             wiggum_dir: Some("/art/wiggum".into()),
             dir: "/art/wiggum/iteration-003".into(),
+            work_dir: "/art/wiggum/iteration-003".into(),
             stem: "prompt".into(),
             stdout: None,
             temperature: Some(0.3),

@@ -64,7 +64,8 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         Some(p) => p.clone(),
         None => config::home_dir()?.join("artifacts").join(&a.topic),
     };
-    let layout = Layout::new(
+    let layout = Layout::for_loop(
+        &config::home_dir()?,
         std::path::absolute(&dir)
             .map_err(|e| Error::input(format!("--artifact-path {}: {e}", dir.display())))?,
     );
@@ -103,6 +104,7 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         root: layout.root().to_path_buf(),
         wiggum_dir: None,
         dir: work.clone(),
+        work_dir: layout.root().to_path_buf(),
         stem: "prompt".into(),
         stdout: Some(work.join("answer.md")),
         temperature: None,

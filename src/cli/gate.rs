@@ -75,6 +75,7 @@ impl Reviser for AloneReviser {
             root: self.root.clone(),
             wiggum_dir: None,
             dir: self.work.clone(),
+            work_dir: self.work.clone(),
             stem: format!("revision-r{round}.prompt"),
             stdout: Some(self.work.join(format!("revision-r{round}.md"))),
             temperature: Some(self.temperature),

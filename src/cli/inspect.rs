@@ -235,7 +235,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
     };
     let mut all = Vec::new();
     for (_, path) in &topics {
-        all.extend(runlog::read(&Layout::new(path).runs())?);
+        all.extend(runlog::read(&Layout::for_loop(&home, path).runs())?);
     }
     let r = report::aggregate(&all, 7.0);
     if a.json {

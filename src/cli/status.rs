@@ -54,6 +54,32 @@ fn detail(v: &LoopView) -> String {
             out.push_str(&format!("\n  scores:    {}", dims.join(", ")));
         }
         out.push_str(&format!("\n  cost:      ${:.4}", s.cost_usd));
+        if let Some(h) = &s.harness {
+            out.push_str(&format!("\n  {}", h.sandbox));
+            let roots: Vec<String> = h.writable.iter().map(|w| w.display().to_string()).collect();
+            out.push_str(&format!("\n  writable:  {}", roots.join(", ")));
+            out.push_str(&format!(
+                "\n  network:   {}; limits: {} s per run, idle {}, memory {}",
+                h.network,
+                h.max_time_secs,
+                if h.max_idle_secs == 0 {
+                    "off".to_string()
+                } else {
+                    format!("{} s", h.max_idle_secs)
+                },
+                if h.max_memory_mb == 0 {
+                    "off".to_string()
+                } else {
+                    format!("{} MB", h.max_memory_mb)
+                },
+            ));
+        }
+        if !s.agent_env.is_empty() {
+            out.push_str(&format!("\n  agent env: {}", s.agent_env.join(" ")));
+        }
+        if let Some(e) = &s.last_event {
+            out.push_str(&format!("\n  caught:    {e}"));
+        }
         if let Some(r) = &v.pause_reason {
             out.push_str(&format!("\n  paused:    {r}"));
         }

@@ -38,7 +38,7 @@ impl Handle {
         Handle {
             topic: topic.to_string(),
             home: home.to_path_buf(),
-            layout: Layout::new(root),
+            layout: Layout::for_loop(home, root),
         }
     }
 

@@ -1,18 +1,67 @@
 //! Every path of a loop in one place (DESIGN §3). Nothing else builds loop paths by hand.
+//!
+//! Two places: the loop's directory `wiggum/` beside the artifact, where the agent works (its
+//! memory, the artifacts of each iteration, the state), and the loop's records under
+//! `$STUDIO_AGENTS_HOME/runs/<dir>-<hash>/`, out of the agent's sight: every agent log, prompt,
+//! revision scratch and validation log, and the authoritative copy of `runs.jsonl`. A fresh
+//! context must not read an earlier agent's process (seed 004, anti-pattern 1).
 
 use std::path::{Path, PathBuf};
+
+use md5::{Digest, Md5};
 
 /// The paths of one loop, rooted at its artifact directory.
 #[derive(Debug, Clone)]
 pub struct Layout {
     root: PathBuf,
+    records: PathBuf,
 }
 
 impl Layout {
-    /// A layout for the artifact directory `root` (which should be absolute).
+    /// A layout for the artifact directory `root` (absolute) whose records stay in its own
+    /// `wiggum/` (tools that look at a loop's files alone).
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        let records = root.join("wiggum");
+        Self { root, records }
+    }
+
+    /// The layout of the loop on `root` whose records live under `home`.
+    #[must_use]
+    pub fn for_loop(home: &Path, root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
+        let records = home.join("runs").join(Self::key(&root));
+        Self { root, records }
+    }
+
+    /// A readable, unique name for the loop on `root`: `<dir name>-<16 hex of md5(path)>`.
+    #[must_use]
+    pub fn key(root: &Path) -> String {
+        let digest = Md5::digest(root.as_os_str().as_encoded_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let name: String = root
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .take(40)
+            .collect();
+        format!("{name}-{}", &hex[..16])
+    }
+
+    /// The loop's records directory (out of the agent's sight).
+    #[must_use]
+    pub fn records(&self) -> &Path {
+        &self.records
+    }
+
+    /// The records' own copy of `runs.jsonl`, which the agent cannot reach: restores the one
+    /// in `wiggum/` when an agent changed it.
+    #[must_use]
+    pub fn runs_copy(&self) -> PathBuf {
+        self.records.join("runs.jsonl")
     }
 
     /// The artifact directory.
@@ -87,18 +136,18 @@ impl Layout {
         self.wiggum().join(".fix_plan.attempt")
     }
 
-    /// The planning phase's directory (its agent log lives there).
+    /// The planning phase's records (its prompt and agent log).
     #[must_use]
     pub fn planning_dir(&self) -> PathBuf {
-        self.wiggum().join("planning")
+        self.records.join("planning")
     }
-    /// Where run `n`'s prompt and log live: the planning directory for 0, else iteration `n`'s.
+    /// Where run `n`'s prompt, log and scratch live (in the records): planning for 0.
     #[must_use]
     pub fn run_dir(&self, n: u32) -> PathBuf {
         if n == 0 {
             self.planning_dir()
         } else {
-            self.iteration_dir(n)
+            self.records.join(iteration_dir_name(n))
         }
     }
     /// The agent log of run `n` (see [`Self::run_dir`]).
@@ -124,7 +173,7 @@ impl Layout {
     /// The output of iteration `n`'s validation commands.
     #[must_use]
     pub fn validation_log(&self, n: u32) -> PathBuf {
-        self.iteration_dir(n).join("validation.log")
+        self.run_dir(n).join("validation.log")
     }
     /// The output of the git hooks run for run `n`'s commit (planning: 0).
     #[must_use]
@@ -134,17 +183,22 @@ impl Layout {
     /// The answer of revision round `round` of iteration `n`.
     #[must_use]
     pub fn revision_answer(&self, n: u32, round: u32) -> PathBuf {
-        self.iteration_dir(n).join(format!("revision-r{round}.md"))
+        self.run_dir(n).join(format!("revision-r{round}.md"))
     }
     /// Where discarded attempts are kept.
     #[must_use]
     pub fn discarded(&self) -> PathBuf {
         self.wiggum().join("discarded")
     }
-    /// The delegation's working directory (its prompt, log and answer).
+    /// Where the records of discarded attempts are kept.
+    #[must_use]
+    pub fn discarded_records(&self) -> PathBuf {
+        self.records.join("discarded")
+    }
+    /// The delegation's records (its prompt, log and answer).
     #[must_use]
     pub fn delegation_dir(&self) -> PathBuf {
-        self.wiggum().join("delegation")
+        self.records.join("delegation")
     }
     /// The task a delegation was given (the gate's task when present).
     #[must_use]

@@ -14,7 +14,6 @@ use std::io::{Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use md5::{Digest, Md5};
 use serde::{Deserialize, Serialize};
 
 use crate::disk::layout::Layout;
@@ -253,19 +252,8 @@ pub fn holder(path: &Path) -> Result<Option<Holder>> {
 /// The lock under `$STUDIO_AGENTS_HOME` for the loop on `root` (out of the agent's reach).
 #[must_use]
 pub fn home_lock(home: &Path, root: &Path) -> PathBuf {
-    let digest = Md5::digest(root.as_os_str().as_encoded_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    let name = root
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let name: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-        .take(40)
-        .collect();
     home.join("locks")
-        .join(format!("{name}-{}.lock", &hex[..16]))
+        .join(format!("{}.lock", Layout::key(root)))
 }
 
 /// Who runs the loop on `layout`: the home lock's holder, else the artifact lock's.

@@ -316,6 +316,12 @@ pub struct RunRecord {
     /// A note (the breaker's reason, an error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Names (never values) of the environment variables the agent was given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_passed: Vec<String>,
+    /// Protected files the agent changed (restored; the iteration was rejected).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected_changed: Vec<String>,
 }
 
 fn one() -> u32 {
@@ -348,6 +354,8 @@ impl RunRecord {
             promise_seen: false,
             outcome: Outcome::Crashed,
             note: None,
+            env_passed: Vec::new(),
+            protected_changed: Vec::new(),
         }
     }
 
@@ -386,6 +394,8 @@ impl RunRecord {
             promise_seen: false,
             outcome,
             note: Some(note.into()),
+            env_passed: Vec::new(),
+            protected_changed: Vec::new(),
         }
     }
 

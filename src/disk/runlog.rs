@@ -67,6 +67,8 @@ mod tests {
             promise_seen: false,
             outcome: Outcome::Accepted,
             note: None,
+            env_passed: vec![],
+            protected_changed: vec![],
         }
     }
 

@@ -157,6 +157,12 @@ pub struct LoopState {
     pub cost_usd: f64,
     /// The human-review pause (`require_human_review_at_iteration`) already happened.
     pub reviewed: bool,
+    /// What confines the agents: the sandbox line, write roots, network rule, ceilings.
+    pub harness: Option<Harness>,
+    /// Names (never values) of the environment variables the last agent run was given.
+    pub agent_env: Vec<String>,
+    /// The last thing the harness caught (a protected file changed, a ceiling crossed).
+    pub last_event: Option<String>,
     /// Paths (relative to the artifact dir) the loop's agents changed that no commit holds yet:
     /// a rejected or discarded attempt's work, committed with the next accepted iteration.
     pub carried_paths: Vec<PathBuf>,
@@ -189,8 +195,29 @@ impl Default for LoopState {
             cost_usd: 0.0,
             reviewed: false,
             carried_paths: Vec::new(),
+            harness: None,
+            agent_env: Vec::new(),
+            last_event: None,
         }
     }
+}
+
+/// What confines a loop's agents, as `status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Harness {
+    /// `sandbox: landlock ABI 7, enforced` or why not.
+    pub sandbox: String,
+    /// Where agents may write.
+    pub writable: Vec<PathBuf>,
+    /// `any`, `none`, or the TCP ports allowed.
+    pub network: String,
+    /// Memory ceiling of an agent's tree, MB (0: none).
+    pub max_memory_mb: u64,
+    /// Idle limit, seconds (0: none).
+    pub max_idle_secs: u64,
+    /// Wall limit of a run, seconds.
+    pub max_time_secs: u64,
 }
 
 /// What to show for a loop: its state's status, or `dead` when the state says it is live but no

@@ -85,6 +85,7 @@ impl Reviser for LoopReviser<'_> {
             kind: AgentPhase::Revision,
             iteration: self.iteration,
             dir: self.dir,
+            work: &self.lp.runner.layout.iteration_dir(self.iteration),
             stem: &stem,
             stdout: Some(self.lp.runner.layout.revision_answer(self.iteration, round)),
             temperature: Some(self.lp.settings.gate.revision_temperature),
@@ -98,7 +99,6 @@ impl Reviser for LoopReviser<'_> {
 pub async fn gate(
     lp: &mut Loop,
     n: u32,
-    dir: &Path,
     task: &str,
     changed: &[std::path::PathBuf],
 ) -> Result<(Option<GateRecord>, bool)> {
@@ -107,6 +107,7 @@ pub async fn gate(
         return Ok((None, true));
     }
     let artifact = lp.runner.layout.iteration_artifact(n);
+    let records = lp.runner.layout.run_dir(n);
     let (content, max_rounds) = match target {
         GateTarget::Diff => {
             let mut paths = changed.to_vec();
@@ -123,7 +124,7 @@ pub async fn gate(
         &lp.settings,
         &ev_name,
         "[defaults] evaluator",
-        dir.to_path_buf(),
+        lp.runner.layout.run_dir(n),
         lp.runner.stops.clone(),
     )?;
 
@@ -140,7 +141,7 @@ pub async fn gate(
         let mut producer = AgentProducer {
             reviser: LoopReviser {
                 lp,
-                dir,
+                dir: &records,
                 iteration: n,
             },
             spec: spec.clone(),
@@ -296,7 +297,7 @@ pub async fn accept(
     } else {
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
-    let (gate, keep) = gate(lp, n, dir, &task, changed).await?;
+    let (gate, keep) = gate(lp, n, &task, changed).await?;
     if let Some(g) = &gate {
         lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
         lp.runner.state.last_gate_score = g.final_score;

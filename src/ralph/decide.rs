@@ -1,6 +1,7 @@
 //! Exit conditions and breakers (DESIGN §4 step 1), as pure functions over what the loop has
 //! seen. The loop gathers the facts; this decides.
 
+use crate::disk::records::Ending;
 use crate::disk::state::StopReason;
 
 /// Everything the pre-spawn exit check looks at.
@@ -80,14 +81,20 @@ pub enum RunKind {
     Changed,
     /// Ran to its end (exit 0) and changed nothing.
     NoChange,
-    /// Killed, timed out, or failed without changes: the iteration is discarded and retried.
+    /// Killed, timed out, idle, or failed without changes: discarded and retried.
     Crashed,
+    /// Its tree crossed the memory ceiling: retrying the same task would cross it again.
+    OverCeiling,
 }
 
-/// Classify an agent run: killed (signal or timeout) or non-zero with no change is a crash.
+/// Classify an agent run: over the memory ceiling is its own kind; killed (a signal, the wall
+/// limit, idleness) or non-zero with no change is a crash.
 #[must_use]
-pub fn classify(exit_ok: bool, killed: bool, changed: bool) -> RunKind {
-    if killed || (!exit_ok && !changed) {
+pub fn classify(ending: Ending, changed: bool) -> RunKind {
+    let (exit_ok, killed) = (ending.success(), ending.killed());
+    if ending == Ending::MemoryLimit {
+        RunKind::OverCeiling
+    } else if killed || (!exit_ok && !changed) {
         RunKind::Crashed
     } else if changed {
         RunKind::Changed
@@ -143,7 +150,7 @@ impl Breaker {
                     Next::Proceed
                 }
             }
-            RunKind::Changed => {
+            RunKind::Changed | RunKind::OverCeiling => {
                 self.crashes = 0;
                 self.no_change = 0;
                 Next::Proceed
@@ -179,6 +186,11 @@ pub fn after_run(
     if stopped {
         return AfterRun::Interrupted;
     }
+    if kind == RunKind::OverCeiling {
+        return AfterRun::GiveUp(
+            "the agent's processes crossed the memory ceiling ([safety] max_memory_mb); a retry would cross it again".into(),
+        );
+    }
     match (kind, breaker.record(kind, max_no_change, max_retries)) {
         (_, Next::Retry) => AfterRun::Retry,
         (RunKind::Crashed, Next::Trip(why)) => AfterRun::GiveUp(why),
@@ -200,7 +212,15 @@ mod tests {
         let crash_trip = "the agent crashed 3 times in a row on the same iteration";
         let idle_trip = "3 iterations in a row changed nothing";
         type Case = ((u32, u32), bool, RunKind, A, (u32, u32));
-        let cases: [Case; 9] = [
+        let ceiling = "the agent's processes crossed the memory ceiling ([safety] max_memory_mb); a retry would cross it again";
+        let cases: [Case; 10] = [
+            (
+                (1, 1),
+                false,
+                RunKind::OverCeiling,
+                A::GiveUp(ceiling.into()),
+                (1, 1),
+            ),
             ((0, 0), true, Crashed, A::Interrupted, (0, 0)),
             ((2, 1), true, Changed, A::Interrupted, (2, 1)),
             ((0, 0), false, Changed, A::Accept, (0, 0)),
@@ -323,11 +343,20 @@ mod tests {
 
     #[test]
     fn classify_runs() {
-        assert_eq!(classify(true, false, true), RunKind::Changed);
-        assert_eq!(classify(true, false, false), RunKind::NoChange);
-        assert_eq!(classify(false, false, false), RunKind::Crashed);
-        assert_eq!(classify(false, false, true), RunKind::Changed);
-        assert_eq!(classify(true, true, true), RunKind::Crashed);
+        let ok = Ending::Exited { code: 0 };
+        let failed = Ending::Exited { code: 1 };
+        for (ending, changed, want) in [
+            (ok, true, RunKind::Changed),
+            (ok, false, RunKind::NoChange),
+            (failed, false, RunKind::Crashed),
+            (failed, true, RunKind::Changed),
+            (Ending::TimedOut, true, RunKind::Crashed),
+            (Ending::Idle, false, RunKind::Crashed),
+            (Ending::Signaled { signal: 9 }, true, RunKind::Crashed),
+            (Ending::MemoryLimit, true, RunKind::OverCeiling),
+        ] {
+            assert_eq!(classify(ending, changed), want, "{ending:?} {changed}");
+        }
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl Loop {
             kind: AgentPhase::Planning,
             iteration: 0,
             dir: &layout.planning_dir(),
+            work: &layout.wiggum(),
             stem: "prompt",
             stdout: None,
             temperature: None,
@@ -117,6 +118,7 @@ impl Loop {
             let ok = fix_plan::has_items(&plan) && !stopped;
             let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
             rec.files_changed = vec!["wiggum/fix_plan.md".into()];
+            rec.env_passed.clone_from(&run.env_names);
             rec.outcome = match (ok, stopped) {
                 (_, true) => Outcome::Interrupted,
                 (true, _) => Outcome::Planned,

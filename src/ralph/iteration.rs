@@ -26,6 +26,7 @@ pub enum Result {
 fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
     let mut r = RunRecord::of_run(RecordKind::Iteration, n, attempt, &run.facts());
     r.outcome = outcome;
+    r.env_passed.clone_from(&run.env_names);
     r
 }
 
@@ -45,16 +46,41 @@ pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
     Ok(changed)
 }
 
-/// Move iteration `n`'s directory into `wiggum/discarded/` as `iteration-NNN.<label>.<time>`:
-/// evidence is kept, never committed, and out of the way of the next attempt.
+/// Move iteration `n`'s directory into `wiggum/discarded/` (and its records into the records'
+/// `discarded/`) as `iteration-NNN.<label>.<time>`: evidence is kept, never committed, and out
+/// of the way of the next attempt.
 pub fn move_aside(layout: &crate::disk::layout::Layout, n: u32, label: &str) -> Res<()> {
-    let dir = layout.iteration_dir(n);
+    let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
+    if layout.run_dir(n) != layout.iteration_dir(n) {
+        move_dir(
+            &layout.run_dir(n),
+            &layout.discarded_records(),
+            n,
+            label,
+            &stamp,
+        )?;
+    }
+    move_dir(
+        &layout.iteration_dir(n),
+        &layout.discarded(),
+        n,
+        label,
+        &stamp,
+    )
+}
+
+fn move_dir(
+    dir: &std::path::Path,
+    aside: &std::path::Path,
+    n: u32,
+    label: &str,
+    stamp: &str,
+) -> Res<()> {
+    let dir = dir.to_path_buf();
     if !dir.exists() {
         return Ok(());
     }
-    let aside = layout.discarded();
-    fsutil::create_dir_all(&aside)?;
-    let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
+    fsutil::create_dir_all(aside)?;
     let to = aside.join(format!(
         "{}.{label}.{stamp}",
         crate::disk::layout::iteration_dir_name(n)
@@ -81,9 +107,13 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         attempt += 1;
         lp.runner.state.current_iteration = n;
         lp.runner.save()?;
-        // A fresh directory, seeded with the artifact to build on.
+        // A fresh directory, seeded with the artifact to build on; fresh records.
         fsutil::remove_dir_all_opt(&dir)?;
         fsutil::create_dir_all(&dir)?;
+        let records = layout.run_dir(n);
+        if records != dir {
+            fsutil::remove_dir_all_opt(&records)?;
+        }
         let seed = accept::seed_of(lp, n)?;
         if layout.original_artifact().exists() {
             fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
@@ -96,7 +126,8 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let phase = Phase {
             kind: AgentPhase::Iteration,
             iteration: n,
-            dir: &dir,
+            dir: &records,
+            work: &dir,
             stem: "prompt",
             stdout: None,
             temperature: None,
@@ -106,11 +137,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let after = lp.repo.snapshot()?;
         let changed_paths = after.changed_paths(&before);
         let changed = after.changed_since(&before);
-        let kind = decide::classify(
-            run.outcome.ending.success(),
-            run.outcome.ending.killed(),
-            !changed.is_empty(),
-        );
+        let kind = decide::classify(run.outcome.ending, !changed.is_empty());
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;
         let (idle, retries) = (safety.max_no_change_iterations, safety.max_crash_retries);

@@ -37,8 +37,10 @@ pub struct Phase<'a> {
     pub kind: AgentPhase,
     /// The iteration number (0 for planning).
     pub iteration: u32,
-    /// Directory for the prompt and the log.
+    /// Directory for the prompt and the log (the loop's records).
     pub dir: &'a Path,
+    /// The directory the agent works in (`ITERATION_DIR`).
+    pub work: &'a Path,
     /// File name stem for the prompt (`prompt` → `prompt.md`).
     pub stem: &'a str,
     /// Capture stdout separately (revision answers).
@@ -73,6 +75,7 @@ impl Runner {
             root: self.layout.root().to_path_buf(),
             wiggum_dir: Some(self.layout.wiggum()),
             dir: phase.dir.to_path_buf(),
+            work_dir: phase.work.to_path_buf(),
             stem: phase.stem.to_string(),
             stdout: phase.stdout.clone(),
             temperature: phase.temperature,
@@ -112,6 +115,7 @@ impl Runner {
         self.state.agent_token = None;
         self.save()?;
         let run = run?;
+        self.state.agent_env.clone_from(&run.env_names);
         let (outcome, report) = (&run.outcome, &run.report);
         if let Some(c) = report.cost_usd {
             self.state.cost_usd += c;

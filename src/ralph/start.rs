@@ -16,7 +16,7 @@ use crate::config::{self, Settings, Sources};
 use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
 
-use crate::disk::state::{LoopState, Status};
+use crate::disk::state::{Harness, LoopState, Status};
 use crate::disk::{registry, requests};
 use crate::git::Repo;
 use crate::sys::fsutil;
@@ -67,6 +67,8 @@ pub struct Prepared {
     pub home: PathBuf,
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
+    /// What confines the agents.
+    pub harness: Harness,
 }
 
 fn flag<T>(
@@ -116,7 +118,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let root = p
         .canonicalize()
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", p.display())))?;
-    let layout = Layout::new(root);
+    let layout = Layout::for_loop(home, root);
     let mut settings = config::load(&Sources {
         home: Some(home.join("wiggum.toml")),
         loop_file: Some(layout.config()),
@@ -184,6 +186,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         ));
     }
     notes.extend(uncommitted_note(&layout)?);
+    let harness = harness(&settings, &agent, &layout)?;
     Ok(Prepared {
         topic: opts.topic.clone(),
         layout,
@@ -193,6 +196,46 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         evaluator,
         home: home.to_path_buf(),
         notes,
+        harness,
+    })
+}
+
+/// What the harness will enforce for this loop's agents, probed on this kernel; `required`
+/// refuses to start when the sandbox cannot be enforced.
+fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Harness> {
+    use crate::agent::sandbox::{self, policy};
+    let safety = &settings.safety;
+    let program = sandbox::env::program_of(&agent.table.command);
+    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+    let root = crate::agent::launch::work_root(layout.root());
+    let p = policy::build(
+        safety,
+        &root,
+        &std::env::temp_dir().join("studio-agents-<run>"),
+        &policy::state_dirs(&program, &home),
+    );
+    let enforced = sandbox::probe(&p);
+    if safety.sandbox == config::SandboxMode::Required && !enforced.filesystem {
+        return Err(Error::input(format!(
+            "[safety] sandbox = \"required\": {}; set sandbox = \"landlock\" to run with what the kernel offers",
+            enforced.note
+        )));
+    }
+    Ok(Harness {
+        sandbox: enforced.line(),
+        writable: p.writable.into_iter().filter(|w| w.exists()).collect(),
+        network: match p.ports {
+            None => "any".into(),
+            Some(ports) if ports.is_empty() => "none".into(),
+            Some(ports) => ports
+                .iter()
+                .map(u16::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+        },
+        max_memory_mb: safety.max_memory_mb,
+        max_idle_secs: safety.max_idle_secs,
+        max_time_secs: safety.max_time_per_iteration,
     })
 }
 
@@ -295,6 +338,8 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         last_gate_score: prev.last_gate_score,
         cost_usd: prev.cost_usd,
         reviewed: prev.reviewed,
+        carried_paths: prev.carried_paths,
+        harness: Some(p.harness.clone()),
         ..LoopState::default()
     };
     let (task, task_type) = describe_task(&layout, &p.topic)?;

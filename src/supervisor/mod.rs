@@ -55,6 +55,7 @@ fn watch_lock(mut guard: lock::Guard) {
 }
 
 pub(crate) fn print_notes(p: &Prepared) {
+    eprintln!("{}", p.harness.sandbox);
     for n in &p.notes {
         eprintln!("warning: {n}");
     }

@@ -101,7 +101,7 @@ fn plans_then_iterates_to_plan_empty_with_a_fresh_agent_and_a_commit_each() {
         "git status is clean"
     );
     assert!(
-        t.wiggum("iteration-001/agent.log").exists(),
+        t.records("iteration-001/agent.log").exists(),
         "logs stay on disk"
     );
     assert_no_survivors(&t.token);
@@ -209,7 +209,7 @@ fn an_agent_echoing_its_prompt_does_not_end_the_loop_and_trips_the_breaker() {
             .iter()
             .all(|r| r["promise_seen"] == false && r["outcome"] == "no_change")
     );
-    let log = std::fs::read_to_string(t.wiggum("iteration-001/agent.log")).unwrap();
+    let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
     assert!(
         log.lines().any(|l| l == "<promise>COMPLETE</promise>"),
         "the echo was there: {log}"

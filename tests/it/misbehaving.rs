@@ -68,12 +68,24 @@ fn everything_the_supervisor_writes_is_private_to_the_user() {
         ".lock",
         "PROMPT.md",
         "AGENT.md",
-        "iteration-001/agent.log",
-        "iteration-001/prompt.md",
         "iteration-001/eval.json",
-        "planning/agent.log",
     ] {
         assert_eq!(mode(f), 0o600, "{f}");
+    }
+    let record_mode = |rel: &str| {
+        std::fs::metadata(t.records(rel))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(record_mode(""), 0o700);
+    for f in [
+        "iteration-001/agent.log",
+        "iteration-001/prompt.md",
+        "planning/agent.log",
+    ] {
+        assert_eq!(record_mode(f), 0o600, "{f}");
     }
 }
 

@@ -17,6 +17,10 @@ const BASE: [&str; 11] = [
     "STUDIO_AGENTS_*",
 ];
 
+/// Never passed, whatever matches: the supervisor's home holds the loop's records and locks,
+/// which are no business of the agent's.
+const NEVER: [&str; 1] = ["STUDIO_AGENTS_HOME"];
+
 /// The keys a known agent CLI needs, by the command's program name.
 #[must_use]
 pub fn preset_keys(program: &str) -> &'static [&'static str] {
@@ -51,6 +55,7 @@ pub fn allowed(
     let keys = preset_keys(program);
     let mut out: Vec<(String, String)> = parent
         .into_iter()
+        .filter(|(k, _)| !NEVER.contains(&k.as_str()))
         .filter(|(k, _)| {
             BASE.iter().any(|p| matches(p, k))
                 || keys.iter().any(|p| matches(p, k))
@@ -107,13 +112,7 @@ mod tests {
             (
                 "claude",
                 &[],
-                &[
-                    "ANTHROPIC_API_KEY",
-                    "HOME",
-                    "LC_ALL",
-                    "PATH",
-                    "STUDIO_AGENTS_HOME",
-                ],
+                &["ANTHROPIC_API_KEY", "HOME", "LC_ALL", "PATH"],
             ),
             (
                 "codex",
@@ -126,10 +125,9 @@ mod tests {
                     "MY_OTHER",
                     "OPENAI_API_KEY",
                     "PATH",
-                    "STUDIO_AGENTS_HOME",
                 ],
             ),
-            ("sh", &[], &["HOME", "LC_ALL", "PATH", "STUDIO_AGENTS_HOME"]),
+            ("sh", &[], &["HOME", "LC_ALL", "PATH"]),
         ];
         for (program, allow, want) in cases {
             let got = allowed(parent.clone(), program, allow);

@@ -9,3 +9,31 @@ pub mod env;
 pub mod policy;
 
 pub use policy::{Enforcement, Policy};
+
+/// What the kernel would enforce of `policy`: our own `sandbox-exec --probe` applies it in a
+/// throwaway process and says. A helper that cannot run is reported as not enforced.
+#[must_use]
+pub fn probe(policy: &Policy) -> Enforcement {
+    let not = |note: String| Enforcement {
+        mode: policy.mode.as_str().into(),
+        note,
+        ..Enforcement::default()
+    };
+    let Ok(json) = serde_json::to_string(policy) else {
+        return not("the policy does not serialise".into());
+    };
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return not(format!("cannot find own executable: {e}")),
+    };
+    let out = std::process::Command::new(exe)
+        .args(["sandbox-exec", "--probe", "--policy", &json])
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| not(format!("unreadable probe answer: {e}"))),
+        Ok(o) => not(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+        Err(e) => not(format!("cannot run the sandbox helper: {e}")),
+    }
+}

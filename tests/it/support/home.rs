@@ -59,6 +59,12 @@ impl TestHome {
     pub fn wiggum(&self, rel: &str) -> PathBuf {
         self.art().join("wiggum").join(rel)
     }
+    /// A path under the loop's records (agent logs, prompts; out of the agent's sight).
+    pub fn records(&self, rel: &str) -> PathBuf {
+        studio_agents::disk::layout::Layout::for_loop(&self.home(), self.art())
+            .records()
+            .join(rel)
+    }
     /// The pids file the fake agent appends to.
     pub fn pids_file(&self) -> PathBuf {
         self.root().join("pids.txt")
