@@ -182,6 +182,8 @@ pub struct AgentRun {
     pub log: PathBuf,
     /// The names of the environment variables it was given (never their values).
     pub env_names: Vec<String>,
+    /// Protected files it changed (restored by the caller's check).
+    pub protected_changed: Vec<String>,
 }
 
 /// Run `agent` for `l` with `prompt`; `on_event` sees its events, `promise` is looked for in a
@@ -217,6 +219,7 @@ pub async fn run(
         prompt: prompt.to_string(),
         started_at,
         env_names: job.env.iter().map(|(k, _)| k.clone()).collect(),
+        protected_changed: Vec::new(),
         log: job.log,
     })
 }

@@ -5,15 +5,27 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::layout::Layout;
 pub use super::records::{GateRoundRecord, Outcome, RecordKind, RunFacts, RunRecord};
 use crate::error::{Error, IoContext, Result};
 use crate::sys::fsutil;
 
-/// Append a record.
+/// Append a record to a file.
 pub fn append(path: &Path, rec: &impl Serialize) -> Result<()> {
     let line = serde_json::to_string(rec)
         .map_err(|e| Error::runtime(format!("serialise run record: {e}")))?;
     fsutil::append_line(path, &line)
+}
+
+/// Append a record to the loop's `runs.jsonl` and to the records' copy (which the agent
+/// cannot reach, and which restores the other when an agent changed it).
+pub fn record(layout: &Layout, rec: &impl Serialize) -> Result<()> {
+    append(&layout.runs(), rec)?;
+    if layout.runs_copy() != layout.runs() {
+        fsutil::create_dir_all(layout.records())?;
+        append(&layout.runs_copy(), rec)?;
+    }
+    Ok(())
 }
 
 /// Read every iteration record that parses; a torn or foreign line is skipped.

@@ -275,10 +275,16 @@ pub enum Loaded {
 /// Write the state atomically, stamping `updated_at`.
 pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
     state.updated_at = Utc::now();
+    let json = to_json(state)?;
+    fsutil::atomic_write_at(path, json.as_bytes(), "state-after-temp-write")
+}
+
+/// The bytes [`save`] writes for `state` (as it is, not re-stamped).
+pub fn to_json(state: &LoopState) -> Result<String> {
     let mut json = serde_json::to_string_pretty(state)
         .map_err(|e| crate::error::Error::runtime(format!("serialise state: {e}")))?;
     json.push('\n');
-    fsutil::atomic_write_at(path, json.as_bytes(), "state-after-temp-write")
+    Ok(json)
 }
 
 /// Read the state without touching it (for `status`, `list`). A corrupt file is an error here.

@@ -105,19 +105,23 @@ fn index_fix(message: &str) -> &'static str {
     }
 }
 
-/// An executable hook of the repository (`core.hooksPath` honoured), if there is one.
+/// The repository's hooks directory (`core.hooksPath` honoured).
 #[must_use]
-pub fn hook_path(repo: &Repository, workdir: &Path, name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = repo
-        .config()
+pub fn hooks_dir(repo: &Repository, workdir: &Path) -> PathBuf {
+    repo.config()
         .ok()
         .and_then(|c| c.get_path("core.hooksPath").ok())
         .map_or_else(
             || repo.commondir().join("hooks"),
             |p| if p.is_absolute() { p } else { workdir.join(p) },
-        );
-    let path = dir.join(name);
+        )
+}
+
+/// An executable hook of the repository (`core.hooksPath` honoured), if there is one.
+#[must_use]
+pub fn hook_path(repo: &Repository, workdir: &Path, name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = hooks_dir(repo, workdir).join(name);
     let meta = std::fs::metadata(&path).ok()?;
     (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(path)
 }

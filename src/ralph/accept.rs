@@ -133,7 +133,7 @@ pub async fn gate(
     }
     let opts = rounds::Opts::from_settings(&lp.settings, max_rounds)?;
     let task_type = lp.task_type.clone();
-    let runs = lp.runner.layout.runs();
+    let layout = lp.runner.layout.clone();
     let spec = lp.producer.clone();
     let mut attempts = 0;
     let outcome = loop {
@@ -156,7 +156,7 @@ pub async fn gate(
             &opts,
             |r| {
                 let rec = runlog::GateRoundRecord::new(n, r.clone());
-                if let Err(e) = runlog::append(&runs, &rec) {
+                if let Err(e) = runlog::record(&layout, &rec) {
                     tracing::error!("{e}");
                 }
             },
@@ -269,7 +269,7 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     rec.outcome = Outcome::Rejected;
     rec.validation_failed = Some(why);
     rec.ended_at = Utc::now();
-    runlog::append(&layout.runs(), &rec)?;
+    runlog::record(&layout, &rec)?;
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
@@ -334,7 +334,7 @@ pub async fn accept(
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
     tracing::info!("{}", verdict_line(&rec));
-    runlog::append(&layout.runs(), &rec)?;
+    runlog::record(&layout, &rec)?;
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 

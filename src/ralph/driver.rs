@@ -126,7 +126,7 @@ impl Loop {
             };
             rec.note =
                 (!ok && !stopped).then(|| "planning wrote no checkbox items to fix_plan.md".into());
-            runlog::append(&layout.runs(), &rec)?;
+            runlog::record(&layout, &rec)?;
             if !ok {
                 super::commit::carry(self, &changed);
             }

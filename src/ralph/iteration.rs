@@ -137,6 +137,19 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let after = lp.repo.snapshot()?;
         let changed_paths = after.changed_paths(&before);
         let changed = after.changed_since(&before);
+        if !run.protected_changed.is_empty() {
+            // Restored already; nothing of this attempt is trusted or carried to a commit.
+            let mut rec = record(&run, n, attempt, Outcome::Rejected);
+            rec.files_changed.clone_from(&changed);
+            rec.protected_changed.clone_from(&run.protected_changed);
+            rec.validation_failed = Some(format!(
+                "the agent changed protected files ({}); they were restored",
+                run.protected_changed.join(", ")
+            ));
+            runlog::record(&layout, &rec)?;
+            restore_plan(&layout)?;
+            return Ok(Result::Done);
+        }
         let kind = decide::classify(run.outcome.ending, !changed.is_empty());
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;
@@ -153,7 +166,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             AfterRun::Interrupted => {
                 commit::carry(lp, &changed_paths);
                 rec.outcome = Outcome::Interrupted;
-                runlog::append(&layout.runs(), &rec)?;
+                runlog::record(&layout, &rec)?;
                 discard(lp, n, attempt)?;
                 let why = format!("stopped during iteration {n}");
                 return Ok(Result::Stop(StopReason::UserStop, why));
@@ -164,13 +177,13 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     "crashed (it {}); retrying with a fresh process",
                     run.outcome.ending
                 ));
-                runlog::append(&layout.runs(), &rec)?;
+                runlog::record(&layout, &rec)?;
                 discard(lp, n, attempt)?;
             }
             AfterRun::GiveUp(why) => {
                 commit::carry(lp, &changed_paths);
                 rec.note = Some(why.clone());
-                runlog::append(&layout.runs(), &rec)?;
+                runlog::record(&layout, &rec)?;
                 discard(lp, n, attempt)?;
                 return Ok(Result::Stop(StopReason::Breaker, why));
             }
@@ -178,7 +191,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 lp.promise_seen = rec.promise_seen;
                 fsutil::remove_file_opt(&layout.plan_backup())?;
                 rec.outcome = Outcome::NoChange;
-                runlog::append(&layout.runs(), &rec)?;
+                runlog::record(&layout, &rec)?;
                 return Ok(trip.map_or(Result::Done, |why| Result::Stop(StopReason::Breaker, why)));
             }
             AfterRun::Accept => {

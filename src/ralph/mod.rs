@@ -10,6 +10,7 @@ pub mod context;
 pub mod decide;
 pub mod driver;
 pub mod fix_plan;
+pub mod guard;
 pub mod iteration;
 pub mod promise;
 pub mod recover;

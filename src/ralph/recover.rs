@@ -45,6 +45,22 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         let left = kill::terminate(pgid, &token, std::time::Duration::from_secs(2), || false).await;
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
     }
+    // The records' copy of the run log starts from the loop's own (which a stopped loop's
+    // users may have kept, moved or trimmed).
+    if layout.runs_copy() != layout.runs() {
+        fsutil::create_dir_all(layout.records())?;
+        if layout.runs().exists() {
+            std::fs::copy(layout.runs(), layout.runs_copy()).map_err(|e| {
+                crate::error::Error::Io {
+                    path: layout.runs(),
+                    action: "copy the run records from",
+                    source: e,
+                }
+            })?;
+        } else {
+            fsutil::remove_file_opt(&layout.runs_copy())?;
+        }
+    }
     let runs = runlog::read(&layout.runs())?;
     let mut completed = runs
         .iter()
@@ -56,10 +72,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if let Some((n, sha)) = crate::git::head_iteration(layout.root())
         && n > completed
     {
-        runlog::append(
-            &layout.runs(),
-            &RunRecord::recovered(n, Utc::now(), Some(sha)),
-        )?;
+        runlog::record(layout, &RunRecord::recovered(n, Utc::now(), Some(sha)))?;
         completed = n;
     }
     let interrupted = prev
@@ -75,7 +88,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         && interrupted
     {
         let rec = RunRecord::recovered(s.current_iteration, s.updated_at, None);
-        runlog::append(&layout.runs(), &rec)?;
+        runlog::record(&layout, &rec)?;
     }
     // Any iteration directory past the last completed one is a partial leftover.
     for n in completed + 1

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::guard::Protected;
 use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
 use crate::agent::process::{self, JobEvent, StopLevel};
 use crate::agent::spec::AgentSpec;
@@ -29,6 +30,8 @@ pub struct Runner {
     pub state: LoopState,
     /// The completion promise looked for in the agent's output.
     pub promise: String,
+    /// What no agent may change in the repository.
+    pub protected: Protected,
 }
 
 /// Where and how one run happens.
@@ -50,6 +53,30 @@ pub struct Phase<'a> {
 }
 
 impl Runner {
+    /// The agent deleted `wiggum/`: put back what the supervisor owns (the state, the run
+    /// records from the records' copy) and say how to go on. The loop then ends.
+    fn rebuild_after_deletion(&mut self) -> crate::error::Error {
+        let wiggum = self.layout.wiggum();
+        let restored = crate::sys::fsutil::create_dir_all(&wiggum).and_then(|()| {
+            let copy = self.layout.runs_copy();
+            if copy != self.layout.runs() && copy.exists() {
+                std::fs::copy(&copy, self.layout.runs())
+                    .map(|_| ())
+                    .map_err(|e| {
+                        crate::error::Error::runtime(format!("restore runs.jsonl: {e}"))
+                    })?;
+            }
+            self.save()
+        });
+        if let Err(e) = restored {
+            tracing::error!("{e}");
+        }
+        crate::error::Error::runtime(format!(
+            "the agent deleted {} (the loop's plan, prompts and settings); the state and run records were restored — restore the rest from git (`git checkout -- wiggum`) and start the loop again",
+            wiggum.display()
+        ))
+    }
+
     /// Save the state (a failed save is fatal: the loop must not run blind).
     pub fn save(&mut self) -> Result<()> {
         state::save(&self.layout.state(), &mut self.state)
@@ -88,6 +115,7 @@ impl Runner {
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
         self.state.agent_token = Some(launch.token.clone());
         self.save()?;
+        let before = self.protected.before(&self.layout);
         let state_path = self.layout.state();
         let st = &mut self.state;
         let run = launch::run(
@@ -110,11 +138,27 @@ impl Runner {
             },
         )
         .await;
+        if !self.layout.wiggum().is_dir() {
+            return Err(self.rebuild_after_deletion());
+        }
+        let written = state::to_json(&self.state)?;
+        let changed = before.restore_changes(&self.layout, written.as_bytes())?;
         self.state.agent_pid = None;
         self.state.agent_pgid = None;
         self.state.agent_token = None;
+        if !changed.is_empty() {
+            let what = format!(
+                "{} {}: the agent changed {}; restored",
+                phase.kind.as_str(),
+                phase.iteration,
+                changed.join(", ")
+            );
+            tracing::warn!("{what}");
+            self.state.last_event = Some(what);
+        }
         self.save()?;
-        let run = run?;
+        let mut run = run?;
+        run.protected_changed = changed;
         self.state.agent_env.clone_from(&run.env_names);
         let (outcome, report) = (&run.outcome, &run.report);
         if let Some(c) = report.cost_usd {

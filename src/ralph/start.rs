@@ -350,6 +350,10 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),
+        protected: super::guard::Protected {
+            git_config: Some(repo.git().commondir().join("config")),
+            hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),
+        },
     };
     runner.save()?;
     Ok(Loop {

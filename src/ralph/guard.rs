@@ -1,0 +1,194 @@
+//! Protected files: what an agent in the loop's repository must not change — the loop's own
+//! control files (`wiggum/state.json`, `runs.jsonl`) and the repository's `.git/config` and
+//! hooks (a rewritten hook would run the agent's code at the user's next commit). Landlock grants
+//! whole hierarchies and cannot carve these out of the work tree, so every agent run is checked:
+//! what they held before is kept, a change is restored from the supervisor's copy, and the
+//! iteration is rejected and the event recorded.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::disk::layout::Layout;
+use crate::error::{IoContext, Result};
+use crate::sys::fsutil;
+
+/// The most of one protected file kept (configs and hook scripts are small).
+const KEEP: u64 = 1024 * 1024;
+
+/// What the protected files held before an agent run.
+#[derive(Debug, Clone, Default)]
+pub struct Before {
+    git_config: Option<(PathBuf, Option<Vec<u8>>)>,
+    hooks: Option<(PathBuf, BTreeMap<String, Vec<u8>>)>,
+    runs: Option<(u64, i64, i64)>,
+}
+
+/// Where the repository keeps what is protected.
+#[derive(Debug, Clone, Default)]
+pub struct Protected {
+    /// `.git/config` (the common dir's, for worktrees).
+    pub git_config: Option<PathBuf>,
+    /// The hooks directory (`core.hooksPath` honoured).
+    pub hooks_dir: Option<PathBuf>,
+}
+
+fn read_small(p: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(p).ok()?;
+    if !meta.is_file() || meta.len() > KEEP {
+        return None;
+    }
+    std::fs::read(p).ok()
+}
+
+fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return BTreeMap::new();
+    };
+    rd.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            Some((name, read_small(&e.path())?))
+        })
+        .collect()
+}
+
+fn stat(p: &Path) -> Option<(u64, i64, i64)> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| (m.len(), m.mtime(), m.mtime_nsec()))
+}
+
+impl Protected {
+    /// Keep what the protected files hold now.
+    #[must_use]
+    pub fn before(&self, layout: &Layout) -> Before {
+        Before {
+            git_config: self.git_config.as_ref().map(|p| (p.clone(), read_small(p))),
+            hooks: self.hooks_dir.as_ref().map(|d| (d.clone(), files_of(d))),
+            runs: stat(&layout.runs()),
+        }
+    }
+}
+
+impl Before {
+    /// Compare with now; restore what changed; return the changed files (for people).
+    /// `state_json` is what the supervisor last wrote to `state.json` (its next save restores it).
+    pub fn restore_changes(&self, layout: &Layout, state_json: &[u8]) -> Result<Vec<String>> {
+        let mut changed = Vec::new();
+        if let Some((path, was)) = &self.git_config
+            && read_small(path) != *was
+        {
+            if let Some(bytes) = was {
+                fsutil::atomic_write(path, bytes)?;
+            }
+            changed.push(".git/config".to_string());
+        }
+        if let Some((dir, was)) = &self.hooks {
+            let now = files_of(dir);
+            if now != *was {
+                for (name, bytes) in &now {
+                    if was.get(name) != Some(bytes) {
+                        changed.push(format!("hooks/{name}"));
+                        match was.get(name) {
+                            Some(old) => fsutil::atomic_write(&dir.join(name), old)?,
+                            None => fsutil::remove_file_opt(&dir.join(name))?,
+                        }
+                    }
+                }
+                for (name, old) in was {
+                    if !now.contains_key(name) {
+                        changed.push(format!("hooks/{name}"));
+                        fsutil::atomic_write(&dir.join(name), old)?;
+                    }
+                }
+            }
+        }
+        if stat(&layout.runs()) != self.runs
+            && layout.runs_copy() != layout.runs()
+            && !same_content(&layout.runs(), &layout.runs_copy())?
+        {
+            let copy = layout.runs_copy();
+            std::fs::copy(&copy, layout.runs()).at(&copy, "restore runs.jsonl from")?;
+            changed.push("wiggum/runs.jsonl".to_string());
+        }
+        if std::fs::read(layout.state()).ok().as_deref() != Some(state_json) {
+            changed.push("wiggum/state.json".to_string());
+        }
+        Ok(changed)
+    }
+}
+
+/// Whether two files hold the same bytes (streamed, bounded memory).
+fn same_content(a: &Path, b: &Path) -> Result<bool> {
+    use std::io::Read;
+    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return Ok(false);
+    };
+    if fa.metadata().at(a, "stat")?.len() != fb.metadata().at(b, "stat")?.len() {
+        return Ok(false);
+    }
+    let (mut ra, mut rb) = (std::io::BufReader::new(fa), std::io::BufReader::new(fb));
+    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = ra.read(&mut ba).at(a, "read")?;
+        if n == 0 {
+            return Ok(true);
+        }
+        rb.read_exact(&mut bb[..n]).at(b, "read")?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_hooks_config_and_run_records_are_restored_and_named() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        let layout = Layout::for_loop(&home, d.path().join("art"));
+        std::fs::create_dir_all(layout.wiggum()).unwrap();
+        std::fs::create_dir_all(layout.records()).unwrap();
+        let git = d.path().join("art/.git");
+        std::fs::create_dir_all(git.join("hooks")).unwrap();
+        std::fs::write(git.join("config"), "[core]\n").unwrap();
+        std::fs::write(git.join("hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(layout.runs(), "{\"a\":1}\n").unwrap();
+        std::fs::write(layout.runs_copy(), "{\"a\":1}\n").unwrap();
+        std::fs::write(layout.state(), "{}").unwrap();
+        let p = Protected {
+            git_config: Some(git.join("config")),
+            hooks_dir: Some(git.join("hooks")),
+        };
+        let before = p.before(&layout);
+        assert!(before.restore_changes(&layout, b"{}").unwrap().is_empty());
+        // The agent plants a hook, edits the config, rewrites the run records and the state.
+        std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\ncurl evil\n").unwrap();
+        std::fs::write(git.join("config"), "[core]\nhooksPath = /tmp\n").unwrap();
+        std::fs::write(layout.runs(), "{\"a\":2}\n").unwrap();
+        std::fs::write(layout.state(), "{\"status\":\"completed\"}").unwrap();
+        let changed = before.restore_changes(&layout, b"{}").unwrap();
+        assert_eq!(
+            changed,
+            vec![
+                ".git/config",
+                "hooks/pre-commit",
+                "wiggum/runs.jsonl",
+                "wiggum/state.json"
+            ]
+        );
+        assert!(!git.join("hooks/pre-commit").exists());
+        assert_eq!(
+            std::fs::read_to_string(git.join("config")).unwrap(),
+            "[core]\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(layout.runs()).unwrap(),
+            "{\"a\":1}\n"
+        );
+    }
+}
