@@ -295,5 +295,35 @@ mod tests {
         assert_eq!(j.stdin, None);
         assert!(j.command.contains("/art/wiggum/iteration-003/prompt.md"));
         assert_eq!(j.log, Path::new("/art/wiggum/iteration-003/agent.log"));
+        assert!(j.env_clear && j.sandbox.is_some() && j.liveness.is_some());
+    }
+
+    #[test]
+    fn the_deny_list_reaches_clis_that_take_one() {
+        let mut l = launch(AgentPhase::Iteration);
+        l.safety.deny_tools = vec!["Bash(rm:*)".into(), "WebFetch".into()];
+        let claude = crate::agent::spec::preset("claude").unwrap();
+        let j = job(
+            &AgentSpec {
+                name: "claude".into(),
+                table: claude,
+            },
+            &l,
+        );
+        assert!(
+            j.command
+                .ends_with(" --disallowedTools 'Bash(rm:*),WebFetch'"),
+            "{}",
+            j.command
+        );
+        let codex = crate::agent::spec::preset("codex").unwrap();
+        let j = job(
+            &AgentSpec {
+                name: "codex".into(),
+                table: codex,
+            },
+            &l,
+        );
+        assert!(!j.command.contains("disallowed"), "{}", j.command);
     }
 }

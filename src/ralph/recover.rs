@@ -88,7 +88,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         && interrupted
     {
         let rec = RunRecord::recovered(s.current_iteration, s.updated_at, None);
-        runlog::record(&layout, &rec)?;
+        runlog::record(layout, &rec)?;
     }
     // Any iteration directory past the last completed one is a partial leftover.
     for n in completed + 1

@@ -19,6 +19,16 @@
 #   bad-bytes    print bytes that are not UTF-8
 #   envi         start a grandchild with a cleared environment (env -i), same process group
 #   lock-delete  delete wiggum/.lock;  lock-garble  fill it with garbage
+#   dump-env     write its environment to env-$ITERATION beside $FAKE_PIDS
+#   escape       try to write outside the repository ($HOME, /tmp) and inside; results in
+#                $ARTIFACT_PATH/escape.log
+#   tamper       write a git hook and garble wiggum/state.json (iteration $FAKE_AT, default all)
+#   net          connect to each TCP port of $FAKE_PORTS on 127.0.0.1; results (errno, 0 = ok)
+#                in $ARTIFACT_PATH/net.log
+#   hog          hold $FAKE_MB (default 300) MB of memory for a while
+#   rm-wiggum    delete the loop's wiggum/ directory
+#   marker       print MARKER-$ITERATION-secret; then search the workspace for iteration 1's
+#                marker, the count in found-$ITERATION beside $FAKE_PIDS
 # FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
 set -u
 has() { case ",${FAKE:-}," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -31,6 +41,34 @@ has log-term && trap 'echo "term $$" >> "$pids"' TERM
 has bad-bytes && printf 'before \377\376\375 after\n\200\n'
 has lock-delete && rm -f "$WIGGUM_DIR/.lock"
 has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
+at() { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }
+if [ "$WIGGUM_PHASE" = iteration ]; then
+    has dump-env && env > "${FAKE_PIDS%/*}/env-$ITERATION"
+    if has escape; then
+        { echo x > "$HOME/outside.txt" && echo "home: written" || echo "home: denied"
+          echo x > "/tmp/outside-$$" && echo "tmp: written" || echo "tmp: denied"
+          echo x > "$TMPDIR/scratch" && echo "tmpdir: written" || echo "tmpdir: denied"
+          echo x > "$ARTIFACT_PATH/inside.txt" && echo "inside: written" || echo "inside: denied"
+        } > "$ARTIFACT_PATH/escape.log" 2>&1
+    fi
+    if has tamper && at; then
+        mkdir -p "$ARTIFACT_PATH/.git/hooks"
+        printf '#!/bin/sh\necho owned\n' > "$ARTIFACT_PATH/.git/hooks/pre-commit"
+        chmod +x "$ARTIFACT_PATH/.git/hooks/pre-commit"
+        echo '{"status": "completed"}' > "$WIGGUM_DIR/state.json"
+    fi
+    if has net; then
+        for port in ${FAKE_PORTS:-}; do
+            python3 -c "import socket,sys; s=socket.socket(); s.settimeout(2); print(sys.argv[1], s.connect_ex(('127.0.0.1', int(sys.argv[1]))))" "$port"
+        done > "$ARTIFACT_PATH/net.log" 2>&1
+    fi
+    has hog && python3 -c "import time; b = bytearray(${FAKE_MB:-300} * 1024 * 1024); time.sleep(30)"
+    if has rm-wiggum; then rm -rf "$WIGGUM_DIR"; exit 0; fi
+    if has marker; then
+        echo "MARKER-$ITERATION-secret"
+        grep -rl "MARKER-1-secret" "$ARTIFACT_PATH" 2>/dev/null | wc -l > "${FAKE_PIDS%/*}/found-$ITERATION"
+    fi
+fi
 if has envi; then
     env -i sh -c 'echo "envi $$" >> "$0"; exec sleep 1000' "$pids" &
 fi

@@ -9,6 +9,7 @@ mod daemon;
 mod delegate;
 mod exits;
 mod gate_cmd;
+mod harness;
 mod inspect;
 mod lock;
 mod loop_core;

@@ -215,6 +215,11 @@ impl TestHome {
             .collect()
     }
 
+    /// Write the user's settings file exactly as given (the test root is not made writable).
+    pub fn write_home_config_raw(&self, text: &str) {
+        std::fs::write(self.home().join("wiggum.toml"), text).unwrap();
+    }
+
     /// Write the user's settings file (`$STUDIO_AGENTS_HOME/wiggum.toml`). The scripted agent
     /// keeps its bookkeeping (pids, markers) at the test's root, outside the repository: the
     /// file always grants it, as `[safety] writable` does for a user's extra directories.

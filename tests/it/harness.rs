@@ -1,0 +1,253 @@
+//! The harness around an agent: a built environment, Landlock confinement of writes and TCP
+//! connections, protected files, ceilings, liveness, records out of the agent's sight. Tests
+//! that need Landlock skip, loudly, only on a kernel without it.
+
+use std::time::Duration;
+
+use crate::support::{TestHome, assert_no_survivors, wait::scaled};
+
+/// The Landlock ABI this kernel offers (0: none), as the binary's own probe reports it.
+fn landlock_abi(t: &TestHome) -> u64 {
+    let policy = r#"{"mode":"landlock","writable":["/dev/null"],"readable":null,"ports":[],"max_cpu_secs":0,"max_open_files":0}"#;
+    let r = t.run(&["sandbox-exec", "--probe", "--policy", policy]);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap_or_default();
+    let abi = v["abi"].as_u64().unwrap_or(0);
+    if abi == 0 {
+        eprintln!("SKIPPED: this kernel has no Landlock ({})", r.stdout());
+    }
+    abi
+}
+
+#[test]
+fn the_agent_sees_only_the_allowed_environment() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nenv_allow = [\"MY_*\"]\n");
+    let args = t.start_args(
+        "env",
+        &t.art(),
+        &t.agent_cmd("dump-env", ""),
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let planted = [
+        ("AWS_SECRET_ACCESS_KEY", "planted-secret"),
+        ("GITHUB_TOKEN", "planted-token"),
+        ("MY_SETTING", "allowed"),
+    ];
+    t.run_with(&args, &planted).code(0);
+    let env = std::fs::read_to_string(t.root().join("env-1")).unwrap();
+    assert!(
+        !env.contains("planted-secret") && !env.contains("GITHUB_TOKEN"),
+        "{env}"
+    );
+    assert!(env.contains("MY_SETTING=allowed"), "{env}");
+    assert!(
+        env.contains("WIGGUM_PHASE=iteration") && env.contains("TMPDIR="),
+        "{env}"
+    );
+    assert!(!env.contains("STUDIO_AGENTS_HOME"), "{env}");
+    // Names only, never values, in the run record and the state.
+    let rec = &t.runs("iteration")[0];
+    let names: Vec<&str> = rec["env_passed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"MY_SETTING") && !names.contains(&"AWS_SECRET_ACCESS_KEY"));
+    assert!(!rec.to_string().contains("allowed"), "{rec}");
+    let status = t.run(&["wiggum", "status", "env"]).stdout();
+    assert!(
+        status.contains("agent env:") && status.contains("MY_SETTING"),
+        "{status}"
+    );
+}
+
+#[test]
+fn writes_outside_the_repository_are_refused_by_the_kernel() {
+    let t = TestHome::new();
+    if landlock_abi(&t) == 0 {
+        return;
+    }
+    // No extra writable roots: the scripted agent's bookkeeping beside the test fails too.
+    t.write_home_config_raw("");
+    let r = t.start_fg("jail", "escape", &["--max-iterations", "1"]);
+    r.code(0);
+    assert!(
+        r.stderr().contains("sandbox: landlock ABI"),
+        "{}",
+        r.stderr()
+    );
+    let log = std::fs::read_to_string(t.art().join("escape.log")).unwrap();
+    assert!(
+        log.contains("home: denied") && log.contains("tmp: denied"),
+        "{log}"
+    );
+    assert!(log.contains("Permission denied"), "{log}");
+    assert!(
+        log.contains("tmpdir: written") && log.contains("inside: written"),
+        "{log}"
+    );
+    assert!(!t.root().join("outside.txt").exists());
+    // The write inside landed and was committed.
+    let files = crate::support::git(&t.art(), &["show", "--name-only", "--format=", "HEAD"]);
+    assert!(files.contains("inside.txt"), "{files}");
+    let st = t.status_json("jail");
+    assert!(
+        st["state"]["harness"]["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("enforced"),
+        "{st}"
+    );
+}
+
+fn tamper(sandbox: &str) {
+    let t = TestHome::new();
+    t.write_home_config(&format!("[safety]\nsandbox = \"{sandbox}\"\n"));
+    let r = t.start_bg("tamper", "tamper", "FAKE_AT=1", &["--foreground"]);
+    r.code(0);
+    let hook = t.art().join(".git/hooks/pre-commit");
+    assert!(!hook.exists(), "the planted hook was removed");
+    let st = t.state();
+    assert_eq!(
+        st["stop_reason"], "plan_empty",
+        "the state was restored: {st}"
+    );
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "rejected", "{first}");
+    let changed: Vec<&str> = first["protected_changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["hooks/pre-commit", "wiggum/state.json"]);
+    let status = t.run(&["wiggum", "status", "tamper"]).stdout();
+    assert!(
+        status.contains("caught:") && status.contains("hooks/pre-commit"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_planted_hook_and_a_garbled_state_are_restored_and_the_iteration_rejected() {
+    tamper("landlock");
+}
+
+#[test]
+fn protected_files_are_restored_with_the_sandbox_off_too() {
+    tamper("off");
+}
+
+#[test]
+fn tcp_connections_follow_the_network_rule() {
+    let t = TestHome::new();
+    if landlock_abi(&t) < 4 {
+        eprintln!("SKIPPED: network rules need Landlock ABI 4");
+        return;
+    }
+    let a = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (pa, pb) = (
+        a.local_addr().unwrap().port(),
+        b.local_addr().unwrap().port(),
+    );
+    let ports = format!("FAKE_PORTS=\"{pa} {pb}\"");
+    for (rule, want_a, want_b) in [
+        ("\"none\"".to_string(), "13", "13"),
+        (format!("[{pa}]"), "0", "13"),
+        ("\"any\"".to_string(), "0", "0"),
+    ] {
+        std::fs::remove_dir_all(t.art().join("wiggum")).ok();
+        std::fs::remove_dir_all(t.art().join(".git")).ok();
+        t.write_home_config(&format!("[safety]\nnetwork = {rule}\n"));
+        t.start_bg(
+            "net",
+            "net",
+            &ports,
+            &["--foreground", "--max-iterations", "1"],
+        )
+        .code(0);
+        let log = std::fs::read_to_string(t.art().join("net.log")).unwrap();
+        assert!(
+            log.contains(&format!("{pa} {want_a}\n")) && log.contains(&format!("{pb} {want_b}\n")),
+            "network = {rule}: {log}"
+        );
+    }
+}
+
+#[test]
+fn a_memory_hog_is_killed_at_the_ceiling_and_not_retried() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_memory_mb = 64\n");
+    let r = t.start_bg("hog", "hog", "FAKE_MB=400", &["--foreground"]);
+    r.code(1);
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 1, "not retried: {iters:?}");
+    assert_eq!(iters[0]["agent_exit"]["kind"], "memory_limit");
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("memory ceiling"),
+        "{st}"
+    );
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn a_silent_agent_ends_as_idle() {
+    let t = TestHome::new();
+    t.write_home_config(
+        "[safety]\nmax_idle_secs = 2\nmax_time_per_iteration = 120\nmax_crash_retries = 0\nkill_grace_secs = 1\n",
+    );
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    let begun = std::time::Instant::now();
+    t.start_fg("idle", "hang", &[]).code(1);
+    assert!(
+        begun.elapsed() < scaled(Duration::from_secs(30)),
+        "{:?}",
+        begun.elapsed()
+    );
+    let iters = t.runs("iteration");
+    assert_eq!(iters[0]["agent_exit"]["kind"], "idle", "{iters:?}");
+    assert_no_survivors(&t.token);
+}
+
+#[test]
+fn an_agent_that_deletes_wiggum_ends_the_loop_with_a_reason() {
+    let t = TestHome::new();
+    let r = t.start_fg("gone", "rm-wiggum", &[]);
+    r.code(1);
+    assert!(r.stderr().contains("the agent deleted"), "{}", r.stderr());
+    let st = t.state();
+    assert_eq!(st["status"], "failed");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("git checkout -- wiggum"),
+        "{st}"
+    );
+    assert!(
+        !t.runs("planning").is_empty(),
+        "the run records were restored"
+    );
+}
+
+#[test]
+fn a_later_agent_cannot_find_an_earlier_agents_log_in_its_workspace() {
+    let t = TestHome::new();
+    t.start_fg("records", "marker", &["--max-iterations", "2"])
+        .code(0);
+    // Iteration 1 printed the marker; its log holds it, outside the workspace.
+    let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+    assert!(log.contains("MARKER-1-secret"));
+    assert!(!t.records("").starts_with(t.art()));
+    let found = std::fs::read_to_string(t.root().join("found-2")).unwrap();
+    assert_eq!(found.trim(), "0", "iteration 2 found iteration 1's output");
+}
