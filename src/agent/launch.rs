@@ -143,7 +143,8 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let root = work_root(&l.root);
     let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
     let state = sandbox::policy::state_dirs(&program, &home);
-    let policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
+    let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
+    policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
     Job {
         command,
         cwd: t

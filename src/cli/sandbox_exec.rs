@@ -36,7 +36,15 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
         eprintln!("studio-agents sandbox: {e}");
         return Ok(REFUSED);
     }
-    let enforced = match apply::landlock(&policy) {
+    // Before Landlock (which forbids mount changes once enforced).
+    let read_only = match apply::read_only(&policy) {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!("studio-agents sandbox: {e}; protected files are checked after the run");
+            false
+        }
+    };
+    let mut enforced = match apply::landlock(&policy) {
         Ok(e) => e,
         Err(e) if policy.mode == SandboxMode::Required => {
             eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
@@ -48,6 +56,7 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
             ..Default::default()
         },
     };
+    enforced.read_only = read_only;
     if a.probe {
         println!("{}", serde_json::to_string(&enforced).unwrap_or_default());
         return Ok(0);

@@ -72,7 +72,7 @@ impl Runner {
             tracing::error!("{e}");
         }
         crate::error::Error::runtime(format!(
-            "the agent deleted {} (the loop's plan, prompts and settings); the state and run records were restored — restore the rest from git (`git checkout -- wiggum`) and start the loop again",
+            "the agent deleted {} (or the loop's memory in it: plan, prompts, settings); the state and run records were restored — restore the rest from git (`git checkout -- wiggum`) and start the loop again",
             wiggum.display()
         ))
     }
@@ -138,7 +138,7 @@ impl Runner {
             },
         )
         .await;
-        if !self.layout.wiggum().is_dir() {
+        if !self.layout.wiggum().is_dir() || !self.layout.memory("PROMPT.md").is_file() {
             return Err(self.rebuild_after_deletion());
         }
         let written = state::to_json(&self.state)?;

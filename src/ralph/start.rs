@@ -208,12 +208,13 @@ fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Ha
     let program = sandbox::env::program_of(&agent.table.command);
     let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
     let root = crate::agent::launch::work_root(layout.root());
-    let p = policy::build(
+    let mut p = policy::build(
         safety,
         &root,
         &std::env::temp_dir().join("studio-agents-<run>"),
         &policy::state_dirs(&program, &home),
     );
+    p.read_only = policy::protected(&root, Some(&layout.wiggum()));
     let enforced = sandbox::probe(&p);
     if safety.sandbox == config::SandboxMode::Required && !enforced.filesystem {
         return Err(Error::input(format!(

@@ -37,7 +37,10 @@ echo "agent $$ $WIGGUM_PHASE $ITERATION" >> "$pids"
 prompt=$(cat)
 has echo && printf '%s\n' "$prompt"
 has ignore-term && trap '' TERM
-has log-term && trap 'echo "term $$" >> "$pids"' TERM
+if has log-term; then
+    trap 'echo "term $$" >> "$pids"' TERM
+    echo "trapped $$" >> "$pids"
+fi
 has bad-bytes && printf 'before \377\376\375 after\n\200\n'
 has lock-delete && rm -f "$WIGGUM_DIR/.lock"
 has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"

@@ -343,12 +343,20 @@ fn a_second_signal_forces_past_the_grace_period() {
         "--foreground",
     ]);
     t.wait_state("the agent to run", |s| s["agent_pid"].is_number());
+    let pids_file = t.pids_file();
+    wait_for("the agent to trap TERM", Duration::from_secs(10), || {
+        let p = std::fs::read_to_string(&pids_file).unwrap_or_default();
+        if p.contains("trapped ") {
+            Ok(())
+        } else {
+            Err(p)
+        }
+    });
     let pid = child.id().to_string();
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .unwrap();
-    let pids_file = t.pids_file();
     wait_for(
         "the agent to get the graceful SIGTERM",
         Duration::from_secs(10),

@@ -122,6 +122,15 @@ fn tamper(sandbox: &str) {
         .iter()
         .map(|v| v.as_str().unwrap())
         .collect();
+    let sandbox = st["harness"]["sandbox"].as_str().unwrap().to_string();
+    if sandbox.contains("read-only") {
+        // As root the hooks are read-only to the agent: its write failed, nothing to restore;
+        // the state file is replaced by the supervisor, so it is checked instead.
+        assert_eq!(changed, ["wiggum/state.json"], "{sandbox}");
+        let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+        assert!(log.contains("Read-only file system"), "{log}");
+        return;
+    }
     assert_eq!(changed, ["hooks/pre-commit", "wiggum/state.json"]);
     let status = t.run(&["wiggum", "status", "tamper"]).stdout();
     assert!(

@@ -28,6 +28,30 @@ pub fn limits(p: &Policy) -> Result<(), String> {
     Ok(())
 }
 
+/// Make the policy's protected paths read-only for this process and what it executes: a private
+/// mount namespace with read-only bind mounts (as bubblewrap does). Needs root; elsewhere the
+/// after-run check alone protects them. Returns whether it was done.
+pub fn read_only(p: &Policy) -> Result<bool, String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sched::{CloneFlags, unshare};
+    let paths: Vec<&std::path::PathBuf> = p.read_only.iter().filter(|r| r.exists()).collect();
+    if p.read_only.is_empty() || p.mode == SandboxMode::Off || !nix::unistd::geteuid().is_root() {
+        return Ok(false);
+    }
+    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("mount namespace: {e}"))?;
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| format!("private mounts: {e}"))?;
+    for path in paths {
+        mount(Some(path), path, none, MsFlags::MS_BIND, none)
+            .map_err(|e| format!("bind {}: {e}", path.display()))?;
+        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+        mount(none, path, none, ro, none)
+            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+    }
+    Ok(true)
+}
+
 /// Confine this process (and what it executes) with Landlock. Returns what the kernel enforced.
 pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     let mut e = Enforcement {

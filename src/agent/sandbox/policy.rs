@@ -22,6 +22,10 @@ pub struct Policy {
     pub max_cpu_secs: u64,
     /// Open files per process (0: inherited).
     pub max_open_files: u64,
+    /// Protected files and directories inside the writable roots, made read-only in a private
+    /// mount namespace where the kernel allows it (as root).
+    #[serde(default)]
+    pub read_only: Vec<PathBuf>,
 }
 
 /// Directories an agent CLI keeps its own state in (under `home`), writable to it.
@@ -87,7 +91,28 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         ports: safety.network.allowed_ports(),
         max_cpu_secs: safety.max_cpu_secs,
         max_open_files: safety.max_open_files,
+        read_only: Vec::new(),
     }
+}
+
+/// The protected paths of a loop that can be made read-only: the repository's hooks and config,
+/// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`). The
+/// supervisor replaces `state.json` and `.lock` by rename, which would undo a bind mount: those
+/// two are checked after each run instead (`state.json`) or re-established (`.lock`).
+#[must_use]
+pub fn protected(work_root: &Path, wiggum: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = [".git/hooks", ".git/config"]
+        .iter()
+        .map(|r| work_root.join(r))
+        .collect();
+    if let Some(w) = wiggum {
+        out.extend(
+            ["runs.jsonl", "control.json", "daemon.log"]
+                .iter()
+                .map(|f| w.join(f)),
+        );
+    }
+    out
 }
 
 /// What the kernel enforces of a policy, for `start`, `status` and the run records.
@@ -101,6 +126,9 @@ pub struct Enforcement {
     pub filesystem: bool,
     /// TCP connections confined (ABI ≥ 4), when a rule asked for it.
     pub network: bool,
+    /// Protected files made read-only (a private mount namespace; needs root).
+    #[serde(default)]
+    pub read_only: bool,
     /// Why something is not enforced.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -117,6 +145,9 @@ impl Enforcement {
             return format!("sandbox: NOT enforced — {}", self.note);
         }
         let mut s = format!("sandbox: landlock ABI {}, enforced", self.abi);
+        if self.read_only {
+            s.push_str("; control files read-only");
+        }
         if !self.note.is_empty() {
             s.push_str(&format!(" ({})", self.note));
         }
@@ -170,6 +201,7 @@ mod tests {
             abi: 7,
             filesystem: true,
             network: true,
+            read_only: false,
             note: String::new(),
         };
         assert_eq!(e.line(), "sandbox: landlock ABI 7, enforced");
