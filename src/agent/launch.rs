@@ -275,6 +275,7 @@ mod tests {
                 output_format: OutputFormat::Plain,
                 cwd: Some("sub".into()),
                 env: [("MY_KEY".to_string(), "v".to_string())].into(),
+                model: None,
             },
         };
         let j = job(&agent, &launch(AgentPhase::Revision));

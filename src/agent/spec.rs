@@ -59,6 +59,7 @@ pub fn preset(name: &str) -> Option<AgentTable> {
         output_format: format,
         cwd: None,
         env: std::collections::BTreeMap::new(),
+        model: None,
     })
 }
 

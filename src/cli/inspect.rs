@@ -196,9 +196,9 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     if let Some(s) = st {
         let reason = s.stop_reason.map_or("-", |r| r.as_str());
         println!(
-            "\nstatus {}, stop reason {reason}, cost ${:.4}",
+            "\nstatus {}, stop reason {reason}, cost {}",
             s.status.as_str(),
-            s.cost_usd
+            s.spend.shown()
         );
     }
     Ok(0)

@@ -53,7 +53,10 @@ fn detail(v: &LoopView) -> String {
                 .collect();
             out.push_str(&format!("\n  scores:    {}", dims.join(", ")));
         }
-        out.push_str(&format!("\n  cost:      ${:.4}", s.cost_usd));
+        out.push_str(&format!("\n  cost:      {}", s.spend.shown()));
+        if s.spend.tokens > 0 {
+            out.push_str(&format!(" ({} tokens)", s.spend.tokens));
+        }
         if let Some(h) = &s.harness {
             out.push_str(&format!("\n  {}", h.sandbox));
             let roots: Vec<String> = h.writable.iter().map(|w| w.display().to_string()).collect();

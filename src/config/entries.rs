@@ -52,6 +52,9 @@ pub struct AgentTable {
     /// Extra environment variables.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// The model it uses, to price the tokens it reports (`[prices]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 fn yes() -> bool {
@@ -97,6 +100,7 @@ impl AgentEntry {
                 output_format: OutputFormat::Plain,
                 cwd: None,
                 env: BTreeMap::new(),
+                model: None,
             },
             AgentEntry::Table(t) => t.clone(),
         }

@@ -12,7 +12,7 @@ pub use entries::{
 };
 pub use settings::{
     Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Network, NetworkRule, OnGateFail,
-    QualityWeights, Safety, SandboxMode, Settings, Validation, default_weights,
+    Price, QualityWeights, Safety, SandboxMode, Settings, Validation, default_weights, price_of,
 };
 
 use crate::error::{Error, Result};

@@ -25,6 +25,57 @@ pub struct Settings {
     pub agents: BTreeMap<String, super::AgentEntry>,
     /// Named evaluators.
     pub evaluators: BTreeMap<String, super::EvaluatorEntry>,
+    /// Prices per model, to turn reported tokens into cost (over the built-in ones).
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// `[prices."model"]`: USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per million input tokens.
+    pub input_per_mtok: f64,
+    /// Per million output tokens.
+    pub output_per_mtok: f64,
+}
+
+/// List prices of the presets' common models (USD per million tokens, input/output), used when
+/// `[prices]` has no entry; an agent reporting its own cost is never priced.
+const BUILTIN_PRICES: [(&str, f64, f64); 10] = [
+    ("claude-opus-4", 15.0, 75.0),
+    ("claude-sonnet-4", 3.0, 15.0),
+    ("claude-haiku-4", 1.0, 5.0),
+    ("gpt-5", 1.25, 10.0),
+    ("gpt-5-codex", 1.25, 10.0),
+    ("gpt-4.1", 2.0, 8.0),
+    ("o3", 2.0, 8.0),
+    ("gemini-2.5-pro", 1.25, 10.0),
+    ("gemini-2.5-flash", 0.3, 2.5),
+    ("deepseek-chat", 0.27, 1.1),
+];
+
+impl Settings {
+    /// The price of `model`: `[prices]` first, then the built-in list.
+    #[must_use]
+    pub fn price(&self, model: &str) -> Option<Price> {
+        price_of(&self.prices, model)
+    }
+}
+
+/// The price of `model` in `prices`, else in the built-in list.
+#[must_use]
+pub fn price_of(prices: &BTreeMap<String, Price>, model: &str) -> Option<Price> {
+    {
+        prices.get(model).copied().or_else(|| {
+            BUILTIN_PRICES
+                .iter()
+                .find(|(m, _, _)| *m == model)
+                .map(|(_, i, o)| Price {
+                    input_per_mtok: *i,
+                    output_per_mtok: *o,
+                })
+        })
+    }
 }
 
 /// `[defaults]`.
@@ -96,8 +147,12 @@ impl Default for QualityWeights {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Safety {
-    /// Stop the loop (reason `budget`) once the agents' reported cost reaches this, in USD.
+    /// Stop the loop (reason `budget`) before its spend would cross this, in USD (0: none).
     pub max_cost_per_loop: f64,
+    /// Stop the loop before its tokens (agents and evaluators) cross this (0: none).
+    pub max_tokens_per_loop: u64,
+    /// Stop the loop after this many seconds of wall time (0: none).
+    pub max_time_per_loop: u64,
     /// Wall limit of one agent run, in seconds.
     pub max_time_per_iteration: u64,
     /// Pause before this iteration until `resume` (0 = never).
@@ -134,6 +189,8 @@ impl Default for Safety {
     fn default() -> Self {
         Self {
             max_cost_per_loop: 10.0,
+            max_tokens_per_loop: 0,
+            max_time_per_loop: 0,
             max_time_per_iteration: 600,
             require_human_review_at_iteration: 0,
             kill_grace_secs: 10,

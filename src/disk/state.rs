@@ -2,7 +2,7 @@
 //! `status`/`list` from any shell without the daemon's help. A corrupt file is moved aside,
 //! never overwritten blindly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -159,6 +159,8 @@ pub struct LoopState {
     pub reviewed: bool,
     /// What confines the agents: the sandbox line, write roots, network rule, ceilings.
     pub harness: Option<Harness>,
+    /// What the loop has spent: known cost, tokens, runs whose cost is unknown.
+    pub spend: Spend,
     /// Names (never values) of the environment variables the last agent run was given.
     pub agent_env: Vec<String>,
     /// The last thing the harness caught (a protected file changed, a ceiling crossed).
@@ -196,8 +198,66 @@ impl Default for LoopState {
             reviewed: false,
             carried_paths: Vec::new(),
             harness: None,
+            spend: Spend::default(),
             agent_env: Vec::new(),
             last_event: None,
+        }
+    }
+}
+
+/// How many recent run costs the next run is estimated from.
+const RECENT: usize = 5;
+
+/// What the loop has spent so far, as far as anyone reported it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Spend {
+    /// Known cost in USD (reported by the agent or evaluator, or priced from tokens).
+    pub cost_usd: f64,
+    /// Tokens reported (input and output).
+    pub tokens: u64,
+    /// Runs and calls whose cost is known.
+    pub known: u32,
+    /// Runs and calls whose cost is not (no cost, and no tokens with a price).
+    pub unknown: u32,
+    /// The latest known costs of agent runs, for the estimate of the next one.
+    pub recent: VecDeque<f64>,
+}
+
+impl Spend {
+    /// Count one agent run or evaluator call.
+    pub fn add(&mut self, cost: Option<f64>, tokens: Option<u64>, agent_run: bool) {
+        self.tokens += tokens.unwrap_or(0);
+        match cost {
+            Some(c) => {
+                self.cost_usd += c;
+                self.known += 1;
+                if agent_run {
+                    self.recent.push_back(c);
+                    if self.recent.len() > RECENT {
+                        self.recent.pop_front();
+                    }
+                }
+            }
+            None => self.unknown += 1,
+        }
+    }
+
+    /// What the next agent run will likely cost: the mean of the latest ones.
+    #[must_use]
+    pub fn next_run(&self) -> Option<f64> {
+        (!self.recent.is_empty())
+            .then(|| self.recent.iter().sum::<f64>() / self.recent.len() as f64)
+    }
+
+    /// `$1.2340`, `unknown`, or `$0.4200 + unknown` when some of it is not known.
+    #[must_use]
+    pub fn shown(&self) -> String {
+        match (self.known, self.unknown) {
+            (0, 0) => "$0.0000".into(),
+            (0, _) => "unknown".into(),
+            (_, 0) => format!("${:.4}", self.cost_usd),
+            _ => format!("${:.4} + unknown", self.cost_usd),
         }
     }
 }

@@ -64,14 +64,14 @@ struct LoopReviser<'a> {
 
 impl Reviser for LoopReviser<'_> {
     fn may_spend(&self) -> bool {
-        // Revisions cost what iterations cost: none once the budget is spent.
-        let max = self.lp.settings.safety.max_cost_per_loop;
-        let spent = self.lp.runner.state.cost_usd;
-        if max > 0.0 && spent >= max {
-            tracing::warn!("no revision: ${spent:.2} of the ${max:.2} budget is spent");
-            return false;
+        // Revisions cost what iterations cost: none once a budget would be crossed.
+        match self.lp.budget_spent() {
+            Some(why) => {
+                tracing::warn!("no revision: {why}");
+                false
+            }
+            None => true,
         }
-        true
     }
 
     async fn run_revision(

@@ -21,10 +21,8 @@ pub struct Facts {
     pub quality_threshold: f64,
     /// The last iteration's agent printed the promise.
     pub promise_seen: bool,
-    /// Reported cost so far, USD.
-    pub cost_usd: f64,
-    /// The budget, USD (0 = none).
-    pub max_cost: f64,
+    /// The budget that is spent, with its figures (see `budget::exhausted`).
+    pub budget: Option<String>,
 }
 
 /// The first exit condition that holds, in the order a user would want it reported.
@@ -56,14 +54,8 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
             ),
         ));
     }
-    if f.max_cost > 0.0 && f.cost_usd >= f.max_cost {
-        return Some((
-            StopReason::Budget,
-            format!(
-                "cost ${:.2} reached the budget ${:.2}",
-                f.cost_usd, f.max_cost
-            ),
-        ));
+    if let Some(why) = &f.budget {
+        return Some((StopReason::Budget, why.clone()));
     }
     if f.iterations_done >= f.max_iterations {
         return Some((
@@ -250,7 +242,6 @@ mod tests {
             max_iterations: 5,
             plan_remaining: 3,
             quality_threshold: 0.85,
-            max_cost: 10.0,
             ..Facts::default()
         }
     }
@@ -293,7 +284,7 @@ mod tests {
             ),
             (
                 Facts {
-                    cost_usd: 10.0,
+                    budget: Some("cost budget: $10.00 spent of $10.00".into()),
                     ..base()
                 },
                 StopReason::Budget,
@@ -312,18 +303,10 @@ mod tests {
     }
 
     #[test]
-    fn quality_below_threshold_and_zero_budget_do_not_stop() {
+    fn quality_below_threshold_does_not_stop() {
         assert_eq!(
             exit_reason(&Facts {
                 quality: Some(0.84),
-                ..base()
-            }),
-            None
-        );
-        assert_eq!(
-            exit_reason(&Facts {
-                cost_usd: 99.0,
-                max_cost: 0.0,
                 ..base()
             }),
             None

@@ -27,9 +27,22 @@ impl Loop {
             quality: self.runner.state.last_quality,
             quality_threshold: self.settings.defaults.quality_threshold,
             promise_seen: self.promise_seen,
-            cost_usd: self.runner.state.cost_usd,
-            max_cost: self.settings.safety.max_cost_per_loop,
+            budget: self.budget_spent(),
         })
+    }
+
+    /// The budget that stops the next paid run, if any (cost, tokens, wall time).
+    pub fn budget_spent(&self) -> Option<String> {
+        let s = &self.settings.safety;
+        let b = super::budget::Budget {
+            max_cost: s.max_cost_per_loop,
+            max_tokens: s.max_tokens_per_loop,
+            max_secs: s.max_time_per_loop,
+        };
+        let st = &self.runner.state;
+        let elapsed =
+            u64::try_from((chrono::Utc::now() - st.started_at).num_seconds()).unwrap_or(0);
+        super::budget::exhausted(&st.spend, elapsed, b)
     }
 
     /// Run to the end. Returns why it ended.

@@ -5,6 +5,7 @@
 //! `gate`, `agent`, `git`, `quality`, `disk`, `config` and `sys`.
 
 pub mod accept;
+pub mod budget;
 pub mod commit;
 pub mod context;
 pub mod decide;

@@ -32,6 +32,8 @@ pub struct Runner {
     pub promise: String,
     /// What no agent may change in the repository.
     pub protected: Protected,
+    /// `[prices]`, to price the tokens of agents that report no cost.
+    pub prices: std::collections::BTreeMap<String, crate::config::Price>,
 }
 
 /// Where and how one run happens.
@@ -160,10 +162,24 @@ impl Runner {
         let mut run = run?;
         run.protected_changed = changed;
         self.state.agent_env.clone_from(&run.env_names);
-        let (outcome, report) = (&run.outcome, &run.report);
-        if let Some(c) = report.cost_usd {
-            self.state.cost_usd += c;
-        }
+        let report = &run.report;
+        let priced = report.cost_usd.or_else(|| {
+            let price = agent
+                .table
+                .model
+                .as_deref()
+                .and_then(|m| crate::config::price_of(&self.prices, m));
+            super::budget::price(price, report.tokens_in, report.tokens_out)
+        });
+        let tokens = match (report.tokens_in, report.tokens_out) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.state.spend.add(priced, tokens, true);
+        self.state.cost_usd = self.state.spend.cost_usd;
+        self.save()?;
+        run.report.cost_usd = priced;
+        let (outcome, _) = (&run.outcome, &run.report);
         let what = match phase.kind {
             AgentPhase::Iteration => format!("iteration {}", phase.iteration),
             AgentPhase::Revision => format!("iteration {}, revision", phase.iteration),

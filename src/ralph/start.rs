@@ -338,6 +338,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         last_scores: prev.last_scores,
         last_gate_score: prev.last_gate_score,
         cost_usd: prev.cost_usd,
+        spend: prev.spend,
         reviewed: prev.reviewed,
         carried_paths: prev.carried_paths,
         harness: Some(p.harness.clone()),
@@ -351,6 +352,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),
+        prices: p.settings.prices.clone(),
         protected: super::guard::Protected {
             git_config: Some(repo.git().commondir().join("config")),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),

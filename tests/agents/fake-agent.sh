@@ -27,6 +27,8 @@
 #                in $ARTIFACT_PATH/net.log
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
+#   claude-cost  end with claude's JSON result line costing $FAKE_COST (default 0.40)
+#   codex-tokens end with codex's "tokens used" lines reporting $FAKE_TOKENS (default 12,000)
 #   marker       print MARKER-$ITERATION-secret; then search the workspace for iteration 1's
 #                marker, the count in found-$ITERATION beside $FAKE_PIDS
 # FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
@@ -125,4 +127,6 @@ revision)
     ;;
 esac
 has promise && echo "<promise>COMPLETE</promise>"
+has claude-cost && printf '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":%s}\n' "${FAKE_COST:-0.40}"
+has codex-tokens && printf 'tokens used\n%s\n' "${FAKE_TOKENS:-12,000}"
 exit 0

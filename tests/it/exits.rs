@@ -39,15 +39,22 @@ fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
     .code(0);
     let st = t.state();
     assert_eq!(st["stop_reason"], "budget", "{st}");
-    // Planning ($4), iteration 1 ($4, total 8 < 10), one revision round ($4, total 12); then
-    // nothing more is spawned: no second revision, no second iteration.
-    assert_eq!(st["cost_usd"], 12.0);
+    // Planning ($4), iteration 1 ($4, total 8); a revision round would cost about $4 more and
+    // cross the $10 budget, so there is none, and no second iteration: the budget is a ceiling.
+    assert_eq!(st["cost_usd"], 8.0);
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("$8.0000 spent of $10.00, and the next run would cost about $4.0000"),
+        "{st}"
+    );
     let spawned = std::fs::read_to_string(t.pids_file())
         .unwrap()
         .lines()
         .filter(|l| l.starts_with("agent "))
         .count();
-    assert_eq!(spawned, 3);
+    assert_eq!(spawned, 2);
     let iters = t.runs("iteration");
     assert_eq!(iters.len(), 1);
     assert_eq!(iters[0]["cost_usd"], 4.0);
@@ -122,4 +129,47 @@ fn a_code_loop_is_judged_on_its_diff_with_tests_as_backpressure() {
         "wiggum-agent <wiggum@studio-agents.local>|Wiggum iteration 1: add the feature file"
     );
     assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn tokens_priced_from_the_table_reach_the_cost_budget() {
+    let t = TestHome::new();
+    let cmd = t.agent_cmd("codex-tokens", "FAKE_TOKENS=12,000");
+    t.write_home_config(&format!(
+        "[safety]\nmax_cost_per_loop = 0.30\n\n[agents.tok]\ncommand = \"{}\"\noutput_format = \"codex\"\nmodel = \"house-model\"\n\n[prices.house-model]\ninput_per_mtok = 10.0\noutput_per_mtok = 10.0\n",
+        cmd.replace('"', "\\\"")
+    ));
+    let args = t.start_args(
+        "tok",
+        &t.art(),
+        "",
+        &["--agent", "tok", "--foreground", "--max-rounds", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "budget", "{st}");
+    // 12,000 tokens at $10 per million: $0.12 a run; planning and one iteration, then the
+    // next run would cross $0.30.
+    assert!(
+        (st["spend"]["cost_usd"].as_f64().unwrap() - 0.24).abs() < 1e-9,
+        "{st}"
+    );
+    assert_eq!(st["spend"]["tokens"], 24_000);
+    assert!((t.runs("iteration")[0]["cost_usd"].as_f64().unwrap() - 0.12).abs() < 1e-9);
+}
+
+#[test]
+fn a_cost_nobody_reported_is_unknown_not_free() {
+    let t = TestHome::new();
+    t.start_fg("unknown", "", &["--max-iterations", "1"])
+        .code(0);
+    let status = t.run(&["wiggum", "status", "unknown"]).stdout();
+    assert!(status.contains("cost:      unknown"), "{status}");
+    assert!(!status.contains("$0.0000"), "{status}");
+    let summary = t.run(&["wiggum", "summary", "unknown"]).stdout();
+    assert!(summary.contains("cost unknown"), "{summary}");
+    let v = t.status_json("unknown");
+    assert_eq!(v["state"]["spend"]["known"], 0);
+    assert!(v["state"]["spend"]["unknown"].as_u64().unwrap() >= 2);
 }
