@@ -174,6 +174,15 @@ pub struct GateRecord {
     /// The failure, for ERROR.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Prompt tokens the evaluator's calls used, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    /// Answer tokens the evaluator's calls used, when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    /// What the evaluator's calls cost, when their tokens and its model's price are known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// What happened to an iteration.

@@ -23,6 +23,20 @@ pub struct Evaluator {
     panel: Option<PanelOpts>,
     work: PathBuf,
     stops: watch::Receiver<StopLevel>,
+    metered: std::sync::Mutex<Metered>,
+}
+
+/// What an evaluator's calls used, summed (the panel's included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Metered {
+    /// Calls to a model (the heuristic makes none).
+    pub calls: u32,
+    /// Calls whose usage nobody reported (commands, servers without `usage`).
+    pub unmetered: u32,
+    /// Prompt tokens.
+    pub tokens_in: u64,
+    /// Answer tokens.
+    pub tokens_out: u64,
 }
 
 /// Resolve an evaluator by name (`heuristic` is built in), check its template for
@@ -60,6 +74,7 @@ pub fn resolve(
         panel: None,
         work,
         stops,
+        metered: std::sync::Mutex::new(Metered::default()),
     })
 }
 
@@ -92,13 +107,30 @@ impl Evaluator {
         temperature: f64,
         schema: &serde_json::Value,
     ) -> Result<String> {
-        match self.entry.kind {
+        let (answer, usage) = match self.entry.kind {
             EvaluatorKind::Command => {
                 let cmd = self.entry.command.as_deref().unwrap_or_default();
-                self.run_command(cmd, prompt).await
+                (self.run_command(cmd, prompt).await?, None)
             }
-            _ => http::chat(&self.entry, prompt, temperature, schema).await,
+            _ => http::chat(&self.entry, prompt, temperature, schema).await?,
+        };
+        if let Ok(mut m) = self.metered.lock() {
+            m.calls += 1;
+            match usage {
+                Some(u) => {
+                    m.tokens_in += u.tokens_in;
+                    m.tokens_out += u.tokens_out;
+                }
+                None => m.unmetered += 1,
+            }
         }
+        Ok(answer)
+    }
+
+    /// What its calls used so far.
+    #[must_use]
+    pub fn metered(&self) -> Metered {
+        self.metered.lock().map(|m| *m).unwrap_or_default()
     }
 
     async fn persona(

@@ -110,8 +110,39 @@ pub fn answer_text(kind: EvaluatorKind, body: &Value) -> Option<String> {
     v.and_then(Value::as_str).map(str::to_string)
 }
 
+/// Tokens one call used, as the server reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub tokens_in: u64,
+    /// Answer tokens.
+    pub tokens_out: u64,
+}
+
+/// What a response says it used: OpenAI's `usage.prompt_tokens`/`completion_tokens`,
+/// Anthropic's `usage.input_tokens`/`output_tokens`, Ollama's `prompt_eval_count`/`eval_count`.
+#[must_use]
+pub fn usage_of(kind: EvaluatorKind, body: &Value) -> Option<Usage> {
+    let n = |v: &Value, k: &str| v.get(k).and_then(Value::as_u64);
+    let (i, o) = match kind {
+        EvaluatorKind::Ollama => (n(body, "prompt_eval_count"), n(body, "eval_count")),
+        EvaluatorKind::Anthropic => {
+            let u = body.get("usage")?;
+            (n(u, "input_tokens"), n(u, "output_tokens"))
+        }
+        _ => {
+            let u = body.get("usage")?;
+            (n(u, "prompt_tokens"), n(u, "completion_tokens"))
+        }
+    };
+    (i.is_some() || o.is_some()).then(|| Usage {
+        tokens_in: i.unwrap_or(0),
+        tokens_out: o.unwrap_or(0),
+    })
+}
+
 enum Attempt {
-    Done(String),
+    Done(String, Option<Usage>),
     Retry(String),
     Fatal(String),
 }
@@ -151,7 +182,7 @@ async fn attempt(
         return Attempt::Fatal(format!("the response is not JSON: {}", short(&text)));
     };
     match answer_text(kind, &v) {
-        Some(t) => Attempt::Done(t),
+        Some(t) => Attempt::Done(t, usage_of(kind, &v)),
         None => Attempt::Fatal(format!(
             "no message content in the response: {}",
             short(&text)
@@ -198,7 +229,7 @@ pub async fn chat(
     prompt: &str,
     temperature: f64,
     schema: &Value,
-) -> Result<String> {
+) -> Result<(String, Option<Usage>)> {
     let c = client(Duration::from_secs(entry.timeout_secs.max(1)))?;
     let default_key_env = (entry.kind == EvaluatorKind::Anthropic).then_some("ANTHROPIC_API_KEY");
     let key = entry
@@ -214,7 +245,7 @@ pub async fn chat(
         // Only the body changes between attempts (without the schema after a 4xx).
         let (_, body) = request(entry, prompt, temperature, schema);
         match attempt(&c, &url, &body, entry.kind, key.as_deref()).await {
-            Attempt::Done(t) => return Ok(t),
+            Attempt::Done(t, u) => return Ok((t, u)),
             Attempt::Fatal(m) if schema.is_some() && m.starts_with("HTTP 4") => {
                 tracing::warn!("{url}: {m}; retrying without a response schema");
                 schema = None;
@@ -247,6 +278,38 @@ mod tests {
             url: Some("http://127.0.0.1:1/v1/".into()),
             ..EvaluatorEntry::heuristic()
         }
+    }
+
+    #[test]
+    fn usage_is_read_from_each_protocol() {
+        let openai = json!({"usage": {"prompt_tokens": 120, "completion_tokens": 30}});
+        let anthropic = json!({"usage": {"input_tokens": 7, "output_tokens": 9}});
+        let ollama = json!({"prompt_eval_count": 50, "eval_count": 5});
+        assert_eq!(
+            usage_of(EvaluatorKind::Openai, &openai),
+            Some(Usage {
+                tokens_in: 120,
+                tokens_out: 30
+            })
+        );
+        assert_eq!(
+            usage_of(EvaluatorKind::Anthropic, &anthropic),
+            Some(Usage {
+                tokens_in: 7,
+                tokens_out: 9
+            })
+        );
+        assert_eq!(
+            usage_of(EvaluatorKind::Ollama, &ollama),
+            Some(Usage {
+                tokens_in: 50,
+                tokens_out: 5
+            })
+        );
+        assert_eq!(
+            usage_of(EvaluatorKind::Openai, &json!({"choices": []})),
+            None
+        );
     }
 
     #[test]

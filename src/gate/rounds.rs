@@ -195,6 +195,9 @@ pub async fn run<J: Judge, P: Producer>(
         panel_reviews,
         contamination_warning: None,
         error,
+        tokens_in: None,
+        tokens_out: None,
+        cost_usd: None,
     };
     Outcome {
         best: best.map_or_else(|| content.to_string(), |b| b.content),

@@ -173,6 +173,7 @@ pub async fn gate(
     };
     let mut record = outcome.record.clone();
     record.contamination_warning = judge.same_model_as(&lp.producer.table.command);
+    meter(lp, &judge, &mut record);
     let keep = match (record.verdict, lp.settings.gate.on_gate_fail) {
         (Verdict::Pass, _) | (_, OnGateFail::KeepBest) => true,
         (_, OnGateFail::Revert) => false,
@@ -193,6 +194,28 @@ pub async fn gate(
     .unwrap_or_default();
     fsutil::atomic_write(&lp.runner.layout.eval_record(n), json.as_bytes())?;
     Ok((Some(record), keep))
+}
+
+/// Add what the evaluator's calls used to the loop's spend and the gate's record: priced by
+/// its model when it reported tokens, else unknown.
+fn meter(lp: &mut Loop, judge: &evaluator::Evaluator, record: &mut GateRecord) {
+    let m = judge.metered();
+    if m.calls == 0 {
+        return;
+    }
+    let tokens = m.tokens_in + m.tokens_out;
+    let price = judge.model().and_then(|model| lp.settings.price(&model));
+    let cost = (m.unmetered == 0)
+        .then(|| super::budget::price(price, Some(m.tokens_in), Some(m.tokens_out)))
+        .flatten();
+    lp.runner
+        .state
+        .spend
+        .add(cost, (tokens > 0).then_some(tokens), false);
+    lp.runner.state.cost_usd = lp.runner.state.spend.cost_usd;
+    record.tokens_in = (tokens > 0).then_some(m.tokens_in);
+    record.tokens_out = (tokens > 0).then_some(m.tokens_out);
+    record.cost_usd = cost;
 }
 
 /// The artifact an iteration starts from: the previous iteration's, else the original.

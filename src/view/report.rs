@@ -123,6 +123,9 @@ mod tests {
             panel_reviews: BTreeMap::new(),
             contamination_warning: None,
             error: None,
+            tokens_in: None,
+            tokens_out: None,
+            cost_usd: None,
         };
         let mut r: RunRecord = serde_json::from_value(serde_json::json!({
             "record": "iteration", "iteration": 1, "started_at": "2026-01-01T00:00:00Z",

@@ -173,3 +173,47 @@ fn a_cost_nobody_reported_is_unknown_not_free() {
     assert_eq!(v["state"]["spend"]["known"], 0);
     assert!(v["state"]["spend"]["unknown"].as_u64().unwrap() >= 2);
 }
+
+#[test]
+fn an_evaluators_reported_usage_adds_to_the_spend() {
+    use crate::support::http::{Reply, Server};
+    let t = TestHome::new();
+    let answer = r#"{"depth": 9, "relevance": 9, "completeness": 9, "grounded": 9, "specificity": 9, "structure": 9, "issues": []}"#;
+    let body = serde_json::json!({
+        "choices": [{"message": {"role": "assistant", "content": answer}}],
+        "usage": {"prompt_tokens": 100_000, "completion_tokens": 10_000}
+    });
+    let srv = Server::start(
+        vec![Reply {
+            status: 200,
+            body: body.to_string(),
+            delay: std::time::Duration::ZERO,
+        }],
+        8,
+    );
+    t.write_home_config(&format!(
+        "[evaluators.judge]\nkind = \"openai\"\nurl = \"{}/v1\"\nmodel = \"judge-model\"\n\n[prices.judge-model]\ninput_per_mtok = 1.0\noutput_per_mtok = 5.0\n",
+        srv.base
+    ));
+    t.start_fg(
+        "metered",
+        "",
+        &["--evaluator", "judge", "--max-iterations", "1"],
+    )
+    .code(0);
+    let st = t.state();
+    // One evaluation: 100k in at $1/M + 10k out at $5/M = $0.15; the agent's own runs unknown.
+    assert_eq!(st["spend"]["tokens"], 110_000, "{st}");
+    assert!(
+        (st["spend"]["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9,
+        "{st}"
+    );
+    let gate = &t.runs("iteration")[0]["gate"];
+    assert_eq!(gate["tokens_in"], 100_000);
+    assert!((gate["cost_usd"].as_f64().unwrap() - 0.15).abs() < 1e-9);
+    let status = t.run(&["wiggum", "status", "metered"]).stdout();
+    assert!(
+        status.contains("$0.1500 + unknown (110000 tokens)"),
+        "{status}"
+    );
+}
