@@ -11,8 +11,9 @@ pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
 pub use settings::{
-    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Network, NetworkRule, OnGateFail,
-    Price, QualityWeights, Safety, SandboxMode, Settings, Validation, default_weights, price_of,
+    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Network, NetworkRule,
+    OPTIONAL_SECTIONS, OnGateFail, Price, QualityWeights, Safety, SandboxMode, Settings,
+    Validation, default_weights, price_of,
 };
 
 use crate::error::{Error, Result};

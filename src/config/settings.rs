@@ -100,7 +100,12 @@ pub struct Defaults {
     pub promise: String,
     /// Run the three-persona panel after the evaluator.
     pub panel: bool,
+    /// Headings of `fix_plan.md` whose items are optional (never hold the loop open).
+    pub optional_sections: Vec<String>,
 }
+
+/// The headings whose plan items are optional, by default.
+pub const OPTIONAL_SECTIONS: [&str; 4] = ["optional", "future", "nice to have", "later"];
 
 impl Default for Defaults {
     fn default() -> Self {
@@ -114,6 +119,7 @@ impl Default for Defaults {
             auto_watch: false,
             promise: "<promise>COMPLETE</promise>".into(),
             panel: false,
+            optional_sections: OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect(),
         }
     }
 }

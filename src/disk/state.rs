@@ -151,8 +151,10 @@ pub struct LoopState {
     pub last_scores: BTreeMap<String, f64>,
     /// The gate's last weighted score (0–10).
     pub last_gate_score: Option<f64>,
-    /// Unchecked items left in `fix_plan.md`.
+    /// Unchecked items left in `fix_plan.md` (required ones).
     pub items_remaining: Option<usize>,
+    /// Unchecked optional items (under an optional section's heading).
+    pub items_optional: Option<usize>,
     /// Cost reported by the agent so far, in USD.
     pub cost_usd: f64,
     /// The human-review pause (`require_human_review_at_iteration`) already happened.
@@ -194,6 +196,7 @@ impl Default for LoopState {
             last_scores: BTreeMap::new(),
             last_gate_score: None,
             items_remaining: None,
+            items_optional: None,
             cost_usd: 0.0,
             reviewed: false,
             carried_paths: Vec::new(),
@@ -312,6 +315,9 @@ pub fn one_line(topic: &str, st: Option<&LoopState>, holder: Option<u32>) -> Str
     }
     if let Some(n) = s.items_remaining {
         out.push_str(&format!("  items left {n}"));
+        if let Some(o) = s.items_optional.filter(|o| *o > 0) {
+            out.push_str(&format!(" (+{o} optional)"));
+        }
     }
     match (holder, s.stop_reason) {
         (Some(p), _) => out.push_str(&format!("  pid {p}")),

@@ -351,7 +351,10 @@ pub async fn accept(
         commit::carry(lp, &commit::loop_paths(&layout, false, Some(dir)));
         rec.outcome = Outcome::GateFailed;
     }
-    lp.runner.state.items_remaining = Some(fix_plan::remaining(&plan_after));
+    let (open, optional) =
+        fix_plan::open_counts(&plan_after, &lp.settings.defaults.optional_sections);
+    lp.runner.state.items_remaining = Some(open);
+    lp.runner.state.items_optional = Some(optional);
     lp.runner.save()?;
     rec.ended_at = Utc::now();
     rec.duration_ms =

@@ -23,7 +23,8 @@ impl Loop {
                 || requests::read(&self.runner.layout.requests()).stop_after_iteration,
             iterations_done: self.done,
             max_iterations: self.settings.defaults.max_iterations,
-            plan_remaining: fix_plan::remaining(&plan),
+            plan_remaining: fix_plan::open_counts(&plan, &self.settings.defaults.optional_sections)
+                .0,
             quality: self.runner.state.last_quality,
             quality_threshold: self.settings.defaults.quality_threshold,
             promise_seen: self.promise_seen,

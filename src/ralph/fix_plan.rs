@@ -1,4 +1,8 @@
-//! `fix_plan.md` parsing: Markdown task-list items outside code fences. Pure.
+//! `fix_plan.md` parsing: Markdown task-list items outside code fences; items under a heading
+//! named Optional, Future, Nice to have or Later (configurable) are optional and never hold the
+//! loop open. Pure.
+
+pub use crate::config::OPTIONAL_SECTIONS;
 
 /// One checkbox item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -9,13 +13,34 @@ pub struct Item {
     pub done: bool,
     /// 1-based line number.
     pub line: usize,
+    /// Under an optional section's heading.
+    pub optional: bool,
 }
 
-/// The items of a plan, in order.
+/// Whether a heading's text names an optional section (`## Later (v2)`, `### Nice to have:`).
+fn is_optional_heading(text: &str, names: &[String]) -> bool {
+    let t = text.trim().to_lowercase();
+    names.iter().any(|n| {
+        let n = n.to_lowercase();
+        t.strip_prefix(n.as_str())
+            .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
+    })
+}
+
+/// The items of a plan, in order, with the default optional sections.
 #[must_use]
 pub fn items(plan: &str) -> Vec<Item> {
+    let names: Vec<String> = OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect();
+    items_with(plan, &names)
+}
+
+/// The items of a plan, in order; items under a heading named in `optional` are optional
+/// (until a heading of the same or a higher level).
+#[must_use]
+pub fn items_with(plan: &str, optional: &[String]) -> Vec<Item> {
     let mut out = Vec::new();
     let mut fence: Option<&str> = None;
+    let mut optional_level: Option<usize> = None;
     for (i, raw) in plan.lines().enumerate() {
         let line = raw.trim_start();
         if let Some(f) = fence {
@@ -32,11 +57,22 @@ pub fn items(plan: &str) -> Vec<Item> {
             fence = Some("~~~");
             continue;
         }
+        let level = line.chars().take_while(|c| *c == '#').count();
+        if level > 0 && line[level..].starts_with(' ') {
+            if optional_level.is_some_and(|l| level <= l) {
+                optional_level = None;
+            }
+            if optional_level.is_none() && is_optional_heading(&line[level..], optional) {
+                optional_level = Some(level);
+            }
+            continue;
+        }
         if let Some((done, text)) = checkbox(line) {
             out.push(Item {
                 text: text.trim().to_string(),
                 done,
                 line: i + 1,
+                optional: optional_level.is_some(),
             });
         }
     }
@@ -67,10 +103,24 @@ fn checkbox(line: &str) -> Option<(bool, &str)> {
     Some((done, tail))
 }
 
-/// Unchecked items left.
+/// Unchecked required items left (optional ones never hold the loop open).
 #[must_use]
 pub fn remaining(plan: &str) -> usize {
-    items(plan).iter().filter(|i| !i.done).count()
+    items(plan)
+        .iter()
+        .filter(|i| !i.done && !i.optional)
+        .count()
+}
+
+/// Unchecked items left: (required, optional), with these optional sections.
+#[must_use]
+pub fn open_counts(plan: &str, optional: &[String]) -> (usize, usize) {
+    let open: Vec<Item> = items_with(plan, optional)
+        .into_iter()
+        .filter(|i| !i.done)
+        .collect();
+    let opt = open.iter().filter(|i| i.optional).count();
+    (open.len() - opt, opt)
 }
 
 /// Whether the plan has any checkbox at all (if not, the planning phase runs).
@@ -97,6 +147,25 @@ pub fn newly_done(before: &str, after: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn items_under_optional_headings_do_not_hold_the_loop_open() {
+        let plan = "# Plan\n- [x] done\n- [ ] needed\n\n## Nice to have:\n- [ ] polish\n### Docs\n- [ ] guide\n\n## Later (v2)\n- [ ] port\n\n## Laterality\n- [ ] real work\n\n# Next\n- [ ] also needed\n";
+        let names: Vec<String> = OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect();
+        assert_eq!(open_counts(plan, &names), (3, 3));
+        assert_eq!(remaining(plan), 3);
+        let all = items(plan);
+        let optional: Vec<&str> = all
+            .iter()
+            .filter(|i| i.optional)
+            .map(|i| i.text.as_str())
+            .collect();
+        assert_eq!(optional, ["polish", "guide", "port"]);
+        assert_eq!(
+            open_counts("## Stretch\n- [ ] x\n", &["stretch".into()]),
+            (0, 1)
+        );
+    }
 
     const PLAN: &str = "# Plan\n\n## Incomplete\n- [ ] Add evidence links\n* [x] Add summary\n  - [ ] nested item\n1. [ ] numbered\n- [] not a box\n- [x]glued\n```\n- [ ] in a fence\n```\n- [X] Capital\n";
 

@@ -217,3 +217,20 @@ fn an_evaluators_reported_usage_adds_to_the_spend() {
         "{status}"
     );
 }
+
+#[test]
+fn optional_items_do_not_hold_the_loop_open() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(
+        t.wiggum("fix_plan.md"),
+        "# Plan\n- [ ] Improve part 1\n\n## Nice to have\n- [ ] Improve part 2\n",
+    )
+    .unwrap();
+    t.start_fg("optional", "", &[]).code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert_eq!(t.runs("iteration").len(), 1);
+    let line = t.run(&["wiggum", "list"]).stdout();
+    assert!(line.contains("items left 0 (+1 optional)"), "{line}");
+}
