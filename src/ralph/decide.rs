@@ -151,6 +151,42 @@ impl Breaker {
     }
 }
 
+/// When an agent command could not run at all (the shell's 127 "not found" or 126 "cannot
+/// execute", a missing interpreter): what is missing, from the end of its log. Retrying would
+/// fail the same way, so the loop ends at once.
+#[must_use]
+pub fn cannot_run(ending: Ending, log_tail: &str) -> Option<String> {
+    let Ending::Exited {
+        code: code @ (126 | 127),
+    } = ending
+    else {
+        return None;
+    };
+    let line = log_tail.lines().rev().map(str::trim).find(|l| {
+        l.ends_with("not found")
+            || l.contains("No such file or directory")
+            || l.contains("Permission denied")
+            || l.contains("cannot execute")
+    })?;
+    // `sh: 1: foo: not found`, `bash: foo: command not found`, `/usr/bin/env: 'python9': No such…`
+    let parts: Vec<&str> = line.split(": ").collect();
+    let name = parts
+        .iter()
+        .rev()
+        .nth(1)
+        .map(|n| n.trim_matches(|c| c == '\'' || c == '`' || c == '"'))
+        .filter(|n| !n.is_empty() && n.parse::<u32>().is_err())
+        .unwrap_or(line);
+    let what = if code == 127 {
+        "not found"
+    } else {
+        "cannot be executed"
+    };
+    Some(format!(
+        "the agent command cannot run: `{name}` {what} ({line})"
+    ))
+}
+
 /// What an iteration does with one agent run: the after-run policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AfterRun {
@@ -195,6 +231,32 @@ pub fn after_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_that_cannot_run_is_named() {
+        let missing = Ending::Exited { code: 127 };
+        for (tail, name) in [
+            ("sh: 1: claudee: not found\n", "claudee"),
+            ("bash: line 1: codexx: command not found\n", "codexx"),
+            (
+                "/usr/bin/env: 'python9': No such file or directory\n",
+                "python9",
+            ),
+        ] {
+            let why = cannot_run(missing, tail).unwrap();
+            assert!(why.contains(&format!("`{name}` not found")), "{why}");
+        }
+        let denied = cannot_run(
+            Ending::Exited { code: 126 },
+            "sh: 1: ./agent.sh: Permission denied",
+        );
+        assert!(denied.unwrap().contains("`./agent.sh` cannot be executed"));
+        assert_eq!(
+            cannot_run(Ending::Exited { code: 1 }, "sh: 1: x: not found"),
+            None
+        );
+        assert_eq!(cannot_run(missing, "the agent printed 127 things"), None);
+    }
 
     #[test]
     fn the_after_run_policy() {

@@ -128,6 +128,13 @@ impl Loop {
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
             let changed = self.repo.snapshot()?.changed_paths(&before);
             let stopped = self.runner.stop_level() >= StopLevel::Now;
+            let tail = fsutil::read_tail(&run.log, 4096)?;
+            if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
+                let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
+                rec.note = Some(why.clone());
+                runlog::record(&layout, &rec)?;
+                return Ok(Some((StopReason::Error, why)));
+            }
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
             let ok = fix_plan::has_items(&plan) && !stopped;
             let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());

@@ -150,6 +150,14 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             restore_plan(&layout)?;
             return Ok(Result::Done);
         }
+        let tail = fsutil::read_tail(&run.log, 4096)?;
+        if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
+            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            rec.note = Some(why.clone());
+            runlog::record(&layout, &rec)?;
+            discard(lp, n, attempt)?;
+            return Ok(Result::Stop(StopReason::Error, why));
+        }
         let kind = decide::classify(run.outcome.ending, !changed.is_empty());
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;

@@ -234,3 +234,41 @@ fn optional_items_do_not_hold_the_loop_open() {
     let line = t.run(&["wiggum", "list"]).stdout();
     assert!(line.contains("items left 0 (+1 optional)"), "{line}");
 }
+
+#[test]
+fn an_agent_command_that_cannot_run_ends_the_loop_at_once_naming_it() {
+    let t = TestHome::new();
+    let args = t.start_args(
+        "missing",
+        &t.art(),
+        "definitely-not-an-agent --yolo",
+        &["--foreground"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(1);
+    assert!(
+        r.stderr().contains("`definitely-not-an-agent` not found"),
+        "{}",
+        r.stderr()
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "error");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("the agent command cannot run: `definitely-not-an-agent` not found"),
+        "{st}"
+    );
+    let planning = t.runs("planning");
+    assert_eq!(planning.len(), 1, "not retried: {planning:?}");
+    assert!(
+        planning[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("definitely-not-an-agent")
+    );
+    let status = t.run(&["wiggum", "status", "missing"]).stdout();
+    assert!(status.contains("definitely-not-an-agent"), "{status}");
+}
