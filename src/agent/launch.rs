@@ -10,7 +10,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
-use super::liveness::Liveness;
+use super::liveness::{Liveness, PromiseWatch};
 use super::output::{self, Report};
 use super::process::{self, Job, JobEvent, Outcome, StopLevel};
 use super::sandbox;
@@ -164,6 +164,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             idle: Duration::from_secs(safety.max_idle_secs),
             watch: root,
             max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
+            promise: None,
         }),
     }
 }
@@ -200,7 +201,18 @@ pub async fn run(
 ) -> Result<AgentRun> {
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
-    let job = job(agent, l);
+    let mut job = job(agent, l);
+    let line = promise.trim();
+    if let Some(watch) = job.liveness.as_mut()
+        && !line.is_empty()
+        && l.stdout.is_none()
+    {
+        watch.promise = Some(PromiseWatch {
+            line: line.to_string(),
+            in_prompt: prompt.lines().filter(|p| p.trim() == line).count(),
+            grace: Duration::from_secs(l.safety.promise_grace_secs),
+        });
+    }
     fsutil::create_dir_all(&l.tmp())?;
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;

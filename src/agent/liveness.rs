@@ -24,6 +24,20 @@ pub struct Liveness {
     pub watch: std::path::PathBuf,
     /// End the job when its tree's resident memory crosses this many bytes (zero: never).
     pub max_memory: u64,
+    /// The completion promise, how often the prompt itself holds it (an echo is not the
+    /// agent's word), and how long an agent may linger after printing it.
+    pub promise: Option<PromiseWatch>,
+}
+
+/// Watching the log for the completion promise.
+#[derive(Debug, Clone)]
+pub struct PromiseWatch {
+    /// The promise line.
+    pub line: String,
+    /// Lines of the prompt equal to it.
+    pub in_prompt: usize,
+    /// How long the agent may go on after printing it.
+    pub grace: Duration,
 }
 
 /// Files the supervisor itself writes while an agent runs: not the agent's activity.
@@ -85,8 +99,19 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
     let log_len = || std::fs::metadata(log).map_or(0, |m| m.len());
     let mut seen = log_len();
     let mut active_at = Instant::now();
+    let tick = if l.promise.is_some() {
+        tick.min(Duration::from_millis(250))
+    } else {
+        tick
+    };
+    let mut promises = PromiseScan::default();
     loop {
         tokio::time::sleep(tick).await;
+        if let Some(p) = &l.promise
+            && promises.seen(log, p)
+        {
+            return Ending::Finished;
+        }
         if l.max_memory > 0 {
             let rss = tree_rss(pgid, token);
             if rss > l.max_memory {
@@ -110,6 +135,44 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
             drop(watcher);
             return Ending::Idle;
         }
+    }
+}
+
+/// Reads what the log gained since the last look (bounded), counting promise lines.
+#[derive(Debug, Default)]
+struct PromiseScan {
+    offset: u64,
+    partial: Vec<u8>,
+    count: usize,
+    since: Option<Instant>,
+}
+
+impl PromiseScan {
+    /// Whether the agent printed the promise (beyond the prompt's echo) at least `grace` ago.
+    fn seen(&mut self, log: &Path, p: &PromiseWatch) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        if let Ok(mut f) = std::fs::File::open(log)
+            && f.seek(SeekFrom::Start(self.offset)).is_ok()
+        {
+            let mut buf = Vec::new();
+            if let Ok(n) = f.take(1 << 20).read_to_end(&mut buf) {
+                self.offset += n as u64;
+                self.partial.extend_from_slice(&buf);
+                while let Some(i) = self.partial.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = self.partial.drain(..=i).collect();
+                    if String::from_utf8_lossy(&line).trim() == p.line.trim() {
+                        self.count += 1;
+                    }
+                }
+                if self.partial.len() > 1 << 16 {
+                    self.partial.clear();
+                }
+            }
+        }
+        if self.count > p.in_prompt && self.since.is_none() {
+            self.since = Some(Instant::now());
+        }
+        self.since.is_some_and(|t| t.elapsed() >= p.grace)
     }
 }
 

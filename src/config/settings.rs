@@ -183,6 +183,8 @@ pub struct Safety {
     pub max_memory_mb: u64,
     /// End a run that printed nothing and changed no file for this long, in seconds (0 = never).
     pub max_idle_secs: u64,
+    /// Stop an agent that printed the completion promise and lingers this long, in seconds.
+    pub promise_grace_secs: u64,
     /// CPU seconds of each process of an agent run (0 = no limit).
     pub max_cpu_secs: u64,
     /// Open files of each process of an agent run (0 = inherited).
@@ -209,6 +211,7 @@ impl Default for Safety {
             network: Network::default(),
             max_memory_mb: 0,
             max_idle_secs: 300,
+            promise_grace_secs: 10,
             max_cpu_secs: 0,
             max_open_files: 0,
             deny_tools: Vec::new(),

@@ -30,6 +30,9 @@ pub enum Ending {
     Idle,
     /// Its process tree crossed `[safety] max_memory_mb`; killed.
     MemoryLimit,
+    /// It printed the completion promise and lingered past `[safety] promise_grace_secs`;
+    /// stopped, and counted as finished.
+    Finished,
 }
 
 impl std::fmt::Display for Ending {
@@ -41,6 +44,7 @@ impl std::fmt::Display for Ending {
             Ending::Stopped => write!(f, "was stopped"),
             Ending::Idle => write!(f, "was idle too long and was killed"),
             Ending::MemoryLimit => write!(f, "crossed the memory ceiling and was killed"),
+            Ending::Finished => write!(f, "printed the promise and was stopped after the grace"),
         }
     }
 }
@@ -49,12 +53,13 @@ impl Ending {
     /// Exited with code 0.
     #[must_use]
     pub fn success(self) -> bool {
-        self == Ending::Exited { code: 0 }
+        matches!(self, Ending::Exited { code: 0 } | Ending::Finished)
     }
-    /// Ended by us or a signal rather than on its own.
+    /// Ended by us or a signal rather than on its own (a run stopped after its promise ended
+    /// on its own terms).
     #[must_use]
     pub fn killed(self) -> bool {
-        !matches!(self, Ending::Exited { .. })
+        !matches!(self, Ending::Exited { .. } | Ending::Finished)
     }
 }
 

@@ -27,6 +27,7 @@
 #                in $ARTIFACT_PATH/net.log
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
+#   linger       stay 60 s after everything (after the promise, with `promise`)
 #   claude-cost  end with claude's JSON result line costing $FAKE_COST (default 0.40)
 #   codex-tokens end with codex's "tokens used" lines reporting $FAKE_TOKENS (default 12,000)
 #   marker       print MARKER-$ITERATION-secret; then search the workspace for iteration 1's
@@ -127,6 +128,8 @@ revision)
     ;;
 esac
 has promise && echo "<promise>COMPLETE</promise>"
+# linger: keep running after the promise (real CLIs keep helpers or sockets open)
+has linger && sleep 60
 has claude-cost && printf '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":%s}\n' "${FAKE_COST:-0.40}"
 has codex-tokens && printf 'tokens used\n%s\n' "${FAKE_TOKENS:-12,000}"
 exit 0

@@ -272,3 +272,23 @@ fn an_agent_command_that_cannot_run_ends_the_loop_at_once_naming_it() {
     let status = t.run(&["wiggum", "status", "missing"]).stdout();
     assert!(status.contains("definitely-not-an-agent"), "{status}");
 }
+
+#[test]
+fn an_agent_that_lingers_after_its_promise_is_stopped_after_the_grace() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\npromise_grace_secs = 1\nmax_time_per_iteration = 120\n");
+    let begun = std::time::Instant::now();
+    t.start_fg("linger", "promise,linger", &["--max-rounds", "1"])
+        .code(0);
+    assert!(
+        begun.elapsed() < crate::support::wait::scaled(std::time::Duration::from_secs(30)),
+        "{:?}",
+        begun.elapsed()
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "promise", "{st}");
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["agent_exit"]["kind"], "finished", "{it}");
+    assert_eq!(it["outcome"], "accepted");
+    crate::support::assert_no_survivors(&t.token);
+}
