@@ -41,6 +41,10 @@ pub struct StartArgs {
     /// Run the three-persona panel after the evaluator.
     #[arg(long)]
     pub panel: bool,
+    /// Forget what the breakers remember (repeated errors, shrinking output, validation
+    /// failures) from earlier runs of this loop.
+    #[arg(long)]
+    pub reset_breaker: bool,
     /// Attach the live view after starting (also `[defaults] auto_watch`).
     #[arg(long, conflicts_with = "foreground")]
     pub watch: bool,
@@ -65,6 +69,7 @@ impl StartArgs {
             evaluator: self.evaluator.clone(),
             panel: self.panel,
             config,
+            reset_breaker: self.reset_breaker,
         }
     }
 }

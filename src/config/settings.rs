@@ -169,6 +169,13 @@ pub struct Safety {
     pub max_crash_retries: u32,
     /// Iterations in a row without any change before the breaker trips.
     pub max_no_change_iterations: u32,
+    /// Agent runs in a row ending on the same error (numbers, paths and ids aside) (0: off).
+    pub max_repeated_errors: u32,
+    /// Trip when a run's output shrinks by more than this percentage against the mean of the
+    /// three before it (0: off).
+    pub max_output_shrink_percent: u32,
+    /// Validation failures in a row before the breaker trips (0: off).
+    pub max_validation_failures: u32,
     /// Extra environment variables an agent may see (names, `*` as a suffix wildcard).
     pub env_allow: Vec<String>,
     /// Kernel confinement of agent runs.
@@ -204,6 +211,9 @@ impl Default for Safety {
             kill_grace_secs: 10,
             max_crash_retries: 2,
             max_no_change_iterations: 3,
+            max_repeated_errors: 5,
+            max_output_shrink_percent: 70,
+            max_validation_failures: 5,
             env_allow: Vec::new(),
             sandbox: SandboxMode::Landlock,
             writable: Vec::new(),

@@ -163,6 +163,8 @@ pub struct LoopState {
     pub harness: Option<Harness>,
     /// What the loop has spent: known cost, tokens, runs whose cost is unknown.
     pub spend: Spend,
+    /// What the breakers remember.
+    pub trends: Trends,
     /// Names (never values) of the environment variables the last agent run was given.
     pub agent_env: Vec<String>,
     /// The last thing the harness caught (a protected file changed, a ceiling crossed).
@@ -202,6 +204,7 @@ impl Default for LoopState {
             carried_paths: Vec::new(),
             harness: None,
             spend: Spend::default(),
+            trends: Trends::default(),
             agent_env: Vec::new(),
             last_event: None,
         }
@@ -263,6 +266,18 @@ impl Spend {
             _ => format!("${:.4} + unknown", self.cost_usd),
         }
     }
+}
+
+/// What the breakers remember across iterations (and restarts, until `--reset-breaker`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Trends {
+    /// The normalised last error line of the latest agent runs (empty: none), newest last.
+    pub errors: VecDeque<String>,
+    /// The output size in bytes of the latest agent runs, newest last.
+    pub outputs: VecDeque<u64>,
+    /// Validation failures in a row.
+    pub validation_failures: u32,
 }
 
 /// What confines a loop's agents, as `status` shows it.

@@ -297,7 +297,8 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
 }
 
 /// Acceptance, in one place: the plan guard, validation (backpressure), the gate, the commit.
-/// Records the iteration's run record whatever the outcome.
+/// Records the iteration's run record whatever the outcome. Returns a breaker's reason when
+/// validation failed too many times in a row.
 pub async fn accept(
     lp: &mut Loop,
     n: u32,
@@ -305,13 +306,19 @@ pub async fn accept(
     plan_before: &str,
     mut rec: RunRecord,
     changed: &[PathBuf],
-) -> Res<()> {
+) -> Res<Option<String>> {
     let layout = lp.runner.layout.clone();
     if let Some(why) = guard_plan(&layout, plan_before)? {
-        return reject(lp, rec, why, changed);
+        reject(lp, rec, why, changed)?;
+        return Ok(None);
     }
-    if let Some(why) = validate(lp, n).await? {
-        return reject(lp, rec, why, changed);
+    let failed = validate(lp, n).await?;
+    let limits = super::decide::TrendLimits::of(&lp.settings.safety);
+    let tripped =
+        super::decide::record_validation(&mut lp.runner.state.trends, failed.is_some(), limits);
+    if let Some(why) = failed {
+        reject(lp, rec, why, changed)?;
+        return Ok(tripped);
     }
     let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
     let claimed = fix_plan::newly_done(plan_before, &plan_after);
@@ -339,7 +346,8 @@ pub async fn accept(
         crate::sys::failpoint::hit("before-commit")?;
         match commit::commit(lp, &msg, changed, n).await? {
             commit::Committed::Rejected(why) => {
-                return reject(lp, rec, why, changed);
+                reject(lp, rec, why, changed)?;
+                return Ok(None);
             }
             done => rec.commit = done.sha(),
         }
@@ -361,7 +369,8 @@ pub async fn accept(
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
     tracing::info!("{}", verdict_line(&rec));
     runlog::record(&layout, &rec)?;
-    fsutil::remove_file_opt(&layout.plan_backup())
+    fsutil::remove_file_opt(&layout.plan_backup())?;
+    Ok(None)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! seen. The loop gathers the facts; this decides.
 
 use crate::disk::records::Ending;
-use crate::disk::state::StopReason;
+use crate::disk::state::{StopReason, Trends};
 
 /// Everything the pre-spawn exit check looks at.
 #[derive(Debug, Clone, Default)]
@@ -187,6 +187,134 @@ pub fn cannot_run(ending: Ending, log_tail: &str) -> Option<String> {
     ))
 }
 
+/// The error an agent run ended on: the last line of its output that says so, for the
+/// repeated-error breaker.
+#[must_use]
+pub fn last_error(tail: &str) -> Option<String> {
+    tail.lines().rev().map(str::trim).find_map(|l| {
+        let low = l.to_lowercase();
+        ["error", "fatal", "failed", "exception", "panic"]
+            .iter()
+            .any(|w| low.contains(w))
+            .then(|| l.to_string())
+    })
+}
+
+/// An error line without what changes between runs: numbers, paths, hex ids, quoted values.
+#[must_use]
+pub fn normalise(error: &str) -> String {
+    error
+        .split_whitespace()
+        .map(|w| {
+            let bare = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '.');
+            if bare.contains('/') {
+                "<path>".to_string()
+            } else if bare.len() >= 6
+                && bare.chars().all(|c| c.is_ascii_hexdigit())
+                && bare.chars().any(|c| c.is_ascii_digit())
+            {
+                "<id>".to_string()
+            } else if bare.chars().any(|c| c.is_ascii_digit()) {
+                let mut out = String::new();
+                for c in w.chars() {
+                    if !c.is_ascii_digit() {
+                        out.push(c);
+                    } else if !out.ends_with('#') {
+                        out.push('#');
+                    }
+                }
+                out.to_lowercase()
+            } else {
+                w.to_lowercase()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The mean output (bytes) below which the shrinking breaker does not judge.
+const MIN_OUTPUT: f64 = 1024.0;
+
+/// The trend breakers' limits (0: off).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrendLimits {
+    /// Same error in this many runs in a row.
+    pub repeated_errors: u32,
+    /// Output shrinking by more than this percentage against the mean of the three before.
+    pub shrink_percent: u32,
+    /// Validation failures in a row.
+    pub validation_failures: u32,
+}
+
+impl TrendLimits {
+    /// The limits `[safety]` sets.
+    #[must_use]
+    pub fn of(s: &crate::config::Safety) -> TrendLimits {
+        TrendLimits {
+            repeated_errors: s.max_repeated_errors,
+            shrink_percent: s.max_output_shrink_percent,
+            validation_failures: s.max_validation_failures,
+        }
+    }
+}
+
+/// How a breaker stop tells the user to go on.
+#[must_use]
+pub fn how_to_continue(why: &str, topic: &str) -> String {
+    format!(
+        "{why}; fix the cause, then `studio-agents wiggum start {topic}` (add --reset-breaker to forget the breakers' history)"
+    )
+}
+
+/// Record one agent run's error and output size; say which breaker trips, if one does.
+pub fn record_run(
+    t: &mut Trends,
+    error: Option<&str>,
+    output: u64,
+    l: TrendLimits,
+) -> Option<String> {
+    t.errors.push_back(error.map(normalise).unwrap_or_default());
+    let keep = l.repeated_errors.max(1) as usize;
+    while t.errors.len() > keep {
+        t.errors.pop_front();
+    }
+    if l.repeated_errors > 0
+        && t.errors.len() == keep
+        && !t.errors[0].is_empty()
+        && t.errors.iter().all(|e| *e == t.errors[0])
+    {
+        return Some(format!(
+            "the same error in {keep} runs in a row: {}",
+            error.unwrap_or_default()
+        ));
+    }
+    let before: Vec<u64> = t.outputs.iter().rev().take(3).copied().collect();
+    t.outputs.push_back(output);
+    while t.outputs.len() > 4 {
+        t.outputs.pop_front();
+    }
+    if l.shrink_percent > 0 && before.len() == 3 {
+        #[allow(clippy::cast_precision_loss)]
+        let mean = before.iter().sum::<u64>() as f64 / 3.0;
+        #[allow(clippy::cast_precision_loss)]
+        let shrunk = (1.0 - output as f64 / mean) * 100.0;
+        // Only output worth the name counts: a few bytes of noise shrinking to none is not a trend.
+        if mean >= MIN_OUTPUT && shrunk > f64::from(l.shrink_percent) {
+            return Some(format!(
+                "the agent's output shrank by {shrunk:.0} % ({output} bytes against a mean of {mean:.0})"
+            ));
+        }
+    }
+    None
+}
+
+/// Record one validation result; say whether the breaker trips.
+pub fn record_validation(t: &mut Trends, failed: bool, l: TrendLimits) -> Option<String> {
+    t.validation_failures = if failed { t.validation_failures + 1 } else { 0 };
+    (l.validation_failures > 0 && t.validation_failures >= l.validation_failures)
+        .then(|| format!("validation failed {} times in a row", t.validation_failures))
+}
+
 /// What an iteration does with one agent run: the after-run policy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AfterRun {
@@ -231,6 +359,79 @@ pub fn after_run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_lines_are_found_and_normalised() {
+        assert_eq!(
+            last_error("ok\nError: timeout after 30s\nbye\n").as_deref(),
+            Some("Error: timeout after 30s")
+        );
+        assert_eq!(last_error("all good\n"), None);
+        assert_eq!(
+            normalise("Error: cannot open /tmp/x/42.log (request 9f8e7d6c5b, try 3)"),
+            normalise("error: cannot open /var/y.log (request 0a1b2c3d4e, try 17)")
+        );
+        assert_ne!(
+            normalise("Error: quota exceeded"),
+            normalise("Error: network down")
+        );
+    }
+
+    #[test]
+    fn the_trend_breakers() {
+        let l = TrendLimits {
+            repeated_errors: 3,
+            shrink_percent: 70,
+            validation_failures: 2,
+        };
+        let mut t = Trends::default();
+        let e = |n: u32| format!("fatal: request {n} failed at /srv/{n}");
+        assert_eq!(record_run(&mut t, Some(&e(1)), 1000, l), None);
+        assert_eq!(record_run(&mut t, Some(&e(2)), 1000, l), None);
+        let tripped = record_run(&mut t, Some(&e(3)), 1000, l).unwrap();
+        assert!(
+            tripped.contains("the same error in 3 runs in a row"),
+            "{tripped}"
+        );
+        // A different error in between resets the run.
+        let mut t = Trends::default();
+        for (err, want) in [
+            (Some("Error: a"), None),
+            (None, None),
+            (Some("Error: a"), None),
+            (Some("Error: a"), None),
+        ] {
+            assert_eq!(record_run(&mut t, err, 1000, l), want);
+        }
+        // Shrinking: 3 runs of ~10 kB, then 2 kB (80 % less) trips; 4 kB (60 %) does not;
+        // a few bytes shrinking to none is not judged.
+        let mut t = Trends::default();
+        for n in [10_000, 11_000, 9_000] {
+            assert_eq!(record_run(&mut t, None, n, l), None);
+        }
+        assert_eq!(record_run(&mut t, None, 4_000, l), None);
+        let mut t = Trends::default();
+        for n in [10_000, 11_000, 9_000] {
+            record_run(&mut t, None, n, l);
+        }
+        let shrank = record_run(&mut t, None, 2_000, l).unwrap();
+        assert!(shrank.contains("shrank by 80 %"), "{shrank}");
+        let mut t = Trends::default();
+        for n in [30, 0, 30] {
+            record_run(&mut t, None, n, l);
+        }
+        assert_eq!(record_run(&mut t, None, 0, l), None);
+        // Validation failures in a row; a pass resets.
+        let mut t = Trends::default();
+        assert_eq!(record_validation(&mut t, true, l), None);
+        assert_eq!(record_validation(&mut t, false, l), None);
+        assert_eq!(record_validation(&mut t, true, l), None);
+        assert!(
+            record_validation(&mut t, true, l)
+                .unwrap()
+                .contains("2 times in a row")
+        );
+    }
 
     #[test]
     fn a_command_that_cannot_run_is_named() {

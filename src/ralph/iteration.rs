@@ -30,6 +30,10 @@ fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
     r
 }
 
+fn stopped_now(lp: &Loop) -> bool {
+    lp.runner.stop_level() >= StopLevel::Now
+}
+
 /// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not
 /// done, as far as the loop is concerned). Returns whether anything changed.
 pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
@@ -158,6 +162,22 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             discard(lp, n, attempt)?;
             return Ok(Result::Stop(StopReason::Error, why));
         }
+        let limits = decide::TrendLimits::of(&lp.settings.safety);
+        let output = std::fs::metadata(&run.log).map_or(0, |m| m.len());
+        let error = decide::last_error(&tail);
+        let stopped = stopped_now(lp);
+        let trends = &mut lp.runner.state.trends;
+        if !stopped && let Some(why) = decide::record_run(trends, error.as_deref(), output, limits)
+        {
+            commit::carry(lp, &changed_paths);
+            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            rec.files_changed.clone_from(&changed);
+            rec.note = Some(why.clone());
+            runlog::record(&layout, &rec)?;
+            discard(lp, n, attempt)?;
+            let why = decide::how_to_continue(&why, &lp.runner.topic);
+            return Ok(Result::Stop(StopReason::Breaker, why));
+        }
         let kind = decide::classify(run.outcome.ending, !changed.is_empty());
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;
@@ -204,7 +224,12 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             }
             AfterRun::Accept => {
                 lp.promise_seen = rec.promise_seen;
-                accept::accept(lp, n, &dir, &plan_before, rec, &changed_paths).await?;
+                if let Some(why) =
+                    accept::accept(lp, n, &dir, &plan_before, rec, &changed_paths).await?
+                {
+                    let why = decide::how_to_continue(&why, &lp.runner.topic);
+                    return Ok(Result::Stop(StopReason::Breaker, why));
+                }
                 return Ok(Result::Done);
             }
         }

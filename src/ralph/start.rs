@@ -46,6 +46,8 @@ pub struct StartOpts {
     pub panel: bool,
     /// `--config`.
     pub config: Option<PathBuf>,
+    /// `--reset-breaker`: forget what the breakers remember from earlier runs.
+    pub reset_breaker: bool,
 }
 
 /// A checked start, nothing written yet.
@@ -69,6 +71,8 @@ pub struct Prepared {
     pub notes: Vec<String>,
     /// What confines the agents.
     pub harness: Harness,
+    /// Forget the breakers' history.
+    pub reset_breaker: bool,
 }
 
 fn flag<T>(
@@ -197,6 +201,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         home: home.to_path_buf(),
         notes,
         harness,
+        reset_breaker: opts.reset_breaker,
     })
 }
 
@@ -339,6 +344,11 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         last_gate_score: prev.last_gate_score,
         cost_usd: prev.cost_usd,
         spend: prev.spend,
+        trends: if p.reset_breaker {
+            crate::disk::state::Trends::default()
+        } else {
+            prev.trends
+        },
         reviewed: prev.reviewed,
         carried_paths: prev.carried_paths,
         harness: Some(p.harness.clone()),

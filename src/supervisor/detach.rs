@@ -67,6 +67,9 @@ fn child_args(o: &StartOpts, root: &Path) -> Result<Vec<String>> {
     if o.panel {
         a.push("--panel".into());
     }
+    if o.reset_breaker {
+        a.push("--reset-breaker".into());
+    }
     Ok(a)
 }
 

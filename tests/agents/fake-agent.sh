@@ -27,6 +27,8 @@
 #                in $ARTIFACT_PATH/net.log
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
+#   err          print an error line whose numbers change from run to run
+#   shrink       print 3000 bytes in iterations 1-3, nothing from iteration 4 on
 #   linger       stay 60 s after everything (after the promise, with `promise`)
 #   claude-cost  end with claude's JSON result line costing $FAKE_COST (default 0.40)
 #   codex-tokens end with codex's "tokens used" lines reporting $FAKE_TOKENS (default 12,000)
@@ -49,6 +51,8 @@ has lock-delete && rm -f "$WIGGUM_DIR/.lock"
 has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
 at() { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }
 if [ "$WIGGUM_PHASE" = iteration ]; then
+    has err && echo "Error: upstream request $$ failed after ${ITERATION}0 ms (/tmp/req-$$)"
+    if has shrink && [ "$ITERATION" -lt 4 ]; then head -c 3000 /dev/zero | tr '\0' 'x'; echo; fi
     has dump-env && env > "${FAKE_PIDS%/*}/env-$ITERATION"
     if has escape; then
         { echo x > "$HOME/outside.txt" && echo "home: written" || echo "home: denied"

@@ -292,3 +292,103 @@ fn an_agent_that_lingers_after_its_promise_is_stopped_after_the_grace() {
     assert_eq!(it["outcome"], "accepted");
     crate::support::assert_no_survivors(&t.token);
 }
+
+#[test]
+fn the_same_error_in_runs_in_a_row_trips_the_breaker_with_a_way_on() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_repeated_errors = 3\n");
+    t.start_bg(
+        "errs",
+        "err",
+        "FAKE_ITEMS=9",
+        &["--foreground", "--max-rounds", "1"],
+    )
+    .code(1);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    let detail = st["stop_detail"].as_str().unwrap();
+    assert!(
+        detail.contains("the same error in 3 runs in a row: Error: upstream request"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("studio-agents wiggum start errs") && detail.contains("--reset-breaker"),
+        "{detail}"
+    );
+    let status = t.run(&["wiggum", "status", "errs"]).stdout();
+    assert!(
+        status.contains("the same error in 3 runs in a row"),
+        "{status}"
+    );
+    // The history survives a restart without a fix; --reset-breaker forgets it.
+    t.start_bg(
+        "errs",
+        "err",
+        "FAKE_ITEMS=9",
+        &["--foreground", "--max-rounds", "1"],
+    )
+    .code(1);
+    assert_eq!(
+        t.runs("iteration")
+            .iter()
+            .filter(|r| r["note"].as_str().is_some_and(|n| n.contains("same error")))
+            .count(),
+        2
+    );
+    t.start_bg(
+        "errs",
+        "err",
+        "FAKE_ITEMS=9",
+        &[
+            "--foreground",
+            "--max-rounds",
+            "1",
+            "--reset-breaker",
+            "--max-iterations",
+            "4",
+        ],
+    )
+    .code(0);
+    assert_eq!(t.state()["stop_reason"], "max_iterations");
+}
+
+#[test]
+fn output_shrinking_against_the_last_runs_trips_the_breaker() {
+    let t = TestHome::new();
+    t.start_bg(
+        "shrink",
+        "shrink",
+        "FAKE_ITEMS=9",
+        &["--foreground", "--max-rounds", "1"],
+    )
+    .code(1);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("output shrank by"),
+        "{st}"
+    );
+    assert_eq!(st["last_committed_iteration"], 3);
+}
+
+#[test]
+fn validation_failing_in_a_row_trips_the_breaker() {
+    let t = TestHome::new();
+    t.write_home_config(
+        "[safety]\nmax_validation_failures = 2\n\n[validation]\ncommands = [\"false\"]\n",
+    );
+    t.start_fg("valid", "", &["--max-rounds", "1"]).code(1);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("validation failed 2 times in a row"),
+        "{st}"
+    );
+    assert_eq!(t.runs("iteration").len(), 2);
+}
