@@ -41,6 +41,13 @@ pub struct StartArgs {
     /// Run the three-persona panel after the evaluator.
     #[arg(long)]
     pub panel: bool,
+    /// Resolve settings, agent, evaluator, sandbox and limits, render the prompt it would feed,
+    /// print all of it; run and write nothing.
+    #[arg(long, conflicts_with_all = ["foreground", "watch"])]
+    pub dry_run: bool,
+    /// With `--dry-run`: print it as JSON.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     /// Forget what the breakers remember (repeated errors, shrinking output, validation
     /// failures) from earlier runs of this loop.
     #[arg(long)]
@@ -77,6 +84,17 @@ impl StartArgs {
 /// Run `start`; returns the exit code.
 pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     let opts = args.opts(config);
+    if args.dry_run {
+        let home = crate::config::home_dir()?;
+        let p = crate::ralph::start::prepare(&opts, &home)?;
+        let d = crate::ralph::dry_run::plan(&p)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+        } else {
+            println!("{}", crate::ralph::dry_run::text(&d));
+        }
+        return Ok(0);
+    }
     if args.foreground {
         return supervisor::run_foreground(&opts);
     }

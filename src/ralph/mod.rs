@@ -10,6 +10,7 @@ pub mod commit;
 pub mod context;
 pub mod decide;
 pub mod driver;
+pub mod dry_run;
 pub mod fix_plan;
 pub mod guard;
 pub mod iteration;

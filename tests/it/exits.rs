@@ -392,3 +392,41 @@ fn validation_failing_in_a_row_trips_the_breaker() {
     );
     assert_eq!(t.runs("iteration").len(), 2);
 }
+
+#[test]
+fn a_dry_run_says_everything_and_writes_nothing() {
+    use crate::support::home::snapshot;
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_cost_per_loop = 2.5\nnetwork = [443]\n");
+    let (art, home) = (snapshot(&t.art()), snapshot(&t.home()));
+    let r = t.start_fg("dry", "", &["--dry-run"]);
+    // --dry-run conflicts with --foreground: the kit's foreground start is refused, as clap does.
+    r.code(2);
+    let args = t.start_args("dry", &t.art(), &t.agent_cmd("", ""), &["--dry-run"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(0);
+    let out = r.stdout();
+    for want in [
+        "dry run of loop `dry` (nothing run, nothing written)",
+        "sandbox: ",
+        "network:   443",
+        "budgets:   $2.50 cost",
+        "next: planning, fed this prompt:",
+        "fix_plan.md",
+        "effective settings:",
+    ] {
+        assert!(out.contains(want), "{want:?} in:\n{out}");
+    }
+    let mut json_args = args.clone();
+    json_args.push("--json");
+    let r = t.run(&json_args);
+    r.code(0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+    assert_eq!(v["next"], "planning");
+    assert!(v["prompt"].as_str().unwrap().contains("fix_plan.md"));
+    assert_eq!(v["settings"]["safety"]["max_cost_per_loop"], 2.5);
+    assert_eq!(snapshot(&t.art()), art, "the artifact dir was touched");
+    assert_eq!(snapshot(&t.home()), home, "the home was touched");
+    assert!(!t.pids_file().exists(), "no agent ran");
+}
