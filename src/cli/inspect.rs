@@ -100,15 +100,28 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         .or_else(|| latest_iteration(&layout))
         .unwrap_or(0);
     let path = layout.agent_log(n);
-    if !path.exists() && !a.follow {
+    let discarded = if a.follow {
+        Vec::new()
+    } else {
+        discarded_logs(&layout, n)
+    };
+    if !path.exists() && !a.follow && discarded.is_empty() {
         return Err(Error::input(format!(
             "no log for iteration {n} of `{}` ({})",
             a.topic,
             path.display()
         )));
     }
-    let mut pos = 0u64;
     let mut out = std::io::stdout();
+    for (name, log) in &discarded {
+        writeln!(out, "--- discarded attempt {name} ---").at(log, "print")?;
+        let mut f = std::fs::File::open(log).at(log, "read")?;
+        std::io::copy(&mut f, &mut out).at(log, "print")?;
+    }
+    if !discarded.is_empty() && path.exists() {
+        writeln!(out, "--- iteration {n} ---").at(&path, "print")?;
+    }
+    let mut pos = 0u64;
     loop {
         if let Ok(mut f) = std::fs::File::open(&path) {
             f.seek(SeekFrom::Start(pos)).at(&path, "seek")?;
@@ -121,6 +134,29 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         }
         std::thread::sleep(Duration::from_millis(200)); // allow: follow polls, never spins
     }
+}
+
+/// The logs of iteration `n`'s discarded attempts (oldest first), named by their directory
+/// (`iteration-003.attempt-1.<time>`).
+fn discarded_logs(
+    layout: &crate::disk::layout::Layout,
+    n: u32,
+) -> Vec<(String, std::path::PathBuf)> {
+    let prefix = format!("{}.", crate::disk::layout::iteration_dir_name(n));
+    let Ok(rd) = std::fs::read_dir(layout.discarded_records()) else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, std::path::PathBuf)> = rd
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let log = e.path().join("agent.log");
+            (name.starts_with(&prefix) && log.is_file()).then_some((name, log))
+        })
+        .collect();
+    let when = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    found.sort_by(|a, b| when(&a.1).cmp(&when(&b.1)).then(a.0.cmp(&b.0)));
+    found
 }
 
 /// `diff`.

@@ -139,3 +139,18 @@ fn the_files_of_version_0_1_0_are_still_read() {
     r.code(0);
     assert!(r.stdout().contains("\"pass_rate\""), "{}", r.stdout());
 }
+
+#[test]
+fn logs_of_an_iteration_show_its_discarded_attempts_marked() {
+    let t = crate::support::TestHome::new();
+    t.start_fg("retry", "crash-once", &["--max-iterations", "1"])
+        .code(0);
+    let r = t.run(&["wiggum", "logs", "retry", "--iteration", "1"]);
+    r.code(0);
+    let out = r.stdout();
+    assert!(
+        out.contains("--- discarded attempt iteration-001.attempt-1."),
+        "{out}"
+    );
+    assert!(out.contains("fatal: simulated crash"), "{out}");
+}
