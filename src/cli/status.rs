@@ -83,6 +83,12 @@ fn detail(v: &LoopView) -> String {
         if let Some(e) = &s.last_event {
             out.push_str(&format!("\n  caught:    {e}"));
         }
+        if let (Some(until), Some(why)) = (s.waiting_until, &s.waiting_reason)
+            && v.status == "waiting"
+        {
+            let at = until.with_timezone(&chrono::Local).format("%H:%M:%S");
+            out.push_str(&format!("\n  waiting:   until {at} ({why})"));
+        }
         if let Some(r) = &v.pause_reason {
             out.push_str(&format!("\n  paused:    {r}"));
         }

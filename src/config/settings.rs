@@ -192,6 +192,14 @@ pub struct Safety {
     pub max_idle_secs: u64,
     /// Stop an agent that printed the completion promise and lingers this long, in seconds.
     pub promise_grace_secs: u64,
+    /// Agent runs per hour at most (0: no limit); past it the loop waits.
+    pub max_calls_per_hour: u32,
+    /// First wait after a limit answer without a reset time, in seconds (doubling, ≤ 1 h).
+    pub limit_backoff_secs: u64,
+    /// Extra patterns (regular expressions) of output lines that mean "wait and retry".
+    pub limit_patterns: Vec<String>,
+    /// Extra patterns of output lines that mean "this will not work": the loop stops.
+    pub fatal_patterns: Vec<String>,
     /// CPU seconds of each process of an agent run (0 = no limit).
     pub max_cpu_secs: u64,
     /// Open files of each process of an agent run (0 = inherited).
@@ -222,6 +230,10 @@ impl Default for Safety {
             max_memory_mb: 0,
             max_idle_secs: 300,
             promise_grace_secs: 10,
+            max_calls_per_hour: 0,
+            limit_backoff_secs: 60,
+            limit_patterns: Vec::new(),
+            fatal_patterns: Vec::new(),
             max_cpu_secs: 0,
             max_open_files: 0,
             deny_tools: Vec::new(),

@@ -208,6 +208,8 @@ pub enum Outcome {
     Interrupted,
     /// The planning phase.
     Planned,
+    /// The provider answered with a usage or rate limit: waited out, not a failure.
+    Limited,
 }
 
 impl Outcome {
@@ -222,6 +224,7 @@ impl Outcome {
             Outcome::Crashed => "crashed",
             Outcome::Interrupted => "interrupted",
             Outcome::Planned => "planned",
+            Outcome::Limited => "limited",
         }
     }
 }
@@ -417,7 +420,10 @@ impl RunRecord {
     #[must_use]
     pub fn completes_iteration(&self) -> bool {
         self.record == RecordKind::Iteration
-            && !matches!(self.outcome, Outcome::Crashed | Outcome::Interrupted)
+            && !matches!(
+                self.outcome,
+                Outcome::Crashed | Outcome::Interrupted | Outcome::Limited
+            )
     }
 }
 

@@ -24,6 +24,8 @@ pub enum Status {
     Paused,
     /// A stop was requested; the current agent is being stopped.
     Stopping,
+    /// Waiting out a usage or rate limit (`waiting_until`), or the calls-per-hour ceiling.
+    Waiting,
     /// Stopped by the user (or a budget).
     Stopped,
     /// Ended on its own exit condition.
@@ -38,7 +40,11 @@ impl Status {
     pub fn is_live(self) -> bool {
         matches!(
             self,
-            Status::Planning | Status::Running | Status::Paused | Status::Stopping
+            Status::Planning
+                | Status::Running
+                | Status::Paused
+                | Status::Stopping
+                | Status::Waiting
         )
     }
 
@@ -50,6 +56,7 @@ impl Status {
             Status::Running => "running",
             Status::Paused => "paused",
             Status::Stopping => "stopping",
+            Status::Waiting => "waiting",
             Status::Stopped => "stopped",
             Status::Completed => "completed",
             Status::Failed => "failed",
@@ -165,6 +172,14 @@ pub struct LoopState {
     pub spend: Spend,
     /// What the breakers remember.
     pub trends: Trends,
+    /// While `waiting`: until when.
+    pub waiting_until: Option<DateTime<Utc>>,
+    /// While `waiting`: why ("usage limit, claude").
+    pub waiting_reason: Option<String>,
+    /// Limit answers in a row without a reset time (the backoff's exponent).
+    pub limit_waits: u32,
+    /// When the latest agent runs started (for `max_calls_per_hour`).
+    pub recent_calls: VecDeque<DateTime<Utc>>,
     /// Names (never values) of the environment variables the last agent run was given.
     pub agent_env: Vec<String>,
     /// The last thing the harness caught (a protected file changed, a ceiling crossed).
@@ -205,6 +220,10 @@ impl Default for LoopState {
             harness: None,
             spend: Spend::default(),
             trends: Trends::default(),
+            waiting_until: None,
+            waiting_reason: None,
+            limit_waits: 0,
+            recent_calls: VecDeque::new(),
             agent_env: Vec::new(),
             last_event: None,
         }

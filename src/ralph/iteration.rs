@@ -6,7 +6,7 @@ use chrono::Utc;
 use super::context::Loop;
 use super::decide::{self, AfterRun};
 use super::runner::Phase;
-use super::{accept, commit, promise, templates};
+use super::{accept, commit, limits, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
 use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
@@ -162,12 +162,61 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             discard(lp, n, attempt)?;
             return Ok(Result::Stop(StopReason::Error, why));
         }
-        let limits = decide::TrendLimits::of(&lp.settings.safety);
+        if !run.outcome.ending.success()
+            && !stopped_now(lp)
+            && let Some(limit) = limits::recognise(
+                &tail,
+                &lp.settings.safety.limit_patterns,
+                &lp.settings.safety.fatal_patterns,
+                chrono::Utc::now(),
+            )
+        {
+            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            rec.files_changed.clone_from(&changed);
+            commit::carry(lp, &changed_paths);
+            match limit {
+                limits::Limit::Fatal(line) => {
+                    let why =
+                        format!("the agent's provider refused, waiting will not help: {line}");
+                    rec.note = Some(why.clone());
+                    runlog::record(&layout, &rec)?;
+                    discard(lp, n, attempt)?;
+                    return Ok(Result::Stop(StopReason::Error, why));
+                }
+                limits::Limit::Wait { until, what, line } => {
+                    let until = until.unwrap_or_else(|| {
+                        let wait = limits::backoff(
+                            lp.settings.safety.limit_backoff_secs,
+                            lp.runner.state.limit_waits,
+                        );
+                        lp.runner.state.limit_waits += 1;
+                        chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+                    });
+                    rec.outcome = Outcome::Limited;
+                    rec.note = Some(format!("{what}: {line}"));
+                    runlog::record(&layout, &rec)?;
+                    discard(lp, n, attempt)?;
+                    let reason = format!("{what}, {}", lp.agent.name);
+                    if lp.runner.wait_until(until, &reason).await? {
+                        return Ok(Result::Stop(
+                            StopReason::UserStop,
+                            format!("stopped while waiting ({reason})"),
+                        ));
+                    }
+                    continue;
+                }
+            }
+        }
+        if run.outcome.ending.success() {
+            lp.runner.state.limit_waits = 0;
+        }
+        let trend_limits = decide::TrendLimits::of(&lp.settings.safety);
         let output = std::fs::metadata(&run.log).map_or(0, |m| m.len());
         let error = decide::last_error(&tail);
         let stopped = stopped_now(lp);
         let trends = &mut lp.runner.state.trends;
-        if !stopped && let Some(why) = decide::record_run(trends, error.as_deref(), output, limits)
+        if !stopped
+            && let Some(why) = decide::record_run(trends, error.as_deref(), output, trend_limits)
         {
             commit::carry(lp, &changed_paths);
             let mut rec = record(&run, n, attempt, Outcome::Crashed);

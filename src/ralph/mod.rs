@@ -14,6 +14,7 @@ pub mod dry_run;
 pub mod fix_plan;
 pub mod guard;
 pub mod iteration;
+pub mod limits;
 pub mod promise;
 pub mod recover;
 pub mod runner;

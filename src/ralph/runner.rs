@@ -55,6 +55,62 @@ pub struct Phase<'a> {
 }
 
 impl Runner {
+    /// Wait until `until` (a usage limit's reset, a free call slot) with the status `waiting`
+    /// and the reason shown; `stop` ends the wait at once (returns `true`), a pause holds it.
+    pub async fn wait_until(
+        &mut self,
+        until: chrono::DateTime<chrono::Utc>,
+        reason: &str,
+    ) -> Result<bool> {
+        let before = self.state.status;
+        self.state.status = Status::Waiting;
+        self.state.waiting_until = Some(until);
+        self.state.waiting_reason = Some(reason.to_string());
+        self.save()?;
+        tracing::info!(
+            "waiting until {} ({reason})",
+            until.with_timezone(&chrono::Local).format("%H:%M:%S")
+        );
+        let stopped = loop {
+            if self.stop_level() >= StopLevel::Now {
+                break true;
+            }
+            let req = crate::disk::requests::read(&self.layout.requests());
+            if req.stop_after_iteration {
+                break true;
+            }
+            if chrono::Utc::now() >= until && !req.pause {
+                break false;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        self.state.status = before;
+        self.state.waiting_until = None;
+        self.state.waiting_reason = None;
+        self.save()?;
+        Ok(stopped)
+    }
+
+    /// Hold the next agent run until `[safety] max_calls_per_hour` allows it; then count it.
+    async fn take_call_slot(&mut self) -> Result<()> {
+        let max = self.safety.max_calls_per_hour as usize;
+        let now = chrono::Utc::now();
+        let hour = chrono::Duration::hours(1);
+        self.state.recent_calls.retain(|t| now - *t < hour);
+        if max > 0
+            && self.state.recent_calls.len() >= max
+            && let Some(oldest) = self.state.recent_calls.front().copied()
+        {
+            let reason = format!("{max} agent runs per hour ([safety] max_calls_per_hour)");
+            self.wait_until(oldest + hour, &reason).await?;
+        }
+        self.state.recent_calls.push_back(chrono::Utc::now());
+        while self.state.recent_calls.len() > max.max(1) {
+            self.state.recent_calls.pop_front();
+        }
+        Ok(())
+    }
+
     /// The agent deleted `wiggum/`: put back what the supervisor owns (the state, the run
     /// records from the records' copy) and say how to go on. The loop then ends.
     fn rebuild_after_deletion(&mut self) -> crate::error::Error {
@@ -113,6 +169,7 @@ impl Runner {
             token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
             safety: self.safety.clone(),
         };
+        self.take_call_slot().await?;
         // The token is on disk before the spawn and the process group before the job's gate
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
         self.state.agent_token = Some(launch.token.clone());

@@ -27,6 +27,9 @@
 #                in $ARTIFACT_PATH/net.log
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
+#   limit        on an iteration's first attempt, print Claude's usage limit with a reset
+#                $FAKE_RESET seconds ahead (default 3) and exit 1
+#   limit429     on an iteration's first attempt, print an HTTP 429 and exit 1
 #   err          print an error line whose numbers change from run to run
 #   shrink       print 3000 bytes in iterations 1-3, nothing from iteration 4 on
 #   linger       stay 60 s after everything (after the promise, with `promise`)
@@ -51,6 +54,17 @@ has lock-delete && rm -f "$WIGGUM_DIR/.lock"
 has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
 at() { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }
 if [ "$WIGGUM_PHASE" = iteration ]; then
+    limited="${FAKE_PIDS%/*}/.fake-limited-$ITERATION"
+    if has limit && [ ! -e "$limited" ]; then
+        : > "$limited"
+        echo "Claude AI usage limit reached|$(( $(date +%s) + ${FAKE_RESET:-3} ))"
+        exit 1
+    fi
+    if has limit429 && [ ! -e "$limited" ]; then
+        : > "$limited"
+        echo "API Error: 429 Too Many Requests"
+        exit 1
+    fi
     has err && echo "Error: upstream request $$ failed after ${ITERATION}0 ms (/tmp/req-$$)"
     if has shrink && [ "$ITERATION" -lt 4 ]; then head -c 3000 /dev/zero | tr '\0' 'x'; echo; fi
     has dump-env && env > "${FAKE_PIDS%/*}/env-$ITERATION"

@@ -11,6 +11,7 @@ mod exits;
 mod gate_cmd;
 mod harness;
 mod inspect;
+mod limits;
 mod lock;
 mod loop_core;
 mod loop_gate;
