@@ -11,7 +11,7 @@ pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
 pub use settings::{
-    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Network, NetworkRule,
+    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Network, NetworkRule,
     OPTIONAL_SECTIONS, OnGateFail, Price, QualityWeights, Safety, SandboxMode, Settings,
     Validation, default_weights, price_of,
 };

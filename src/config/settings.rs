@@ -21,6 +21,8 @@ pub struct Settings {
     pub gate: GateSettings,
     /// How accepted iterations are committed.
     pub git: GitSettings,
+    /// Commands told about the loop's events (notifications).
+    pub hooks: Hooks,
     /// Named agents: a command line, or a table.
     pub agents: BTreeMap<String, super::AgentEntry>,
     /// Named evaluators.
@@ -416,6 +418,39 @@ pub fn default_weights() -> BTreeMap<String, f64> {
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect()
+}
+
+/// `[hooks]`: commands run on the loop's events, with the event as JSON on stdin and in the
+/// environment (`WIGGUM_EVENT`, `TOPIC`, `ITERATION`, `REASON`). A failing hook is logged and
+/// never stops the loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Hooks {
+    /// After every iteration.
+    pub on_iteration_end: Option<String>,
+    /// When the loop ends, whatever the reason.
+    pub on_stop: Option<String>,
+    /// When a budget ends the loop.
+    pub on_budget: Option<String>,
+    /// When the loop starts waiting out a limit.
+    pub on_waiting: Option<String>,
+    /// When a breaker ends the loop.
+    pub on_breaker: Option<String>,
+    /// Seconds a hook may run.
+    pub timeout_secs: u64,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Self {
+            on_iteration_end: None,
+            on_stop: None,
+            on_budget: None,
+            on_waiting: None,
+            on_breaker: None,
+            timeout_secs: 30,
+        }
+    }
 }
 
 /// `[git]`.

@@ -52,7 +52,7 @@ impl Loop {
         if !fix_plan::has_items(&plan)
             && let Some(r) = self.plan().await?
         {
-            return self.finish(r.0, &r.1);
+            return self.finish(r.0, &r.1).await;
         }
         self.runner.state.status = Status::Running;
         self.runner.save()?;
@@ -60,15 +60,24 @@ impl Loop {
             let facts = self.facts()?;
             self.runner.state.items_remaining = Some(facts.plan_remaining);
             if let Some((reason, why)) = decide::exit_reason(&facts) {
-                return self.finish(reason, &why);
+                return self.finish(reason, &why).await;
             }
             let n = self.done + 1;
             if self.wait_while_paused(n).await? {
                 continue;
             }
             match iteration::run(self, n).await? {
-                iteration::Result::Done => self.done = n,
-                iteration::Result::Stop(reason, why) => return self.finish(reason, &why),
+                iteration::Result::Done => {
+                    self.done = n;
+                    let st = &self.runner.state;
+                    let fields = serde_json::json!({
+                        "items_remaining": st.items_remaining,
+                        "last_gate_score": st.last_gate_score,
+                        "cost": st.spend.shown(),
+                    });
+                    self.runner.notify("iteration_end", n, "", fields).await;
+                }
+                iteration::Result::Stop(reason, why) => return self.finish(reason, &why).await,
             }
         }
     }
@@ -185,7 +194,7 @@ impl Loop {
     }
 
     /// Record the end, copy the final artifact, and return the reason.
-    fn finish(&mut self, reason: StopReason, why: &str) -> Result<StopReason> {
+    async fn finish(&mut self, reason: StopReason, why: &str) -> Result<StopReason> {
         let layout = self.runner.layout.clone();
         let last = self.runner.state.last_committed_iteration;
         if last > 0 {
@@ -201,6 +210,18 @@ impl Loop {
         st.stop_detail = Some(why.to_string());
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
+        let n = self.runner.state.current_iteration;
+        let fields = serde_json::json!({
+            "stop_reason": reason.as_str(),
+            "detail": why,
+            "cost": self.runner.state.spend.shown(),
+        });
+        match reason {
+            StopReason::Budget => self.runner.notify("budget", n, why, fields.clone()).await,
+            StopReason::Breaker => self.runner.notify("breaker", n, why, fields.clone()).await,
+            _ => {}
+        }
+        self.runner.notify("stop", n, reason.as_str(), fields).await;
         Ok(reason)
     }
 }

@@ -15,6 +15,7 @@ pub mod fix_plan;
 pub mod guard;
 pub mod iteration;
 pub mod limits;
+pub mod notify;
 pub mod promise;
 pub mod recover;
 pub mod runner;

@@ -32,6 +32,8 @@ pub struct Runner {
     pub promise: String,
     /// What no agent may change in the repository.
     pub protected: Protected,
+    /// `[hooks]`: who is told about the loop's events.
+    pub hooks: crate::config::Hooks,
     /// `[prices]`, to price the tokens of agents that report no cost.
     pub prices: std::collections::BTreeMap<String, crate::config::Price>,
 }
@@ -67,6 +69,9 @@ impl Runner {
         self.state.waiting_until = Some(until);
         self.state.waiting_reason = Some(reason.to_string());
         self.save()?;
+        let n = self.state.current_iteration;
+        let fields = serde_json::json!({"until": until.to_rfc3339()});
+        self.notify("waiting", n, reason, fields).await;
         tracing::info!(
             "waiting until {} ({reason})",
             until.with_timezone(&chrono::Local).format("%H:%M:%S")

@@ -363,6 +363,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         state,
         promise: p.settings.defaults.promise.clone(),
         prices: p.settings.prices.clone(),
+        hooks: p.settings.hooks.clone(),
         protected: super::guard::Protected {
             git_config: Some(repo.git().commondir().join("config")),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),

@@ -22,8 +22,10 @@ fn costly_agent(t: &TestHome, cost: f64) -> String {
 fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
     let t = TestHome::new();
     let cmd = costly_agent(&t, 4.0);
+    let told = t.root().join("budget.txt");
     t.write_home_config(&format!(
-        "[safety]\nmax_cost_per_loop = 10.0\n\n[agents.paid]\ncommand = \"{cmd}\"\noutput_format = \"claude-json\"\n"
+        "[safety]\nmax_cost_per_loop = 10.0\n\n[agents.paid]\ncommand = \"{cmd}\"\noutput_format = \"claude-json\"\n\n[hooks]\non_budget = \"echo \\\"$WIGGUM_EVENT: $REASON\\\" > {}\"\n",
+        told.display()
     ));
     let art = t.art().display().to_string();
     t.run(&[
@@ -55,6 +57,11 @@ fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
         .filter(|l| l.starts_with("agent "))
         .count();
     assert_eq!(spawned, 2);
+    let told = std::fs::read_to_string(&told).unwrap();
+    assert!(
+        told.starts_with("budget: cost budget: $8.0000 spent of $10.00"),
+        "{told}"
+    );
     let iters = t.runs("iteration");
     assert_eq!(iters.len(), 1);
     assert_eq!(iters[0]["cost_usd"], 4.0);

@@ -10,6 +10,7 @@ mod delegate;
 mod exits;
 mod gate_cmd;
 mod harness;
+mod hooks;
 mod inspect;
 mod limits;
 mod lock;

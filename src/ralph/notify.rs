@@ -1,0 +1,101 @@
+//! Notifications: `[hooks]` commands run on the loop's events — the end of an iteration, the
+//! end of the loop, a budget or a breaker, a wait — with the event as JSON on stdin and in the
+//! environment. A hook has a timeout and a capped log; one that fails is logged and never stops
+//! the loop.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::runner::Runner;
+use crate::agent::process::{self, Job};
+use crate::config::Hooks;
+use crate::sys::fsutil;
+
+/// The most of a hook's output kept in its log.
+const LOG_CAP: u64 = 64 * 1024;
+
+/// The hook command for `event`, if one is set.
+fn command_for<'a>(hooks: &'a Hooks, event: &str) -> Option<&'a str> {
+    match event {
+        "iteration_end" => hooks.on_iteration_end.as_deref(),
+        "stop" => hooks.on_stop.as_deref(),
+        "budget" => hooks.on_budget.as_deref(),
+        "waiting" => hooks.on_waiting.as_deref(),
+        "breaker" => hooks.on_breaker.as_deref(),
+        _ => None,
+    }
+}
+
+impl Runner {
+    /// Tell the `event` hook, if there is one. `fields` join the event's JSON.
+    pub async fn notify(&mut self, event: &str, iteration: u32, reason: &str, fields: Value) {
+        let Some(command) = command_for(&self.hooks, event).map(str::to_string) else {
+            return;
+        };
+        if let Err(e) = self
+            .run_hook(event, &command, iteration, reason, fields)
+            .await
+        {
+            tracing::warn!("the {event} hook failed: {e}");
+        }
+    }
+
+    async fn run_hook(
+        &mut self,
+        event: &str,
+        command: &str,
+        iteration: u32,
+        reason: &str,
+        mut fields: Value,
+    ) -> crate::error::Result<()> {
+        let dir = self.layout.records().join("hooks");
+        fsutil::create_dir_all(&dir)?;
+        if let Value::Object(m) = &mut fields {
+            m.insert("event".into(), event.into());
+            m.insert("topic".into(), self.topic.clone().into());
+            m.insert("iteration".into(), iteration.into());
+            m.insert("reason".into(), reason.into());
+            m.insert("status".into(), self.state.status.as_str().into());
+            m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
+        }
+        let json = fields.to_string();
+        let input = dir.join(format!("{event}.json"));
+        fsutil::atomic_write(&input, json.as_bytes())?;
+        let log = dir.join(format!("{event}.log"));
+        let job = Job {
+            command: command.to_string(),
+            cwd: self.layout.root().to_path_buf(),
+            env: vec![
+                ("WIGGUM_EVENT".into(), event.into()),
+                ("WIGGUM_EVENT_JSON".into(), json),
+                ("TOPIC".into(), self.topic.clone()),
+                ("ITERATION".into(), iteration.to_string()),
+                ("REASON".into(), reason.into()),
+            ],
+            stdin: Some(input),
+            log: log.clone(),
+            stdout: None,
+            limit: Duration::from_secs(self.hooks.timeout_secs.max(1)),
+            grace: Duration::from_secs(2),
+            token: process::new_token("hook"),
+            env_clear: false,
+            sandbox: None,
+            liveness: None,
+        };
+        let out = process::run(&job, &mut self.stops, |_| {}).await?;
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_CAP)
+            && let Ok(f) = std::fs::OpenOptions::new().write(true).open(&log)
+        {
+            let _kept = f.set_len(LOG_CAP);
+        }
+        if !out.ending.success() {
+            tracing::warn!(
+                "the {event} hook `{command}` {} (log: {})",
+                out.ending,
+                log.display()
+            );
+        }
+        Ok(())
+    }
+}
