@@ -33,8 +33,9 @@ const FATAL: [&str; 7] = [
     r"(?i)billing (hard )?limit",
 ];
 
-const RATE: [&str; 5] = [
-    r"(?i)\b429\b",
+const RATE: [&str; 6] = [
+    r"(?i)(http|status|error|code)[ :=]*429\b",
+    r"(?i)\b429 too many",
     r"(?i)rate[ _-]?limit",
     r"(?i)too many requests",
     r"(?i)overloaded",
@@ -239,6 +240,20 @@ mod tests {
             recognise("license expired", &[], &["license expired".into()], now()),
             Some(Limit::Fatal(_))
         ));
+    }
+
+    #[test]
+    fn what_real_agents_print_on_a_normal_run_is_no_limit() {
+        for out in [
+            include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.1.json"),
+            include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.2.json"),
+            include_str!("../../tests/fixtures/agent-output/codex-exec-plain.1.txt"),
+            include_str!("../../tests/fixtures/agent-output/codex-exec-plain.2.txt"),
+            include_str!("../../tests/fixtures/agent-output/aider-message.1.txt"),
+            "test result: FAILED. expected status 200, got 404 (429 tests ran)",
+        ] {
+            assert_eq!(recognise(out, &[], &[], now()), None, "{out}");
+        }
     }
 
     #[test]
