@@ -269,11 +269,16 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
             .map(|t| Ok((t.clone(), registry::require(&home, t)?)))
             .collect::<Result<_>>()?
     };
-    let mut all = Vec::new();
+    // Streamed: a run log of any length is read one line at a time into sums and counts.
+    let mut agg = report::Aggregator::new(7.0);
     for (_, path) in &topics {
-        all.extend(runlog::read(&Layout::for_loop(&home, path).runs())?);
+        let runs = Layout::for_loop(&home, path).runs();
+        if let Ok(f) = std::fs::File::open(&runs) {
+            fsutil::stream_lines(std::io::BufReader::new(f), 1 << 20, |l| agg.add_line(l))
+                .at(&runs, "read")?;
+        }
     }
-    let r = report::aggregate(&all, 7.0);
+    let r = agg.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
         return Ok(0);

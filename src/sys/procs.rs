@@ -135,6 +135,33 @@ pub fn rss_bytes(pid: i32) -> u64 {
     pages * page
 }
 
+/// A process's CPU use over its life so far, in percent of one core: its user and system time
+/// against the time since it started. One read, no sampling interval (`status` never sleeps).
+#[must_use]
+pub fn cpu_percent(pid: i32) -> Option<f32> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest: Vec<&str> = text
+        .get(text.rfind(')')? + 1..)?
+        .split_whitespace()
+        .collect();
+    // rest[11] = utime (field 14), rest[12] = stime (15), rest[19] = starttime (22).
+    let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
+    let start: f64 = rest.get(19)?.parse().ok()?;
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .map_or(100.0, |v| v as f64);
+    let uptime: f64 = fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let alive = uptime - start / hz;
+    #[allow(clippy::cast_possible_truncation)]
+    (alive > 0.0).then(|| (ticks / hz / alive * 100.0) as f32)
+}
+
 /// Children of `parent` (running or zombie).
 #[must_use]
 pub fn children_of(parent: i32) -> Vec<Stat> {
@@ -154,6 +181,20 @@ mod tests {
             (1234, 1, 1234, 1234, 'S')
         );
         assert_eq!(s.start_ticks, 98765);
+    }
+
+    #[test]
+    fn our_own_cpu_is_read_without_sampling() {
+        let me = std::process::id().cast_signed();
+        let begun = std::time::Instant::now();
+        let mut x = 0u64;
+        while begun.elapsed() < std::time::Duration::from_millis(50) {
+            x = x.wrapping_add(1);
+        }
+        assert!(x > 0);
+        let c = cpu_percent(me).unwrap();
+        assert!((0.0..=200.0 * 64.0).contains(&c), "{c}");
+        assert_eq!(cpu_percent(i32::MAX), None);
     }
 
     #[test]

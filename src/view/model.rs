@@ -138,18 +138,14 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     })
 }
 
+/// The agent's CPU (over its life) and resident memory, read from `/proc` at once.
 fn agent_usage(pid: u32) -> (Option<f32>, Option<u64>) {
-    use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
-    let Ok(mut sys) = System::new() else {
-        return (None, None);
-    };
-    let p = [Pid::from_u32(pid)];
-    let kind = ProcessRefreshKind::nothing().with_cpu().with_memory();
-    sys.refresh_processes_specifics(ProcessesToUpdate::Some(&p), true, kind);
-    std::thread::sleep(sysinfo::MINIMUM_CPU_UPDATE_INTERVAL); // allow: CPU needs two samples
-    sys.refresh_processes_specifics(ProcessesToUpdate::Some(&p), true, kind);
-    sys.process(p[0])
-        .map_or((None, None), |pr| (Some(pr.cpu_usage()), Some(pr.memory())))
+    let pid = pid.cast_signed();
+    let rss = crate::sys::procs::rss_bytes(pid);
+    (
+        crate::sys::procs::cpu_percent(pid),
+        (rss > 0).then_some(rss),
+    )
 }
 
 fn tail(text: &str, n: usize) -> Vec<String> {

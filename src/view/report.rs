@@ -35,11 +35,6 @@ pub struct Report {
     pub outcomes: BTreeMap<String, usize>,
 }
 
-#[allow(clippy::cast_precision_loss)]
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64 * 100.0).round() / 100.0)
-}
-
 fn ranked(m: BTreeMap<String, usize>, n: usize) -> Vec<(String, usize)> {
     let mut v: Vec<(String, usize)> = m.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -50,56 +45,154 @@ fn ranked(m: BTreeMap<String, usize>, n: usize) -> Vec<(String, usize)> {
 /// Aggregate iteration records; `weak_below` is the focus threshold.
 #[must_use]
 pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
-    let its: Vec<&RunRecord> = records
-        .iter()
-        .filter(|r| r.record == crate::disk::records::RecordKind::Iteration)
-        .collect();
-    let mut outcomes = BTreeMap::new();
-    for r in &its {
-        *outcomes.entry(r.outcome.as_str().to_string()).or_insert(0) += 1;
+    let mut a = Aggregator::new(weak_below);
+    for r in records {
+        a.add(r);
     }
-    let gates: Vec<_> = its
-        .iter()
-        .filter_map(|r| r.gate.as_ref())
-        .filter(|g| g.verdict != Verdict::Error)
-        .collect();
-    let r1: Vec<f64> = gates.iter().filter_map(|g| g.wiggum_r1).collect();
-    let fin: Vec<f64> = gates.iter().filter_map(|g| g.final_score).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let rounds: Vec<f64> = gates.iter().map(|g| f64::from(g.rounds)).collect();
-    #[allow(clippy::cast_precision_loss)]
-    let pass_rate = (!gates.is_empty()).then(|| {
-        gates.iter().filter(|g| g.verdict == Verdict::Pass).count() as f64 / gates.len() as f64
-    });
-    let mut weak = BTreeMap::new();
-    let mut issues = BTreeMap::new();
-    for g in &gates {
+    a.finish()
+}
+
+/// The fields of a run record the report reads (the rest of each line is skipped, not built).
+#[derive(serde::Deserialize)]
+struct Row {
+    record: crate::disk::records::RecordKind,
+    outcome: crate::disk::records::Outcome,
+    #[serde(default)]
+    gate: Option<GateRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct GateRow {
+    #[serde(rename = "final")]
+    verdict: Verdict,
+    #[serde(default)]
+    wiggum_r1: Option<f64>,
+    #[serde(default)]
+    final_score: Option<f64>,
+    #[serde(default)]
+    rounds: u32,
+    #[serde(default)]
+    wiggum_scores: BTreeMap<String, BTreeMap<String, f64>>,
+    #[serde(default)]
+    issues: BTreeMap<String, Vec<String>>,
+}
+
+/// The report built one record at a time, so a run log of any length is streamed through it in
+/// bounded memory (sums and counts, not the records).
+#[derive(Debug, Clone, Default)]
+pub struct Aggregator {
+    weak_below: f64,
+    iterations: usize,
+    gated: usize,
+    passes: usize,
+    r1: (f64, usize),
+    fin: (f64, usize),
+    rounds: (f64, usize),
+    weak: BTreeMap<String, usize>,
+    issues: BTreeMap<String, usize>,
+    outcomes: BTreeMap<String, usize>,
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn mean_of((sum, n): (f64, usize)) -> Option<f64> {
+    (n > 0).then(|| (sum / n as f64 * 100.0).round() / 100.0)
+}
+
+impl Aggregator {
+    /// An empty aggregate; `weak_below` is the focus threshold.
+    #[must_use]
+    pub fn new(weak_below: f64) -> Self {
+        Self {
+            weak_below,
+            ..Self::default()
+        }
+    }
+
+    /// Count one record (only iteration records count).
+    pub fn add(&mut self, r: &RunRecord) {
+        let gate = r.gate.as_ref().map(|g| GateRow {
+            verdict: g.verdict,
+            wiggum_r1: g.wiggum_r1,
+            final_score: g.final_score,
+            rounds: g.rounds,
+            wiggum_scores: g.wiggum_scores.clone(),
+            issues: g.issues.clone(),
+        });
+        self.add_row(&Row {
+            record: r.record,
+            outcome: r.outcome,
+            gate,
+        });
+    }
+
+    /// Count one line of `runs.jsonl` (anything but an iteration record is skipped before it is
+    /// parsed).
+    pub fn add_line(&mut self, line: &[u8]) {
+        const KIND: &[u8] = br#""record":"iteration""#;
+        if !line.windows(KIND.len()).any(|w| w == KIND) {
+            return;
+        }
+        if let Ok(row) = serde_json::from_slice::<Row>(line) {
+            self.add_row(&row);
+        }
+    }
+
+    fn add_row(&mut self, r: &Row) {
+        if r.record != crate::disk::records::RecordKind::Iteration {
+            return;
+        }
+        self.iterations += 1;
+        *self
+            .outcomes
+            .entry(r.outcome.as_str().to_string())
+            .or_insert(0) += 1;
+        let Some(g) = r.gate.as_ref().filter(|g| g.verdict != Verdict::Error) else {
+            return;
+        };
+        self.gated += 1;
+        if g.verdict == Verdict::Pass {
+            self.passes += 1;
+        }
+        if let Some(v) = g.wiggum_r1 {
+            self.r1 = (self.r1.0 + v, self.r1.1 + 1);
+        }
+        if let Some(v) = g.final_score {
+            self.fin = (self.fin.0 + v, self.fin.1 + 1);
+        }
+        self.rounds = (self.rounds.0 + f64::from(g.rounds), self.rounds.1 + 1);
         for dims in g.wiggum_scores.values() {
             for (d, s) in dims {
-                if *s < weak_below {
-                    *weak.entry(d.clone()).or_insert(0) += 1;
+                if *s < self.weak_below {
+                    *self.weak.entry(d.clone()).or_insert(0) += 1;
                 }
             }
         }
         for i in g.issues.get("r1").into_iter().flatten() {
-            *issues.entry(i.to_lowercase()).or_insert(0) += 1;
+            *self.issues.entry(i.to_lowercase()).or_insert(0) += 1;
         }
     }
-    let mean_r1 = mean(&r1);
-    Report {
-        iterations: its.len(),
-        gated: gates.len(),
-        mean_r1,
-        mean_final: mean(&fin),
-        pass_rate: pass_rate.map(|p| (p * 1000.0).round() / 1000.0),
-        mean_rounds: mean(&rounds),
-        composite: match (mean_r1, pass_rate) {
-            (Some(m), Some(p)) => Some(((0.7 * m + 0.3 * p * 10.0) * 100.0).round() / 100.0),
-            _ => None,
-        },
-        weak_dimensions: ranked(weak, 6),
-        top_issues: ranked(issues, 10),
-        outcomes,
+
+    /// The report.
+    #[must_use]
+    pub fn finish(self) -> Report {
+        #[allow(clippy::cast_precision_loss)]
+        let pass_rate = (self.gated > 0).then(|| self.passes as f64 / self.gated as f64);
+        let mean_r1 = mean_of(self.r1);
+        Report {
+            iterations: self.iterations,
+            gated: self.gated,
+            mean_r1,
+            mean_final: mean_of(self.fin),
+            pass_rate: pass_rate.map(|p| (p * 1000.0).round() / 1000.0),
+            mean_rounds: mean_of(self.rounds),
+            composite: match (mean_r1, pass_rate) {
+                (Some(m), Some(p)) => Some(((0.7 * m + 0.3 * p * 10.0) * 100.0).round() / 100.0),
+                _ => None,
+            },
+            weak_dimensions: ranked(self.weak, 6),
+            top_issues: ranked(self.issues, 10),
+            outcomes: self.outcomes,
+        }
     }
 }
 
