@@ -97,6 +97,8 @@ pub async fn terminate(
     }
     signal_all(pgid, token, Signal::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
+    // An agent that obeys TERM is gone within milliseconds: look again soon, then less often.
+    let mut pause = Duration::from_millis(1);
     loop {
         reap_adopted();
         if survivors(pgid, token).is_empty() {
@@ -105,7 +107,8 @@ pub async fn terminate(
         if force() || tokio::time::Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(25));
     }
     let killed: Vec<i32> = survivors(pgid, token).iter().map(|s| s.pid).collect();
     tracing::warn!("SIGKILL after {grace:?} grace: {killed:?}");

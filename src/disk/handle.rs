@@ -87,16 +87,37 @@ impl Handle {
         Ok(h)
     }
 
-    /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first.
+    /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first. The
+    /// kernel says when: a thread blocks on the home lock (released the instant the supervisor
+    /// exits); the artifact lock is checked after it.
     pub fn wait_released(&self, deadline: Option<Instant>) -> Result<bool> {
+        let home_lock = lock::home_lock(&self.home, self.layout.root());
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Ok(f) = std::fs::File::open(&home_lock) {
+            std::thread::spawn(move || {
+                // Blocks until the supervisor's lock is gone, then lets it go at once.
+                let _got = f.lock();
+                drop(f);
+                let _sent = tx.send(());
+            });
+        } else {
+            drop(tx);
+        }
+        let mut pause = Duration::from_millis(1);
         loop {
-            if self.holder()?.is_none() {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let woke = match left {
+                Some(l) if l.is_zero() => false,
+                Some(l) => rx.recv_timeout(l.min(pause)).is_ok(),
+                None => rx.recv_timeout(pause).is_ok(),
+            };
+            if (woke || pause >= Duration::from_millis(25)) && self.holder()?.is_none() {
                 return Ok(true);
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Ok(false);
             }
-            std::thread::sleep(Duration::from_millis(25)); // allow: CLI poll
+            pause = (pause * 2).min(Duration::from_millis(25));
         }
     }
 }
