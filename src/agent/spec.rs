@@ -25,7 +25,7 @@ pub fn preset(name: &str) -> Option<AgentTable> {
             OutputFormat::ClaudeJson,
         ),
         "codex" => (
-            "codex exec --full-auto --skip-git-repo-check -",
+            "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -",
             true,
             OutputFormat::Codex,
         ),
@@ -169,6 +169,49 @@ pub fn command_line(table: &AgentTable, prompt_file: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The flags a preset passes (`--x`, `-x`; the `-` stdin argument is not a flag).
+    fn flags(command: &str) -> Vec<&str> {
+        command
+            .split_whitespace()
+            .filter(|w| w.starts_with('-') && *w != "-")
+            .map(|w| w.split('=').next().unwrap_or(w))
+            .collect()
+    }
+
+    #[test]
+    fn every_preset_flag_exists_in_the_cli_it_names() {
+        let helps = [
+            (
+                "claude",
+                include_str!("../../tests/fixtures/cli-help/claude-code-2.1.197-help.txt"),
+            ),
+            (
+                "codex",
+                include_str!("../../tests/fixtures/cli-help/codex-0.169.0-exec-help.txt"),
+            ),
+            (
+                "gemini",
+                include_str!("../../tests/fixtures/cli-help/gemini-cli-0.61.0-help.txt"),
+            ),
+        ];
+        for (name, help) in helps {
+            let command = preset(name).unwrap().command;
+            for flag in flags(&command) {
+                let listed = help.lines().any(|l| {
+                    l.split(|c: char| c.is_whitespace() || c == ',')
+                        .any(|w| w == flag || w.starts_with(&format!("{flag}=")))
+                });
+                assert!(listed, "`{flag}` of the {name} preset is not in its --help");
+            }
+        }
+        assert_eq!(flags("codex exec --full-auto -"), ["--full-auto"]);
+        assert!(
+            !include_str!("../../tests/fixtures/cli-help/codex-0.169.0-exec-help.txt")
+                .contains("--full-auto"),
+            "the fixture proves the old flag is gone"
+        );
+    }
+
     use super::*;
 
     #[test]
