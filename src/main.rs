@@ -15,6 +15,16 @@ fn main() {
         studio_agents::sys::kernel::default_sigpipe();
     }
     let config = cli.config.clone();
+    // Every command that accepts --config checks it, even those that do not read settings.
+    if let Some(file) = &config
+        && let Err(e) = studio_agents::config::load(&studio_agents::config::Sources {
+            explicit: Some(file.clone()),
+            ..Default::default()
+        })
+    {
+        eprintln!("error: {e}");
+        std::process::exit(e.exit_code());
+    }
     let result = match &cli.command {
         Top::Wiggum(w) => match w {
             Wiggum::Start(a) => start::run(a, config),

@@ -58,7 +58,15 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
 
 /// `pause` (`on = true`) and `resume`.
 pub fn pause(topic: &str, on: bool) -> Result<i32> {
-    let h = Handle::open(topic)?.set_pause(on)?;
+    let lp = Handle::open(topic)?;
+    if !on && !crate::disk::requests::read(&lp.layout.requests()).pause {
+        let h = lp.running()?;
+        return Err(Error::NotRunning(format!(
+            "loop `{topic}` (pid {}) is not paused; nothing to resume",
+            h.pid
+        )));
+    }
+    let h = lp.set_pause(on)?;
     if on {
         println!(
             "loop `{topic}` (pid {}) will pause at the next iteration boundary",

@@ -25,7 +25,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "studio-agents", version, propagate_version = true)]
 #[command(
-    after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./artifacts/research\n  studio-agents wiggum status\n  studio-agents wiggum stop research"
+    after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./artifacts/research\n  studio-agents wiggum status\n  studio-agents wiggum stop research\n\nExit codes:\n  0    success (a loop that completed or was stopped; gate: PASS)\n  1    runtime failure (a loop that failed: breaker, error; gate: FAIL or ERROR)\n  2    bad usage or input: a flag, a file, a settings key (nothing is written)\n  3    already running (start), or not running / not paused (stop, pause, resume)\n  130  interrupted (Ctrl-C in the foreground, after a clean stop)"
 )]
 pub struct Cli {
     /// Settings file layered over $STUDIO_AGENTS_HOME/wiggum.toml and the loop's wiggum.toml.

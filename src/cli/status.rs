@@ -89,7 +89,9 @@ fn detail(v: &LoopView) -> String {
             let at = until.with_timezone(&chrono::Local).format("%H:%M:%S");
             out.push_str(&format!("\n  waiting:   until {at} ({why})"));
         }
-        if let Some(r) = &v.pause_reason {
+        if v.pause_reason.is_some() && !matches!(v.status.as_str(), "paused" | "waiting") {
+            out.push_str("\n  pause:     requested (at the next iteration boundary)");
+        } else if let Some(r) = &v.pause_reason {
             out.push_str(&format!("\n  paused:    {r}"));
         }
         if let (Some(r), Some(d)) = (s.stop_reason, &s.stop_detail) {

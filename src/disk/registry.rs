@@ -16,6 +16,13 @@ struct Entry {
 
 /// Refuse topics that are not plain names (they become file names).
 pub fn check_topic(topic: &str) -> Result<()> {
+    if topic.len() > 100 {
+        return Err(Error::input(format!(
+            "topic `{}…`: too long ({} characters; at most 100)",
+            topic.chars().take(20).collect::<String>(),
+            topic.chars().count()
+        )));
+    }
     let ok = !topic.is_empty()
         && topic.len() <= 100
         && !topic.starts_with('.')

@@ -93,8 +93,11 @@ async fn serve(p: Prepared) -> Result<i32> {
         }
     };
     kill::reap_adopted();
+    let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match reason.final_status() {
         Status::Failed => 1,
+        // Ctrl-C in the foreground: a clean stop, reported as an interrupt (128 + SIGINT).
+        _ if interrupted && reason == crate::disk::state::StopReason::UserStop => 130,
         _ => 0,
     })
 }

@@ -10,6 +10,9 @@ use crate::agent::process::StopLevel;
 use crate::disk::requests;
 use crate::error::{Error, Result};
 
+/// Set when the stop came from SIGINT (Ctrl-C): the process then exits 130, as shells expect.
+pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Turn stop signals into stop levels on `tx`.
 pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::PathBuf) -> Result<()> {
     let sig = |k: SignalKind| {
@@ -23,7 +26,7 @@ pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::Path
         loop {
             tokio::select! {
                 _ = term.recv() => {}
-                _ = int.recv() => {}
+                _ = int.recv() => { INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed); }
                 _ = hup.recv() => { tracing::info!("SIGHUP ignored"); continue; }
             }
             count += 1;

@@ -152,3 +152,15 @@ fn unknown_topics_exit_2() {
         );
     }
 }
+
+#[test]
+fn a_long_topic_is_too_long_and_config_is_checked_by_every_command() {
+    let t = TestHome::new();
+    let long = "x".repeat(300);
+    refused_start(&t, &long, &[], "too long (300 characters; at most 100)");
+    let bad = t.root().join("bad.toml");
+    std::fs::write(&bad, "[safety]\nnot_a_key = 1\n").unwrap();
+    let bad = bad.display().to_string();
+    refused(&t, &["wiggum", "list", "--config", &bad], "not_a_key");
+    refused(&t, &["wiggum", "status", "--config", &bad], "not_a_key");
+}

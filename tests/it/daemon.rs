@@ -416,3 +416,54 @@ fn requests_left_by_a_previous_run_do_not_pause_a_new_start() {
     assert_eq!(t.state()["stop_reason"], "plan_empty");
     assert_eq!(t.runs("iteration").len(), 3);
 }
+
+#[test]
+fn resume_when_not_paused_exits_3_and_a_pending_pause_shows() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg("calm", "block", &env, &[]).code(0);
+    t.wait_state("iteration 1", |s| s["agent_pid"].is_number());
+    let r = t.run(&["wiggum", "resume", "calm"]);
+    r.code(3);
+    assert!(
+        r.stderr().contains("is not paused; nothing to resume"),
+        "{}",
+        r.stderr()
+    );
+    t.run(&["wiggum", "pause", "calm"]).code(0);
+    let status = t.run(&["wiggum", "status", "calm"]).stdout();
+    assert!(status.contains("pause:     requested"), "{status}");
+    t.run(&["wiggum", "stop", "calm"]).code(0);
+}
+
+#[test]
+fn ctrl_c_in_the_foreground_stops_cleanly_and_exits_130() {
+    let t = TestHome::new();
+    let args = t.start_args(
+        "intr",
+        &t.art(),
+        &t.agent_cmd("hang", ""),
+        &["--foreground"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut child = t.spawn(&args);
+    t.wait_state("the agent to run", |s| s["agent_pid"].is_number());
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = wait_for(
+        "the supervisor to exit",
+        Duration::from_secs(20),
+        || match child.try_wait() {
+            Ok(Some(s)) => Ok(s),
+            other => Err(format!("{other:?}")),
+        },
+    );
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(t.state()["stop_reason"], "user_stop");
+    assert_no_survivors(&t.token);
+}
