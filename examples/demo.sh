@@ -1,16 +1,22 @@
 #!/bin/sh
-# Install studio-agents and run one loop on a temporary copy of the bundled example, with the
+# Build studio-agents and run one loop on a temporary copy of the bundled example, with the
 # built-in heuristic evaluator and the stand-in agent script (no model, no API key needed).
-# Nothing is committed outside the temporary directory.
+# Everything it writes — the binary aside, built in this checkout's target/ — stays in one
+# temporary directory: the artifact copy, its git history, and the loop's own home.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-cargo install --locked --path "$here/.."
+echo "building studio-agents (the first build takes 2-5 minutes on 2 cores)..."
+cargo build --release --locked --quiet --manifest-path "$here/../Cargo.toml"
+bin="$here/../target/release/studio-agents"
 work=$(mktemp -d)
+export STUDIO_AGENTS_HOME="$work/home"
 cp -r "$here/research" "$work/research"
 echo "demo loop in $work/research"
-studio-agents wiggum start demo-$$ --artifact-path "$work/research" \
+"$bin" wiggum start demo --artifact-path "$work/research" \
     --agent-cmd "$here/example-agent.sh" --foreground
-studio-agents wiggum status demo-$$
+"$bin" wiggum status demo
 echo
 echo "history:"
 git -C "$work/research" log --format='  %h %an: %s'
+echo
+echo "everything is in $work (remove it with: rm -rf $work)"

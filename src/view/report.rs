@@ -52,6 +52,19 @@ pub fn aggregate(records: &[RunRecord], weak_below: f64) -> Report {
     a.finish()
 }
 
+/// What kind of issue an evaluator raised: its text with quoted parts, numbers, paths and ids
+/// taken out, so "no source for '3 of 5 users'" and "no source for '40%'" count together.
+#[must_use]
+pub fn issue_kind(issue: &str) -> String {
+    static QUOTED: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let re = QUOTED.get_or_init(|| regex::Regex::new(r#""[^"]*"|'[^']*'|`[^`]*`|“[^”]*”"#).ok());
+    let unquoted = re.as_ref().map_or_else(
+        || issue.to_string(),
+        |re| re.replace_all(issue, "…").into_owned(),
+    );
+    crate::ralph::decide::normalise(&unquoted)
+}
+
 /// The fields of a run record the report reads (the rest of each line is skipped, not built).
 #[derive(serde::Deserialize)]
 struct Row {
@@ -91,6 +104,7 @@ pub struct Aggregator {
     weak: BTreeMap<String, usize>,
     issues: BTreeMap<String, usize>,
     outcomes: BTreeMap<String, usize>,
+    kinds: std::collections::HashMap<String, String>,
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -168,7 +182,18 @@ impl Aggregator {
             }
         }
         for i in g.issues.get("r1").into_iter().flatten() {
-            *self.issues.entry(i.to_lowercase()).or_insert(0) += 1;
+            // Evaluators repeat themselves: each distinct text is classified once.
+            let kind = match self.kinds.get(i) {
+                Some(k) => k.clone(),
+                None => {
+                    let k = issue_kind(i);
+                    if self.kinds.len() < 10_000 {
+                        self.kinds.insert(i.clone(), k.clone());
+                    }
+                    k
+                }
+            };
+            *self.issues.entry(kind).or_insert(0) += 1;
         }
     }
 
@@ -199,6 +224,18 @@ impl Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn issues_of_one_kind_count_together() {
+        assert_eq!(
+            issue_kind("No source for '3 of 5 users' in section 2"),
+            issue_kind("no source for \"40% of requests\" in section 7")
+        );
+        assert_ne!(
+            issue_kind("No source for 'x'"),
+            issue_kind("Add an example")
+        );
+    }
     use crate::disk::records::{GateRecord, Termination};
 
     fn rec(verdict: Verdict, r1: f64, fin: f64, rounds: u32, issue: &str) -> RunRecord {
