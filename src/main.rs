@@ -44,6 +44,8 @@ fn main() {
         },
         Top::Delegate(d) => delegate::run(d, config),
         Top::SandboxExec(a) => sandbox_exec::run(a),
+        Top::Completions { shell } => Ok(studio_agents::cli::completions(*shell)),
+        Top::Man => studio_agents::cli::man(),
     };
     let code = match result {
         Ok(code) => code,

@@ -18,7 +18,7 @@ pub mod status;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 /// Ralph loops as a daemon: a fresh agent process per iteration, memory on disk, an isolated
 /// evaluator gate, and a git commit per accepted iteration.
@@ -44,6 +44,14 @@ pub enum Top {
     /// Single-shot delegation: one agent run on a task file produces an artifact.
     #[command(subcommand)]
     Delegate(delegate::Delegate),
+    /// Print shell completions: `studio-agents completions bash > /etc/bash_completion.d/studio-agents`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `studio-agents man | man -l -`.
+    Man,
     /// Internal: confine this process with a policy, then run the command (every agent run
     /// goes through it).
     #[command(name = "sandbox-exec", hide = true)]
@@ -124,4 +132,22 @@ pub enum Wiggum {
 pub struct TopicArg {
     /// The loop's topic.
     pub topic: String,
+}
+
+/// `completions <shell>`: the completion script on stdout.
+pub fn completions(shell: clap_complete::Shell) -> i32 {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "studio-agents", &mut std::io::stdout());
+    0
+}
+
+/// `man`: the man page on stdout.
+pub fn man() -> crate::error::Result<i32> {
+    let page = clap_mangen::Man::new(Cli::command());
+    let mut out = Vec::new();
+    page.render(&mut out)
+        .map_err(|e| crate::error::Error::runtime(format!("render the man page: {e}")))?;
+    std::io::Write::write_all(&mut std::io::stdout(), &out)
+        .map_err(|e| crate::error::Error::runtime(format!("print the man page: {e}")))?;
+    Ok(0)
 }

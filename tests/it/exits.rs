@@ -437,3 +437,30 @@ fn a_dry_run_says_everything_and_writes_nothing() {
     assert_eq!(snapshot(&t.home()), home, "the home was touched");
     assert!(!t.pids_file().exists(), "no agent ran");
 }
+
+#[test]
+fn completions_for_three_shells_and_a_man_page() {
+    let t = TestHome::new();
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef studio-agents"),
+        ("fish", "complete -c studio-agents"),
+    ] {
+        let r = t.run(&["completions", shell]);
+        r.code(0);
+        assert!(
+            r.stdout().contains(marker),
+            "{shell}: {}",
+            &r.stdout()[..200.min(r.stdout().len())]
+        );
+        assert!(r.stdout().contains("wiggum"), "{shell}");
+    }
+    let r = t.run(&["man"]);
+    r.code(0);
+    assert!(
+        r.stdout().contains(".TH studio-agents"),
+        "{}",
+        &r.stdout()[..200.min(r.stdout().len())]
+    );
+    assert!(r.stdout().contains("Exit codes"));
+}
