@@ -142,9 +142,11 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         fsutil::atomic_write(&layout.original_artifact(), text.trim_start().as_bytes())?;
     }
     println!("artifact: {}", layout.original_artifact().display());
+    // The topic now names this artifact: `wiggum start <topic>` needs no other flag.
+    registry::register(&config::home_dir()?, &a.topic, layout.root())?;
     if !a.then_wiggum {
         println!(
-            "refine it with: studio-agents wiggum start {} --artifact-path {}",
+            "refine it with: studio-agents wiggum start {} (artifact: {})",
             a.topic,
             layout.root().display()
         );

@@ -148,7 +148,17 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         d.evaluator.clone_from(v);
     }
     d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
-    let agent = spec::resolve(&settings, opts.agent.as_deref(), opts.agent_cmd.as_deref())?;
+    // A delegation's record names the agent it ran: a loop on its artifact runs the same one
+    // (when `[agents]` has it), unless flags or the loop's own settings say otherwise.
+    let delegated = (opts.agent.is_none() && opts.agent_cmd.is_none() && !layout.config().exists())
+        .then(|| delegated_agent(&layout))
+        .flatten()
+        .filter(|name| settings.agents.contains_key(name));
+    let agent_flag = opts.agent.clone().or(delegated);
+    let agent = spec::resolve(&settings, agent_flag.as_deref(), opts.agent_cmd.as_deref())?;
+    if agent_flag.is_some() {
+        settings.defaults.agent.clone_from(&agent.name);
+    }
     if let Some(cmd) = &opts.agent_cmd {
         // The effective settings remember the command, so a restart needs no flags.
         settings
@@ -243,6 +253,13 @@ fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Ha
         max_idle_secs: safety.max_idle_secs,
         max_time_secs: safety.max_time_per_iteration,
     })
+}
+
+/// The `agent_type` a delegation recorded in `metadata.json`, if any.
+fn delegated_agent(layout: &Layout) -> Option<String> {
+    let text = fsutil::read_opt(&layout.metadata()).ok()??;
+    let meta: serde_json::Value = serde_json::from_str(&text).ok()?;
+    meta.get("agent_type")?.as_str().map(str::to_string)
 }
 
 /// Uncommitted changes under the artifact dir that are not the loop's: they stay out of its

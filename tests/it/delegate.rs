@@ -151,3 +151,54 @@ fn a_failing_or_silent_agent_and_a_missing_task_are_errors() {
         r.stderr()
     );
 }
+
+#[test]
+fn a_loop_on_a_delegated_artifact_needs_only_its_topic_and_runs_the_same_agent() {
+    let t = TestHome::new();
+    let out = t.root().join("deleg");
+    let marks = t.root().join("writer-runs");
+    let fake = t.agent_cmd("", "");
+    let script = t.root().join("writer.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "echo \"$WIGGUM_PHASE\" >> {m}\nif [ \"$WIGGUM_PHASE\" = delegation ]; then cat > /dev/null; printf '# R\\n\\n## S\\nbody\\n' > artifact.md; else {fake}; fi\n",
+            m = marks.display()
+        ),
+    )
+    .unwrap();
+    t.write_home_config(&format!(
+        "[agents.writer]\ncommand = \"sh {}\"\n",
+        script.display()
+    ));
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "tagspanel",
+        &task(&t),
+        "--agent",
+        "writer",
+        "--artifact-path",
+        &out.display().to_string(),
+    ]);
+    r.code(0);
+    assert!(
+        r.stdout()
+            .contains("refine it with: studio-agents wiggum start tagspanel"),
+        "{}",
+        r.stdout()
+    );
+    // No --artifact-path, no --agent: the topic names the artifact and its record the agent.
+    t.run(&["wiggum", "start", "tagspanel", "--foreground"])
+        .code(0);
+    let phases = std::fs::read_to_string(&marks).unwrap();
+    assert!(phases.starts_with("delegation\n"), "{phases}");
+    assert!(
+        phases.lines().skip(1).count() >= 2,
+        "the loop ran the delegated agent: {phases}"
+    );
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+}
