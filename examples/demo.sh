@@ -14,7 +14,7 @@ cp -r "$here/research" "$work/research"
 echo "demo loop in $work/research"
 "$bin" wiggum start demo --artifact-path "$work/research" \
     --agent-cmd "$here/example-agent.sh" --foreground
-"$bin" wiggum status demo
+
 echo
 echo "history:"
 git -C "$work/research" log --format='  %h %an: %s'

@@ -58,6 +58,9 @@ pub struct StartArgs {
     /// Run in this process instead of detaching.
     #[arg(long)]
     pub foreground: bool,
+    /// In the foreground, print the log's records on stderr too (not only warnings).
+    #[arg(short, long, requires = "foreground")]
+    pub verbose: bool,
 }
 
 impl StartArgs {
@@ -96,7 +99,7 @@ pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
         return Ok(0);
     }
     if args.foreground {
-        return supervisor::run_foreground(&opts);
+        return supervisor::run_foreground(&opts, args.verbose);
     }
     let auto_watch = supervisor::detach(&opts)?;
     if args.watch || auto_watch {

@@ -7,6 +7,7 @@ use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::registry;
 use crate::error::Result;
+use crate::ralph::progress;
 use crate::view::model::{self, LoopView, Want};
 
 /// Flags of `status`.
@@ -123,8 +124,29 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         println!("{}", detail(&v));
+        if let Some(block) = completion(&Handle::open(topic)?, &v)? {
+            println!("\n{block}");
+        }
     }
     Ok(0)
+}
+
+/// The completion block of a loop that has ended (measured with the loop's own settings).
+fn completion(h: &Handle, v: &LoopView) -> Result<Option<String>> {
+    let Some(st) = v.state.as_ref().filter(|s| !s.status.is_live()) else {
+        return Ok(None);
+    };
+    let settings = config::load(&config::Sources {
+        home: Some(h.home.join("wiggum.toml")),
+        loop_file: Some(h.layout.config()),
+        explicit: None,
+    })
+    .unwrap_or_default();
+    let now = chrono::Utc::now();
+    Ok(
+        progress::completion_of(&h.layout, st, &settings.quality_metrics, now)
+            .map(|c| progress::completion_block(&c)),
+    )
 }
 
 /// `list`.

@@ -242,29 +242,6 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
     crate::git::subject::iteration(n, first)
 }
 
-/// One line on how an iteration ended, for the log.
-fn verdict_line(r: &RunRecord) -> String {
-    let gate = r.gate.as_ref().map_or(String::new(), |g| {
-        format!(
-            ", gate {} {:.2} (r1 {:.2}, {} round(s))",
-            g.verdict.as_str(),
-            g.final_score.unwrap_or(0.0),
-            g.wiggum_r1.unwrap_or(0.0),
-            g.rounds
-        )
-    });
-    let commit = r.commit.as_deref().map_or_else(
-        || ", not committed".to_string(),
-        |c| format!(", commit {}", &c[..8.min(c.len())]),
-    );
-    format!(
-        "iteration {} {}: {} file(s) changed{gate}{commit}",
-        r.iteration,
-        r.outcome.as_str(),
-        r.files_changed.len()
-    )
-}
-
 /// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
 /// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
 fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
@@ -292,7 +269,7 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     rec.outcome = Outcome::Rejected;
     rec.validation_failed = Some(why);
     rec.ended_at = Utc::now();
-    runlog::record(&layout, &rec)?;
+    super::progress::log_run(&layout, &rec, None)?;
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
@@ -336,6 +313,7 @@ pub async fn accept(
     if let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))? {
         rec.quality = Some(lp.measure(&text));
     }
+    let mut what = None;
     if keep {
         let review = fsutil::read_opt(&layout.review(n))?;
         let fallback = claimed
@@ -343,6 +321,7 @@ pub async fn accept(
             .cloned()
             .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
         let msg = commit_message(n, review.as_deref(), &fallback);
+        what = msg.split_once(": ").map(|(_, w)| w.to_string());
         crate::sys::failpoint::hit("before-commit")?;
         match commit::commit(lp, &msg, changed, n).await? {
             commit::Committed::Rejected(why) => {
@@ -367,8 +346,7 @@ pub async fn accept(
     rec.ended_at = Utc::now();
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
-    tracing::info!("{}", verdict_line(&rec));
-    runlog::record(&layout, &rec)?;
+    super::progress::log_run(&layout, &rec, what.as_deref())?;
     fsutil::remove_file_opt(&layout.plan_backup())?;
     Ok(None)
 }

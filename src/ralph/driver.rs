@@ -10,7 +10,7 @@ use super::{fix_plan, iteration, templates};
 use crate::agent::launch::AgentPhase;
 use crate::agent::process::StopLevel;
 use crate::disk::requests;
-use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
+use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
 use crate::disk::state::{Status, StopReason};
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -141,7 +141,7 @@ impl Loop {
             if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
                 let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
                 rec.note = Some(why.clone());
-                runlog::record(&layout, &rec)?;
+                super::progress::log_run(&layout, &rec, None)?;
                 return Ok(Some((StopReason::Error, why)));
             }
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
@@ -156,7 +156,8 @@ impl Loop {
             };
             rec.note =
                 (!ok && !stopped).then(|| "planning wrote no checkbox items to fix_plan.md".into());
-            runlog::record(&layout, &rec)?;
+            let items = ok.then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
+            super::progress::log_run(&layout, &rec, items.as_deref())?;
             if !ok {
                 super::commit::carry(self, &changed);
             }
@@ -210,6 +211,15 @@ impl Loop {
         st.stop_detail = Some(why.to_string());
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
+        let st = &self.runner.state;
+        if let Some(c) = super::progress::completion_of(
+            &layout,
+            st,
+            &self.settings.quality_metrics,
+            chrono::Utc::now(),
+        ) {
+            super::progress::say(&super::progress::completion_block(&c));
+        }
         let n = self.runner.state.current_iteration;
         let fields = serde_json::json!({
             "stop_reason": reason.as_str(),

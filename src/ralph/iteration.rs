@@ -9,7 +9,7 @@ use super::runner::Phase;
 use super::{accept, commit, limits, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
-use crate::disk::runlog::{self, Outcome, RecordKind, RunRecord};
+use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
 use crate::disk::state::StopReason;
 use crate::error::Result as Res;
 use crate::sys::fsutil;
@@ -150,7 +150,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 "the agent changed protected files ({}); they were restored",
                 run.protected_changed.join(", ")
             ));
-            runlog::record(&layout, &rec)?;
+            super::progress::log_run(&layout, &rec, None)?;
             restore_plan(&layout)?;
             return Ok(Result::Done);
         }
@@ -158,7 +158,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
             let mut rec = record(&run, n, attempt, Outcome::Crashed);
             rec.note = Some(why.clone());
-            runlog::record(&layout, &rec)?;
+            super::progress::log_run(&layout, &rec, None)?;
             discard(lp, n, attempt)?;
             return Ok(Result::Stop(StopReason::Error, why));
         }
@@ -179,7 +179,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     let why =
                         format!("the agent's provider refused, waiting will not help: {line}");
                     rec.note = Some(why.clone());
-                    runlog::record(&layout, &rec)?;
+                    super::progress::log_run(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
                     return Ok(Result::Stop(StopReason::Error, why));
                 }
@@ -194,7 +194,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     });
                     rec.outcome = Outcome::Limited;
                     rec.note = Some(format!("{what}: {line}"));
-                    runlog::record(&layout, &rec)?;
+                    super::progress::log_run(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
                     let reason = format!("{what}, {}", lp.agent.name);
                     if lp.runner.wait_until(until, &reason).await? {
@@ -222,7 +222,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             let mut rec = record(&run, n, attempt, Outcome::Crashed);
             rec.files_changed.clone_from(&changed);
             rec.note = Some(why.clone());
-            runlog::record(&layout, &rec)?;
+            super::progress::log_run(&layout, &rec, None)?;
             discard(lp, n, attempt)?;
             let why = decide::how_to_continue(&why, &lp.runner.topic);
             return Ok(Result::Stop(StopReason::Breaker, why));
@@ -243,7 +243,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             AfterRun::Interrupted => {
                 commit::carry(lp, &changed_paths);
                 rec.outcome = Outcome::Interrupted;
-                runlog::record(&layout, &rec)?;
+                super::progress::log_run(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
                 let why = format!("stopped during iteration {n}");
                 return Ok(Result::Stop(StopReason::UserStop, why));
@@ -254,13 +254,13 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     "crashed (it {}); retrying with a fresh process",
                     run.outcome.ending
                 ));
-                runlog::record(&layout, &rec)?;
+                super::progress::log_run(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
             }
             AfterRun::GiveUp(why) => {
                 commit::carry(lp, &changed_paths);
                 rec.note = Some(why.clone());
-                runlog::record(&layout, &rec)?;
+                super::progress::log_run(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
                 return Ok(Result::Stop(StopReason::Breaker, why));
             }
@@ -268,7 +268,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 lp.promise_seen = rec.promise_seen;
                 fsutil::remove_file_opt(&layout.plan_backup())?;
                 rec.outcome = Outcome::NoChange;
-                runlog::record(&layout, &rec)?;
+                super::progress::log_run(&layout, &rec, None)?;
                 return Ok(trip.map_or(Result::Done, |why| Result::Stop(StopReason::Breaker, why)));
             }
             AfterRun::Accept => {

@@ -16,6 +16,7 @@ pub mod guard;
 pub mod iteration;
 pub mod limits;
 pub mod notify;
+pub mod progress;
 pub mod promise;
 pub mod recover;
 pub mod runner;

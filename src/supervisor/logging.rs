@@ -1,27 +1,47 @@
-//! The supervisor's log: tracing records to `wiggum/daemon.log` when detached, to stderr (coloured
-//! on a terminal) in the foreground; `STUDIO_AGENTS_LOG` sets the filter (default `info`).
+//! The supervisor's log: tracing records to `wiggum/daemon.log`, and in the foreground warnings on
+//! stderr (coloured on a terminal; every record with `-v`); `STUDIO_AGENTS_LOG` sets the filter
+//! (default `info`).
 
 use crate::disk::layout::Layout;
 use crate::error::Result;
 
-/// Install the subscriber (once per process).
-pub fn init(layout: &Layout, daemonized: bool) -> Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter =
-        EnvFilter::try_from_env("STUDIO_AGENTS_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    if daemonized {
-        let appender = tracing_appender::rolling::never(layout.wiggum(), "daemon.log");
-        let _already = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_ansi(false)
-            .with_writer(appender)
-            .try_init();
-    } else {
-        let _already = tracing_subscriber::fmt()
-            .with_env_filter(filter)
+/// Install the subscriber (once per process). Detached, every record goes to `daemon.log`. In
+/// the foreground too, and stderr shows warnings and errors (everything with `verbose` or
+/// `STUDIO_AGENTS_LOG` set), so the terminal shows the progress lines, not log records.
+pub fn init(layout: &Layout, daemonized: bool, verbose: bool) -> Result<()> {
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{EnvFilter, fmt};
+    // An empty STUDIO_AGENTS_LOG counts as unset.
+    let from_env = std::env::var("STUDIO_AGENTS_LOG")
+        .ok()
+        .filter(|v| !v.trim().is_empty());
+    let loud = verbose || from_env.is_some();
+    let filter = || {
+        from_env
+            .as_deref()
+            .and_then(|v| EnvFilter::try_new(v).ok())
+            .unwrap_or_else(|| EnvFilter::new("info"))
+    };
+    let appender = tracing_appender::rolling::never(layout.wiggum(), "daemon.log");
+    let file = fmt::layer()
+        .with_ansi(false)
+        .with_writer(appender)
+        .with_filter(filter());
+    let terminal = (!daemonized).then(|| {
+        let level = if loud {
+            filter()
+        } else {
+            EnvFilter::default().add_directive(LevelFilter::WARN.into())
+        };
+        fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .with_writer(std::io::stderr)
-            .try_init();
-    }
+            .with_filter(level)
+    });
+    let _already = tracing_subscriber::registry()
+        .with(file)
+        .with(terminal)
+        .try_init();
     Ok(())
 }

@@ -62,7 +62,7 @@ pub(crate) fn print_notes(p: &Prepared) {
 }
 
 /// Run the loop in this process. Returns the exit code.
-pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
+pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     let home = config::home_dir()?;
     let p = start::prepare(opts, &home)?;
     check_not_running(&p)?;
@@ -71,7 +71,9 @@ pub fn run_foreground(opts: &StartOpts) -> Result<i32> {
         print_notes(&p);
     }
     start::init(&p)?;
-    logging::init(&p.layout, daemonized)?;
+    logging::init(&p.layout, daemonized, verbose)?;
+    // People read progress lines: on stdout here, in daemon.log when detached.
+    crate::ralph::progress::init(!daemonized, p.settings.defaults.max_iterations);
     crate::sys::runtime::runtime()?.block_on(serve(p))
 }
 

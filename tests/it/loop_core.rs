@@ -319,3 +319,83 @@ fn failing_validation_rejects_the_iteration_without_a_commit() {
     assert!(iters[0]["commit"].is_null());
     assert_eq!(t.git_log().len(), 1, "only the planning commit");
 }
+
+/// Durations, short commit ids and the test's paths vary from run to run.
+fn redact(text: &str, t: &crate::support::TestHome) -> String {
+    let art = t.art().display().to_string();
+    text.replace(&art, "<art>")
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .map(|w| {
+                    let secs = w.strip_suffix('s').is_some_and(|n| {
+                        n.contains('.') && n.chars().all(|c| c.is_ascii_digit() || c == '.')
+                    });
+                    let sha = w.len() == 7 && w.chars().all(|c| c.is_ascii_hexdigit());
+                    match (secs, sha) {
+                        (true, _) => "<time>",
+                        (_, true) => "<sha>",
+                        _ => w,
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records() {
+    let t = TestHome::new();
+    let args = t.start_args(
+        "progress",
+        &t.art(),
+        &t.agent_cmd("", ""),
+        &["--foreground"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    r.code(0);
+    assert_eq!(
+        redact(&r.stdout(), &t),
+        "Planning ✓ planned · <time> · 3 items in fix_plan.md\n\
+         Iteration 1/10 ✓ accepted · gate 4.5 FAIL (r1 4.5, 1 round) · <time> · <sha> \"Improve part 1\"\n\
+         Iteration 2/10 ✓ accepted · gate 5.1 FAIL (r1 5.1, 1 round) · <time> · <sha> \"Improve part 2\"\n\
+         Iteration 3/10 ✓ accepted · gate 5.3 FAIL (r1 5.3, 1 round) · <time> · <sha> \"Improve part 3\"\n\
+         Loop `progress` ended: every item in fix_plan.md is done\n  \
+         iterations  3/10\n  \
+         quality     0.22 → 0.49 (+127%)\n  \
+         time        <time>\n  \
+         cost        unknown\n  \
+         reason      fix_plan.md has no unchecked items\n  \
+         artifact    <art>/wiggum/final/artifact.md\n  \
+         next        studio-agents wiggum diff progress\n              \
+         studio-agents wiggum summary progress"
+    );
+    // Log records go to daemon.log; the terminal's stderr has only the sandbox line.
+    assert!(!r.stderr().contains("INFO"), "{}", r.stderr());
+    let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
+    assert!(
+        log.contains("INFO") && log.contains("loop ended: plan_empty"),
+        "{log}"
+    );
+    // -v shows the records on stderr too.
+    // `status` of the ended loop shows the same block.
+    let st = t.run(&["wiggum", "status", "progress"]);
+    st.code(0);
+    assert!(
+        st.stdout()
+            .contains("Loop `progress` ended: every item in fix_plan.md is done\n  iterations  3/10\n  quality     0.22 → 0.49 (+127%)"),
+        "{}",
+        st.stdout()
+    );
+    let again = t.start_fg("progress", "", &["-v"]);
+    again.code(0);
+    assert!(again.stderr().contains("INFO"), "{}", again.stderr());
+    assert!(
+        again.stdout().contains("Loop `progress` ended"),
+        "{}",
+        again.stdout()
+    );
+}

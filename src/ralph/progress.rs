@@ -1,0 +1,317 @@
+//! Lines for people: one per planning run and iteration attempt, and the completion block when a
+//! loop ends. Formatting is pure (table-tested below); `say` sends a line to stdout when the loop
+//! runs in the foreground and to the log (`daemon.log`) when it is detached. The supervisor picks
+//! the sink once, before the loop opens.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::disk::layout::Layout;
+use crate::disk::records::{Outcome, RecordKind, RunRecord};
+use crate::disk::runlog;
+use crate::disk::state::StopReason;
+use crate::error::Result;
+
+/// Where human lines go, and the iteration limit shown as `i/N`.
+#[derive(Debug, Clone, Copy)]
+struct Sink {
+    stdout: bool,
+    max: u32,
+}
+
+static SINK: OnceLock<Sink> = OnceLock::new();
+
+/// Send human lines to stdout (foreground) or to the log (detached). Set once per process.
+pub fn init(stdout: bool, max_iterations: u32) {
+    let _first = SINK.set(Sink {
+        stdout,
+        max: max_iterations,
+    });
+}
+
+/// Print one human line (or block) where the supervisor said.
+pub fn say(text: &str) {
+    match SINK.get() {
+        Some(s) if s.stdout => {
+            use std::io::Write;
+            // A closed stdout (`| head`) must not end the loop.
+            let _closed = writeln!(std::io::stdout().lock(), "{text}");
+        }
+        _ => {
+            for line in text.lines() {
+                tracing::info!("{line}");
+            }
+        }
+    }
+}
+
+/// Append a run record and say its line. `what` is what the iteration did (the commit subject).
+pub fn log_run(layout: &Layout, rec: &RunRecord, what: Option<&str>) -> Result<()> {
+    runlog::record(layout, rec)?;
+    let max = SINK.get().map_or(0, |s| s.max);
+    say(&run_line(rec, max, what));
+    Ok(())
+}
+
+/// `12h38m`, `4m05s`, `8.2s`.
+#[must_use]
+pub fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0..60 => format!("{:.1}s", ms as f64 / 1000.0),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}
+
+/// `Iteration 2/10 ✓ accepted · gate 7.4 (r1 6.1, 2 rounds) · 8.2s · $0.12 · a1b2c3d "…"`.
+#[must_use]
+pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
+    let mut parts = Vec::new();
+    let mark = match r.outcome {
+        Outcome::Accepted | Outcome::Planned => "✓",
+        Outcome::NoChange => "·",
+        _ => "✗",
+    };
+    let head = match r.record {
+        RecordKind::Planning => "Planning".to_string(),
+        _ if max > 0 => format!("Iteration {}/{max}", r.iteration),
+        _ => format!("Iteration {}", r.iteration),
+    };
+    let retry = if r.attempt > 1 {
+        format!(" (attempt {})", r.attempt)
+    } else {
+        String::new()
+    };
+    parts.push(format!(
+        "{head}{retry} {mark} {}",
+        r.outcome.as_str().replace('_', " ")
+    ));
+    if let Some(g) = &r.gate {
+        let r1 = g
+            .wiggum_r1
+            .map_or(String::new(), |s| format!("r1 {s:.1}, "));
+        let rounds = if g.rounds == 1 { "round" } else { "rounds" };
+        // A verdict other than PASS is named: an iteration kept despite its gate says so.
+        let verdict = match g.verdict.as_str() {
+            "PASS" => String::new(),
+            v => format!(" {v}"),
+        };
+        parts.push(format!(
+            "gate {}{verdict} ({r1}{} {rounds})",
+            g.final_score.map_or("-".into(), |s| format!("{s:.1}")),
+            g.rounds
+        ));
+    }
+    parts.push(duration(r.duration_ms));
+    if let Some(c) = r.cost_usd {
+        parts.push(format!("${c:.2}"));
+    }
+    if let Some(c) = &r.commit {
+        let short = &c[..7.min(c.len())];
+        parts.push(match what {
+            Some(w) => format!("{short} \"{w}\""),
+            None => short.to_string(),
+        });
+    } else if let Some(w) = what {
+        parts.push(w.to_string());
+    } else if let Some(note) = r.note.as_deref().or(r.validation_failed.as_deref()) {
+        parts.push(note.lines().next().unwrap_or_default().to_string());
+    }
+    parts.join(" · ")
+}
+
+/// What the completion block says about a loop that ended.
+#[derive(Debug, Clone)]
+pub struct Completion {
+    /// The loop's topic.
+    pub topic: String,
+    /// Iterations completed, and the limit.
+    pub iterations: u32,
+    /// `max_iterations`.
+    pub max: u32,
+    /// Built-in quality of the original artifact and of the final one.
+    pub quality: (Option<f64>, Option<f64>),
+    /// Wall time from start to end.
+    pub elapsed_ms: u64,
+    /// Spend as shown (`$1.2300`, `unknown`).
+    pub cost: String,
+    /// Why it ended, and the detail.
+    pub reason: StopReason,
+    /// The detail of the reason.
+    pub detail: String,
+    /// The final artifact, when an iteration was accepted.
+    pub artifact: Option<PathBuf>,
+}
+
+/// The completion of a loop as its files and state hold it (quality of the original artifact
+/// and of the final one, read up to 8 MiB each).
+#[must_use]
+pub fn completion_of(
+    layout: &Layout,
+    st: &crate::disk::state::LoopState,
+    weights: &crate::config::QualityWeights,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<Completion> {
+    let measure = |p: PathBuf| {
+        p.exists()
+            .then(|| crate::sys::fsutil::read_capped(&p, 8 << 20).ok())
+            .flatten()
+            .map(|t| crate::quality::metrics::compute(&t, weights).overall)
+    };
+    let artifact = layout.final_artifact();
+    let end = if st.status.is_live() {
+        now
+    } else {
+        st.updated_at
+    };
+    Some(Completion {
+        topic: st.topic.clone(),
+        iterations: st.current_iteration,
+        max: st.max_iterations,
+        quality: (
+            measure(layout.original_artifact()),
+            measure(artifact.clone()),
+        ),
+        elapsed_ms: u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0),
+        cost: st.spend.shown(),
+        reason: st.stop_reason?,
+        detail: st.stop_detail.clone().unwrap_or_default(),
+        artifact: artifact.exists().then_some(artifact),
+    })
+}
+
+/// A stop reason in words.
+#[must_use]
+pub fn reason_words(r: StopReason) -> &'static str {
+    match r {
+        StopReason::PlanEmpty => "every item in fix_plan.md is done",
+        StopReason::ThresholdMet => "the quality threshold was reached",
+        StopReason::MaxIterations => "the iteration limit was reached",
+        StopReason::Promise => "the agent said it is finished",
+        StopReason::UserStop => "stopped on request",
+        StopReason::Budget => "the budget is spent",
+        StopReason::Breaker => "a circuit breaker tripped",
+        StopReason::Error => "an error ended it",
+    }
+}
+
+/// The block printed when a loop ends (and by `status` for an ended loop).
+#[must_use]
+pub fn completion_block(c: &Completion) -> String {
+    let q = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let quality = match c.quality {
+        (Some(a), Some(b)) if a > 0.0 => {
+            format!(
+                "{} → {} ({:+.0}%)",
+                q(Some(a)),
+                q(Some(b)),
+                (b - a) / a * 100.0
+            )
+        }
+        (a, b) => format!("{} → {}", q(a), q(b)),
+    };
+    let mut out = vec![
+        format!("Loop `{}` ended: {}", c.topic, reason_words(c.reason)),
+        format!("  iterations  {}/{}", c.iterations, c.max),
+        format!("  quality     {quality}"),
+        format!("  time        {}", duration(c.elapsed_ms)),
+        format!("  cost        {}", c.cost),
+    ];
+    if !c.detail.is_empty() {
+        out.push(format!("  reason      {}", c.detail));
+    }
+    if let Some(a) = &c.artifact {
+        out.push(format!("  artifact    {}", a.display()));
+    }
+    out.push(format!(
+        "  next        studio-agents wiggum diff {t}\n              studio-agents wiggum summary {t}",
+        t = c.topic
+    ));
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_a_clock() {
+        for (ms, want) in [
+            (0, "0.0s"),
+            (8_200, "8.2s"),
+            (59_999, "60.0s"),
+            (60_000, "1m00s"),
+            (245_000, "4m05s"),
+            (3_600_000, "1h00m"),
+            (45_480_000, "12h38m"),
+        ] {
+            assert_eq!(duration(ms), want, "{ms}");
+        }
+    }
+
+    fn rec(outcome: Outcome) -> RunRecord {
+        let mut r = RunRecord::recovered(2, chrono::Utc::now(), None);
+        r.record = RecordKind::Iteration;
+        r.outcome = outcome;
+        r.duration_ms = 8_200;
+        r.note = None;
+        r
+    }
+
+    #[test]
+    fn an_iteration_line_says_outcome_gate_time_cost_and_commit() {
+        let mut r = rec(Outcome::Accepted);
+        r.cost_usd = Some(0.123);
+        r.commit = Some("a1b2c3d4e5f6".into());
+        r.gate = Some(
+            serde_json::from_value(serde_json::json!({"final": "PASS", "termination": "pass",
+                "rounds": 2, "wiggum_r1": 6.1, "final_score": 7.44, "best_round": 2,
+                "wiggum_scores": {}, "issues": {}, "evaluator": "judge"}))
+            .unwrap(),
+        );
+        assert_eq!(
+            run_line(&r, 10, Some("Added evidence links")),
+            "Iteration 2/10 ✓ accepted · gate 7.4 (r1 6.1, 2 rounds) · 8.2s · $0.12 · a1b2c3d \"Added evidence links\""
+        );
+        let mut bad = rec(Outcome::Crashed);
+        bad.attempt = 2;
+        bad.note = Some("crashed (it exited with code 3); retrying\nmore".into());
+        assert_eq!(
+            run_line(&bad, 0, None),
+            "Iteration 2 (attempt 2) ✗ crashed · 8.2s · crashed (it exited with code 3); retrying"
+        );
+        assert_eq!(
+            run_line(&rec(Outcome::NoChange), 5, None),
+            "Iteration 2/5 · no change · 8.2s"
+        );
+    }
+
+    #[test]
+    fn the_completion_block_names_quality_time_cost_reason_artifact_and_next_steps() {
+        let c = Completion {
+            topic: "research".into(),
+            iterations: 3,
+            max: 10,
+            quality: (Some(0.40), Some(0.62)),
+            elapsed_ms: 45_480_000,
+            cost: "unknown".into(),
+            reason: StopReason::PlanEmpty,
+            detail: "no open items".into(),
+            artifact: Some("/a/wiggum/final/artifact.md".into()),
+        };
+        assert_eq!(
+            completion_block(&c),
+            "Loop `research` ended: every item in fix_plan.md is done\n  iterations  3/10\n  quality     0.40 → 0.62 (+55%)\n  time        12h38m\n  cost        unknown\n  reason      no open items\n  artifact    /a/wiggum/final/artifact.md\n  next        studio-agents wiggum diff research\n              studio-agents wiggum summary research"
+        );
+        let none = Completion {
+            quality: (None, None),
+            artifact: None,
+            detail: String::new(),
+            ..c
+        };
+        let block = completion_block(&none);
+        assert!(block.contains("quality     - → -"), "{block}");
+        assert!(!block.contains("artifact"), "{block}");
+    }
+}
