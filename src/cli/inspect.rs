@@ -9,12 +9,14 @@ use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::layout::Layout;
 use crate::disk::registry;
-use crate::disk::runlog::{self, RunRecord};
+use crate::disk::runlog;
 use crate::error::{Error, IoContext, Result};
 use crate::git::Repo;
+use crate::ralph::progress;
 use crate::sys::fsutil;
 use crate::view::model::{self, Want};
 use crate::view::report;
+use crate::view::summary;
 
 /// Flags of `logs`.
 #[derive(Debug, Args)]
@@ -193,41 +195,63 @@ pub fn diff(a: &DiffArgs) -> Result<i32> {
     Ok(0)
 }
 
-fn row(r: &RunRecord) -> String {
-    let g = r.gate.as_ref();
-    let verdict = g.map_or("-", |g| g.verdict.as_str());
-    let score = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2}"));
-    format!(
-        "{:>4} {:>2}  {:<12} {:<5} r1 {:<5} kept {:<5} {:>7.1}s  {:<8} {}",
-        r.iteration,
-        r.attempt,
-        r.outcome.as_str(),
-        verdict,
-        score(g.and_then(|g| g.wiggum_r1)),
-        score(g.and_then(|g| g.final_score)),
-        r.duration_ms as f64 / 1000.0,
-        r.commit.as_deref().map_or("-", |c| &c[..8.min(c.len())]),
-        r.files_changed.len(),
-    )
-}
-
-/// `summary`.
+/// `summary`: the lift (quality before → after, gate r1 → final) and one line per run.
 pub fn summary(a: &SummaryArgs) -> Result<i32> {
     let all = Want {
         recent: usize::MAX,
         ..Want::default()
     };
-    let v = model::load(&Handle::open(&a.topic)?, all)?;
+    let h = Handle::open(&a.topic)?;
+    let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
+    let settings = h.settings();
+    let measure = |p: std::path::PathBuf| -> Option<crate::disk::records::Metrics> {
+        let text = fsutil::read_capped(&p, 8 << 20).ok()?;
+        Some(crate::quality::metrics::compute(
+            &text,
+            &settings.quality_metrics,
+        ))
+    };
+    let layout = &h.layout;
+    let last = st.as_ref().map_or(0, |s| s.last_committed_iteration);
+    let after = if layout.final_artifact().exists() {
+        measure(layout.final_artifact())
+    } else if last > 0 {
+        measure(layout.iteration_artifact(last))
+    } else {
+        None
+    };
+    let before = measure(layout.original_artifact());
+    let lift = summary::lift(before.as_ref(), after.as_ref(), &runs);
+    // What each iteration did: its review's first line.
+    let what = |n: u32| -> Option<String> {
+        let text = fsutil::read_capped(&layout.review(n), 64 << 10).ok()?;
+        let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+        Some(line.trim_start_matches('#').trim().to_string())
+    };
+    let max = st.as_ref().map_or(0, |s| s.max_iterations);
+    let lines: Vec<String> = runs
+        .iter()
+        .map(|r| {
+            let did = (r.record == crate::disk::records::RecordKind::Iteration)
+                .then(|| what(r.iteration))
+                .flatten();
+            progress::run_line(r, max, did.as_deref())
+        })
+        .collect();
     if a.json {
-        let v = serde_json::json!({"topic": a.topic, "state": st, "iterations": runs,
-            "report": report::aggregate(&runs, 7.0)});
+        let v = serde_json::json!({"topic": a.topic, "state": st, "lift": lift,
+            "lines": lines, "iterations": runs, "report": report::aggregate(&runs, 7.0)});
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }
-    println!("iter try  outcome      gate  r1       kept       time     commit   files");
-    for r in &runs {
-        println!("{}", row(r));
+    if runs.is_empty() {
+        println!("`{}` has run no iteration yet", a.topic);
+    } else {
+        println!("{}\n", summary::text(&lift));
+        for l in &lines {
+            println!("{l}");
+        }
     }
     if let Some(s) = st {
         let reason = s.stop_reason.map_or("-", |r| r.as_str());

@@ -136,12 +136,7 @@ fn completion(h: &Handle, v: &LoopView) -> Result<Option<String>> {
     let Some(st) = v.state.as_ref().filter(|s| !s.status.is_live()) else {
         return Ok(None);
     };
-    let settings = config::load(&config::Sources {
-        home: Some(h.home.join("wiggum.toml")),
-        loop_file: Some(h.layout.config()),
-        explicit: None,
-    })
-    .unwrap_or_default();
+    let settings = h.settings();
     let now = chrono::Utc::now();
     Ok(
         progress::completion_of(&h.layout, st, &settings.quality_metrics, now)

@@ -42,6 +42,18 @@ impl Handle {
         }
     }
 
+    /// The loop's settings as its supervisor reads them (home, then the loop's `wiggum.toml`);
+    /// the defaults where they no longer parse (a reader must not fail on them).
+    #[must_use]
+    pub fn settings(&self) -> crate::config::Settings {
+        crate::config::load(&crate::config::Sources {
+            home: Some(self.home.join("wiggum.toml")),
+            loop_file: Some(self.layout.config()),
+            explicit: None,
+        })
+        .unwrap_or_default()
+    }
+
     /// Who runs the loop, by its locks (the home lock first: the agent cannot reach it).
     pub fn holder(&self) -> Result<Option<Holder>> {
         lock::find(&self.home, &self.layout)

@@ -4,4 +4,5 @@
 
 pub mod model;
 pub mod report;
+pub mod summary;
 pub mod watch;

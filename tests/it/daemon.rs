@@ -425,7 +425,10 @@ fn resume_when_not_paused_exits_3_and_a_pending_pause_shows() {
         t.release_file().display()
     );
     t.start_bg("calm", "block", &env, &[]).code(0);
-    t.wait_state("iteration 1", |s| s["agent_pid"].is_number());
+    // Iteration 1's agent (blocked), not planning's: a pause then stays pending.
+    t.wait_state("iteration 1", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
     let r = t.run(&["wiggum", "resume", "calm"]);
     r.code(3);
     assert!(

@@ -47,17 +47,54 @@ fn diff_shows_what_an_iteration_committed() {
 }
 
 #[test]
-fn summary_lists_every_iteration() {
+fn summary_shows_the_lift_and_a_line_per_iteration() {
     let t = finished_loop();
     let r = t.run(&["wiggum", "summary", "ins"]);
     r.code(0);
     let out = r.stdout();
-    let rows: Vec<&str> = out.lines().filter(|l| l.contains("accepted")).collect();
-    assert_eq!(rows.len(), 3, "{}", r.stdout());
-    assert!(r.stdout().contains("stop reason plan_empty"));
+    // The fake agent's three sections lift the built-in quality; the gate's score rises.
+    assert!(
+        out.starts_with(
+            "quality           before   after   change\n  overall           0.22    0.27     +22%\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("gate            r1 4.9 → final 6.7"), "{out}");
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("Iteration "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        rows[1].starts_with("Iteration 2/10 ✓ accepted · gate 6.2 FAIL (r1 5.9, 3 rounds)")
+            && rows[1].ends_with("\"Improve part 2\""),
+        "{out}"
+    );
+    assert!(out.contains("stop reason plan_empty"));
     let j: serde_json::Value =
         serde_json::from_str(&t.run(&["wiggum", "summary", "ins", "--json"]).stdout()).unwrap();
     assert_eq!(j["iterations"].as_array().unwrap().len(), 3);
+    assert_eq!(j["lines"].as_array().unwrap().len(), 3);
+    assert_eq!(j["lift"]["quality"][0]["metric"], "overall");
+    assert_eq!(j["lift"]["gate_r1"], 4.94);
+}
+
+#[test]
+fn summary_of_a_loop_that_never_iterated_says_so() {
+    let t = TestHome::new();
+    let art = t.root().join("never");
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::write(art.join("artifact.md"), "# N\n\nbody\n").unwrap();
+    let args = t.start_args("never", &art, "cat > /dev/null", &["--foreground"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(1);
+    let r = t.run(&["wiggum", "summary", "never"]);
+    r.code(0);
+    assert!(
+        r.stdout().starts_with("`never` has run no iteration yet"),
+        "{}",
+        r.stdout()
+    );
 }
 
 #[test]
