@@ -2,7 +2,7 @@
 
 use clap::Parser;
 use studio_agents::cli::{
-    Cli, Top, Wiggum, control, delegate, gate, inspect, panel, sandbox_exec, start, status,
+    Cli, Top, Wiggum, control, delegate, diff, gate, inspect, panel, sandbox_exec, start, status,
 };
 
 fn main() {
@@ -37,7 +37,7 @@ fn main() {
             Wiggum::Gate(a) => gate::run(a, config),
             Wiggum::Panel(a) => panel::run(a, config),
             Wiggum::Logs(a) => inspect::logs(a),
-            Wiggum::Diff(a) => inspect::diff(a),
+            Wiggum::Diff(a) => diff::run(a),
             Wiggum::Summary(a) => inspect::summary(a),
             Wiggum::Sign(s) => inspect::sign(s),
             Wiggum::Report(a) => inspect::report_cmd(a),

@@ -9,9 +9,7 @@ use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::layout::Layout;
 use crate::disk::registry;
-use crate::disk::runlog;
 use crate::error::{Error, IoContext, Result};
-use crate::git::Repo;
 use crate::ralph::progress;
 use crate::sys::fsutil;
 use crate::view::model::{self, Want};
@@ -29,16 +27,6 @@ pub struct LogsArgs {
     /// Keep printing as the log grows, until the loop stops.
     #[arg(long)]
     pub follow: bool,
-}
-
-/// Flags of `diff`.
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// The loop's topic.
-    pub topic: String,
-    /// Which iteration (default: the latest committed one).
-    #[arg(long, value_name = "N")]
-    pub iteration: Option<u32>,
 }
 
 /// Flags of `summary` and `report`.
@@ -159,40 +147,6 @@ fn discarded_logs(
     let when = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     found.sort_by(|a, b| when(&a.1).cmp(&when(&b.1)).then(a.0.cmp(&b.0)));
     found
-}
-
-/// `diff`.
-pub fn diff(a: &DiffArgs) -> Result<i32> {
-    let layout = Handle::open(&a.topic)?.layout;
-    let runs = runlog::read(&layout.runs())?;
-    let rec = match a.iteration {
-        Some(n) => runs.iter().rev().find(|r| {
-            r.record == crate::disk::records::RecordKind::Iteration
-                && r.iteration == n
-                && r.attempt > 0
-        }),
-        None => runs.iter().rev().find(|r| {
-            r.record == crate::disk::records::RecordKind::Iteration && r.commit.is_some()
-        }),
-    };
-    let Some(rec) = rec else {
-        return Err(Error::input(format!(
-            "`{}` has no such iteration in {}",
-            a.topic,
-            layout.runs().display()
-        )));
-    };
-    let Some(sha) = &rec.commit else {
-        return Err(Error::input(format!(
-            "iteration {} of `{}` was not committed (outcome {})",
-            rec.iteration,
-            a.topic,
-            rec.outcome.as_str()
-        )));
-    };
-    let repo = Repo::open(layout.root())?;
-    print!("{}", repo.commit_patch(sha)?);
-    Ok(0)
 }
 
 /// `summary`: the lift (quality before → after, gate r1 → final) and one line per run.

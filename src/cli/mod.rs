@@ -9,6 +9,7 @@
 pub mod common;
 pub mod control;
 pub mod delegate;
+pub mod diff;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
@@ -109,9 +110,9 @@ pub enum Wiggum {
     Logs(inspect::LogsArgs),
     /// Show the patch an iteration committed (the latest committed by default).
     #[command(
-        after_help = "Examples:\n  studio-agents wiggum diff research\n  studio-agents wiggum diff research --iteration 2"
+        after_help = "Examples:\n  studio-agents wiggum diff research\n  studio-agents wiggum diff research --iteration 2\n  studio-agents wiggum diff research --stat"
     )]
-    Diff(inspect::DiffArgs),
+    Diff(diff::DiffArgs),
     /// One line per iteration: outcome, gate, scores, time, commit.
     #[command(
         after_help = "Examples:\n  studio-agents wiggum summary research\n  studio-agents wiggum summary research --json"

@@ -7,6 +7,7 @@ mod commit;
 pub mod preflight;
 mod snapshot;
 pub mod subject;
+pub mod text_diff;
 
 use std::path::{Path, PathBuf};
 

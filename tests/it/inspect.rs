@@ -37,13 +37,66 @@ fn logs_print_an_iterations_agent_output() {
 
 #[test]
 fn diff_shows_what_an_iteration_committed() {
-    let t = finished_loop();
+    // Agents that only add a section per iteration (no gate revisions).
+    let t = TestHome::new();
+    t.start_fg("ins", "", &[]).code(0);
     let r = t.run(&["wiggum", "diff", "ins", "--iteration", "2"]);
     r.code(0);
-    assert!(r.stdout().contains("+## Improve part 2"), "{}", r.stdout());
-    assert!(!r.stdout().contains("+## Improve part 3"));
-    let latest = t.run(&["wiggum", "diff", "ins"]);
-    assert!(latest.stdout().contains("+## Improve part 3"));
+    // Iteration 2 against iteration 1: only what iteration 2 added.
+    let out = r.stdout();
+    assert!(
+        out.contains(
+            "--- a/wiggum/iteration-001/artifact.md\n+++ b/wiggum/iteration-002/artifact.md"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("+## Improve part 2"), "{out}");
+    assert!(
+        !out.contains("+## Improve part 1") && !out.contains("+## Improve part 3"),
+        "{out}"
+    );
+    // Iteration 1 against the original.
+    let first = t
+        .run(&["wiggum", "diff", "ins", "--iteration", "1"])
+        .stdout();
+    assert!(
+        first.contains("--- a/artifact.md\n+++ b/wiggum/iteration-001/artifact.md"),
+        "{first}"
+    );
+    // No --iteration: the original against the final artifact, every part.
+    let whole = t.run(&["wiggum", "diff", "ins"]).stdout();
+    assert!(whole.contains("+++ b/wiggum/final/artifact.md"), "{whole}");
+    for part in 1..=3 {
+        assert!(
+            whole.contains(&format!("+## Improve part {part}")),
+            "{whole}"
+        );
+    }
+    let stat = t.run(&["wiggum", "diff", "ins", "--stat"]).stdout();
+    let lines: Vec<&str> = stat.lines().collect();
+    assert_eq!(lines.len(), 2, "{stat}");
+    assert!(
+        lines[0].starts_with(" wiggum/final/artifact.md | "),
+        "{stat}"
+    );
+    assert!(lines[1].starts_with(" 1 file changed, "), "{stat}");
+    // Colour on request (never by default through a pipe).
+    assert!(!whole.contains('\x1b'));
+    let coloured = t
+        .run(&[
+            "wiggum",
+            "diff",
+            "ins",
+            "--iteration",
+            "2",
+            "--color",
+            "always",
+        ])
+        .stdout();
+    assert!(
+        coloured.contains("\x1b[32m+## Improve part 2\x1b[m"),
+        "{coloured}"
+    );
 }
 
 #[test]

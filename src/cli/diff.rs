@@ -1,0 +1,277 @@
+//! `wiggum diff`: what the loop changed in the artifact. An iteration against the previous
+//! committed one (the original for the first), or with no `--iteration` the original against
+//! the final artifact; `--stat` for the counts; coloured on a terminal and paged like git. A loop
+//! with no `artifact.md` (a code loop judged on its diff) shows the iteration's commit instead.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+
+use clap::{Args, ValueEnum};
+
+use crate::disk::handle::Handle;
+use crate::disk::layout::Layout;
+use crate::disk::records::RecordKind;
+use crate::disk::runlog;
+use crate::error::{Error, Result};
+use crate::git::{Repo, text_diff};
+use crate::sys::fsutil;
+
+/// When to colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Color {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+impl Color {
+    /// Whether to colour stdout.
+    #[must_use]
+    pub fn on(self) -> bool {
+        match self {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => {
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
+}
+
+/// Flags of `diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// One iteration against the previous committed one (default: original → final).
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
+    /// Only the counts of added and removed lines.
+    #[arg(long)]
+    pub stat: bool,
+    /// Colour the output.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
+}
+
+/// The largest artifact version compared.
+const CAP: u64 = 64 << 20;
+
+/// Run `diff`.
+pub fn run(a: &DiffArgs) -> Result<i32> {
+    let layout = Handle::open(&a.topic)?.layout;
+    // Iterations that were committed, in order (a discarded attempt has no commit).
+    let mut committed: Vec<(u32, String)> = Vec::new();
+    let mut seen = Vec::new();
+    runlog::for_each(&layout.runs(), |r| {
+        if r.record == RecordKind::Iteration && r.attempt > 0 {
+            seen.push((r.iteration, r.outcome));
+            if let Some(c) = r.commit {
+                committed.push((r.iteration, c));
+            }
+        }
+    })?;
+    if let Some(n) = a.iteration
+        && !committed.iter().any(|(i, _)| *i == n)
+    {
+        return Err(Error::input(
+            match seen.iter().rev().find(|(i, _)| *i == n) {
+                Some((_, o)) => format!(
+                    "iteration {n} of `{}` was not committed (outcome {})",
+                    a.topic,
+                    o.as_str()
+                ),
+                None => format!(
+                    "`{}` has no such iteration in {}",
+                    a.topic,
+                    layout.runs().display()
+                ),
+            },
+        ));
+    }
+    let Some(last) = committed.last().map(|(i, _)| *i) else {
+        return Err(Error::input(format!(
+            "`{}` has no committed iteration yet",
+            a.topic
+        )));
+    };
+    let text = if layout.original_artifact().exists() {
+        let (old, new) = match a.iteration {
+            Some(n) => {
+                let prev = committed.iter().rev().map(|(i, _)| *i).find(|i| *i < n);
+                (
+                    prev.map_or(layout.original_artifact(), |p| layout.iteration_artifact(p)),
+                    layout.iteration_artifact(n),
+                )
+            }
+            None if layout.final_artifact().exists() => {
+                (layout.original_artifact(), layout.final_artifact())
+            }
+            None => (layout.original_artifact(), layout.iteration_artifact(last)),
+        };
+        versions(&layout, &old, &new, a.stat)?
+    } else {
+        let n = a.iteration.unwrap_or(last);
+        let sha = committed
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == n)
+            .map(|(_, c)| c.clone())
+            .unwrap_or_default();
+        Repo::open(layout.root())?.commit_patch(&sha)?
+    };
+    let text = if a.color.on() && !a.stat {
+        paint(&text)
+    } else {
+        text
+    };
+    page(&text);
+    Ok(0)
+}
+
+/// Two versions of the artifact: the patch, or with `stat` its counts.
+fn versions(layout: &Layout, old: &Path, new: &Path, stat: bool) -> Result<String> {
+    let name = |p: &Path| {
+        p.strip_prefix(layout.root())
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
+    let (a, b) = (
+        fsutil::read_capped(old, CAP)?,
+        fsutil::read_capped(new, CAP)?,
+    );
+    let d = text_diff::between(a.as_bytes(), &name(old), b.as_bytes(), &name(new))?;
+    Ok(if stat {
+        stat_text(&name(new), d.added, d.removed)
+    } else {
+        d.patch
+    })
+}
+
+/// ` wiggum/final/artifact.md | 12 +++++++++---` and the totals line, like `git diff --stat`.
+#[must_use]
+pub fn stat_text(name: &str, added: usize, removed: usize) -> String {
+    let total = added + removed;
+    // At most 50 marks, in proportion.
+    let scale = |n: usize| {
+        if total <= 50 {
+            n
+        } else {
+            (n * 50).div_ceil(total)
+        }
+    };
+    // Like git, a count of zero is left out.
+    let mut counts = vec!["1 file changed".to_string()];
+    if added > 0 {
+        counts.push(format!(
+            "{added} insertion{}(+)",
+            if added == 1 { "" } else { "s" }
+        ));
+    }
+    if removed > 0 {
+        counts.push(format!(
+            "{removed} deletion{}(-)",
+            if removed == 1 { "" } else { "s" }
+        ));
+    }
+    format!(
+        " {name} | {total} {}{}\n {}\n",
+        "+".repeat(scale(added)),
+        "-".repeat(scale(removed)),
+        counts.join(", ")
+    )
+}
+
+/// Colour a unified diff as git does: headers bold, hunks cyan, additions green, removals red.
+#[must_use]
+pub fn paint(patch: &str) -> String {
+    let mut out = String::with_capacity(patch.len() + patch.len() / 4);
+    for line in patch.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        let code =
+            if body.starts_with("+++") || body.starts_with("---") || body.starts_with("diff ") {
+                "1"
+            } else if body.starts_with("@@") {
+                "36"
+            } else if body.starts_with('+') {
+                "32"
+            } else if body.starts_with('-') {
+                "31"
+            } else {
+                ""
+            };
+        if code.is_empty() {
+            out.push_str(line);
+        } else {
+            out.push_str(&format!("\x1b[{code}m{body}\x1b[m{nl}"));
+        }
+    }
+    out
+}
+
+/// Print through the user's pager when stdout is a terminal (`STUDIO_AGENTS_PAGER`, else
+/// `PAGER`, else `less -FRX`; an empty one or `cat` prints directly), like git.
+fn page(text: &str) {
+    let pager = std::env::var("STUDIO_AGENTS_PAGER")
+        .or_else(|_| std::env::var("PAGER"))
+        .unwrap_or_else(|_| "less -FRX".into());
+    let direct = || {
+        // A closed pipe (`| head`) ends the output quietly.
+        let _closed = std::io::stdout().lock().write_all(text.as_bytes());
+    };
+    if !std::io::stdout().is_terminal() || pager.trim().is_empty() || pager.trim() == "cat" {
+        return direct();
+    }
+    let child = std::process::Command::new("sh")
+        .args(["-c", &pager])
+        .env(
+            "LESS",
+            std::env::var("LESS").unwrap_or_else(|_| "FRX".into()),
+        )
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    match child {
+        Ok(mut c) => {
+            if let Some(mut stdin) = c.stdin.take() {
+                let _closed = stdin.write_all(text.as_bytes());
+            }
+            let _status = c.wait();
+        }
+        Err(_) => direct(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_counts_like_git_and_scales_long_bars() {
+        assert_eq!(
+            stat_text("wiggum/final/artifact.md", 3, 1),
+            " wiggum/final/artifact.md | 4 +++-\n 1 file changed, 3 insertions(+), 1 deletion(-)\n"
+        );
+        let long = stat_text("a.md", 300, 100);
+        let bar = long.lines().next().unwrap().rsplit(' ').next().unwrap();
+        assert_eq!(bar.matches('+').count(), 38);
+        assert_eq!(bar.matches('-').count(), 13);
+        assert!(stat_text("a.md", 2, 0).ends_with(" 1 file changed, 2 insertions(+)\n"));
+    }
+
+    #[test]
+    fn paint_colours_additions_removals_hunks_and_headers() {
+        assert_eq!(
+            paint("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n same"),
+            "\x1b[1m--- a/x\x1b[m\n\x1b[1m+++ b/x\x1b[m\n\x1b[36m@@ -1 +1 @@\x1b[m\n\x1b[31m-old\x1b[m\n\x1b[32m+new\x1b[m\n same"
+        );
+    }
+}
