@@ -4,9 +4,11 @@
 //! with no `artifact.md` (a code loop judged on its diff) shows the iteration's commit instead.
 
 use std::io::{IsTerminal, Write};
+
+pub use super::common::Color;
 use std::path::Path;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use crate::disk::handle::Handle;
 use crate::disk::layout::Layout;
@@ -15,33 +17,6 @@ use crate::disk::runlog;
 use crate::error::{Error, Result};
 use crate::git::{Repo, text_diff};
 use crate::sys::fsutil;
-
-/// When to colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum Color {
-    /// On a terminal, unless NO_COLOR is set.
-    #[default]
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
-}
-
-impl Color {
-    /// Whether to colour stdout.
-    #[must_use]
-    pub fn on(self) -> bool {
-        match self {
-            Color::Always => true,
-            Color::Never => false,
-            Color::Auto => {
-                std::io::stdout().is_terminal()
-                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        }
-    }
-}
 
 /// Flags of `diff`.
 #[derive(Debug, Args)]

@@ -9,6 +9,9 @@ use crate::disk::registry;
 use crate::error::Result;
 use crate::ralph::progress;
 use crate::view::model::{self, LoopView, Want};
+use crate::view::table;
+
+use super::common::Color;
 
 /// Flags of `status`.
 #[derive(Debug, Args)]
@@ -18,6 +21,9 @@ pub struct StatusArgs {
     /// Machine-readable output (documented in docs/json.md).
     #[arg(long)]
     pub json: bool,
+    /// Colour the status.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
 }
 
 /// Flags of `list`.
@@ -26,10 +32,16 @@ pub struct ListArgs {
     /// Machine-readable output (documented in docs/json.md).
     #[arg(long)]
     pub json: bool,
+    /// Colour the status.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
 }
 
 fn detail(v: &LoopView) -> String {
     let mut out = v.line();
+    if let Some(r) = v.reason() {
+        out.push_str(&format!("\n  reason:    {r}"));
+    }
     if let Some(s) = &v.state {
         out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
         out.push_str(&format!("\n  agent:     {}", s.agent));
@@ -44,7 +56,14 @@ fn detail(v: &LoopView) -> String {
             out.push(')');
         }
         if let Some(e) = v.elapsed_secs {
-            out.push_str(&format!("\n  elapsed:   {}m{:02}s", e / 60, e % 60));
+            let e = u64::try_from(e).unwrap_or(0);
+            out.push_str(&format!("\n  elapsed:   {}", table::secs(e)));
+        }
+        if let Some(eta) = table::eta(v, chrono::Utc::now()) {
+            out.push_str(&format!(
+                "\n  eta:       about {} (the mean iteration time × what is left)",
+                table::secs(eta)
+            ));
         }
         if !s.last_scores.is_empty() {
             let dims: Vec<String> = s
@@ -113,7 +132,10 @@ fn all_views() -> Result<Vec<LoopView>> {
 /// `status`.
 pub fn status(a: &StatusArgs) -> Result<i32> {
     let Some(topic) = &a.topic else {
-        return list(&ListArgs { json: a.json });
+        return list(&ListArgs {
+            json: a.json,
+            color: a.color,
+        });
     };
     let usage = Want {
         usage: true,
@@ -157,9 +179,10 @@ pub fn list(a: &ListArgs) -> Result<i32> {
             "no loops registered (start one with: studio-agents wiggum start <topic> --artifact-path <dir>)"
         );
     } else {
-        for v in &views {
-            println!("{}", v.line());
-        }
+        println!(
+            "{}",
+            table::render(&views, chrono::Utc::now(), a.color.on())
+        );
     }
     Ok(0)
 }

@@ -5,4 +5,5 @@
 pub mod model;
 pub mod report;
 pub mod summary;
+pub mod table;
 pub mod watch;

@@ -57,6 +57,9 @@ pub struct LoopView {
     /// The last lines of the current agent's log.
     #[serde(skip)]
     pub log_tail: Vec<String>,
+    /// Why `state.json` could not be read (garbled, not JSON, unreadable), when it exists.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state_error: Option<String>,
 }
 
 impl LoopView {
@@ -76,7 +79,10 @@ impl LoopView {
 /// Read one loop.
 pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     let layout = &h.layout;
-    let st = state::read(&layout.state()).unwrap_or(None);
+    let (st, state_error) = match state::read(&layout.state()) {
+        Ok(st) => (st, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     let holder = h.holder()?;
     let running = holder.is_some();
     let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
@@ -135,7 +141,31 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         recent,
         open_items,
         log_tail,
+        state_error,
     })
+}
+
+impl LoopView {
+    /// Why a loop shows as `dead` or `unknown`, in words.
+    #[must_use]
+    pub fn reason(&self) -> Option<String> {
+        if let Some(e) = &self.state_error {
+            return Some(format!(
+                "its state cannot be read ({e}); the run records and git history are intact"
+            ));
+        }
+        match self.status.as_str() {
+            "dead" => Some(format!(
+                "its state says {} but no supervisor holds its lock: the supervisor died; `studio-agents wiggum start {}` resumes it",
+                self.state.as_ref().map_or("running", |s| s.status.as_str()),
+                self.topic
+            )),
+            "unknown" => {
+                Some("it has no state yet: never started, or its state.json was removed".into())
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The agent's CPU (over its life) and resident memory, read from `/proc` at once.

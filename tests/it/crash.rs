@@ -165,3 +165,32 @@ fn a_crash_after_the_commit_but_before_its_record_keeps_the_commit() {
         "{iters:?}"
     );
 }
+
+#[test]
+fn status_says_why_a_loop_is_dead_or_unreadable_and_list_has_a_header() {
+    let t = TestHome::new();
+    crash_at(&t, "why", "after-commit");
+    let st = t.run(&["wiggum", "status", "why"]).stdout();
+    assert!(
+        st.contains("  reason:    its state says running but no supervisor holds its lock"),
+        "{st}"
+    );
+    assert!(
+        st.contains("studio-agents wiggum start why` resumes it"),
+        "{st}"
+    );
+    let list = t.run(&["wiggum", "list", "--color", "never"]).stdout();
+    assert!(list.starts_with("TOPIC  STATUS  ITER"), "{list}");
+    assert!(
+        list.lines().nth(1).unwrap().starts_with("why    dead    "),
+        "{list}"
+    );
+    let coloured = t.run(&["wiggum", "list", "--color", "always"]).stdout();
+    assert!(coloured.contains("\x1b[31mdead\x1b[m"), "{coloured}");
+    std::fs::write(t.wiggum("state.json"), b"{not json\xff").unwrap();
+    let st = t.run(&["wiggum", "status", "why"]).stdout();
+    assert!(
+        st.contains("  reason:    its state cannot be read ("),
+        "{st}"
+    );
+}

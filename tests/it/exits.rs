@@ -239,7 +239,7 @@ fn optional_items_do_not_hold_the_loop_open() {
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
     assert_eq!(t.runs("iteration").len(), 1);
     let line = t.run(&["wiggum", "list"]).stdout();
-    assert!(line.contains("items left 0 (+1 optional)"), "{line}");
+    assert!(line.contains("  0 (+1 optional)  "), "{line}");
 }
 
 #[test]
