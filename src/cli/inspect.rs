@@ -22,9 +22,13 @@ pub struct LogsArgs {
     /// The loop's topic.
     pub topic: String,
     /// Which iteration (default: the latest); 0 is the planning phase.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "planning")]
     pub iteration: Option<u32>,
-    /// Keep printing as the log grows, until the loop stops.
+    /// The planning phase's log (the same as `--iteration 0`).
+    #[arg(long)]
+    pub planning: bool,
+    /// Keep printing as the log grows, across iterations (without --iteration), until the
+    /// loop stops.
     #[arg(long)]
     pub follow: bool,
 }
@@ -85,11 +89,9 @@ fn latest_iteration(layout: &Layout) -> Option<u32> {
 /// `logs`.
 pub fn logs(a: &LogsArgs) -> Result<i32> {
     let layout = Handle::open(&a.topic)?.layout;
-    let n = a
-        .iteration
-        .or_else(|| latest_iteration(&layout))
-        .unwrap_or(0);
-    let path = layout.agent_log(n);
+    let pinned = a.iteration.or(a.planning.then_some(0));
+    let mut n = pinned.or_else(|| latest_iteration(&layout)).unwrap_or(0);
+    let mut path = layout.agent_log(n);
     let discarded = if a.follow {
         Vec::new()
     } else {
@@ -112,14 +114,38 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         writeln!(out, "--- iteration {n} ---").at(&path, "print")?;
     }
     let mut pos = 0u64;
+    let home = crate::config::home_dir()?;
     loop {
+        // Whether the loop runs, read before the copy: once it has stopped, the copy that
+        // follows has everything.
+        let live = a.follow && crate::disk::lock::find(&home, &layout)?.is_some();
         if let Ok(mut f) = std::fs::File::open(&path) {
             f.seek(SeekFrom::Start(pos)).at(&path, "seek")?;
             // Copied in chunks: a log of any size prints without being held in memory.
             pos += std::io::copy(&mut f, &mut out).at(&path, "print")?;
             out.flush().at(&path, "print")?;
         }
-        if !a.follow || crate::disk::lock::find(&crate::config::home_dir()?, &layout)?.is_none() {
+        if !a.follow {
+            return Ok(0);
+        }
+        // Followed without --iteration: the next iteration's log takes over once this one is
+        // read to its end (like `tail -F`).
+        let latest = latest_iteration(&layout).unwrap_or(0);
+        if pinned.is_none()
+            && let Some(next) = (n + 1..=latest).find(|m| layout.iteration_dir(*m).exists())
+        {
+            // What it wrote between the last read and the switch.
+            if let Ok(mut f) = std::fs::File::open(&path) {
+                f.seek(SeekFrom::Start(pos)).at(&path, "seek")?;
+                std::io::copy(&mut f, &mut out).at(&path, "print")?;
+            }
+            n = next;
+            path = layout.agent_log(n);
+            pos = 0;
+            writeln!(out, "--- iteration {n} ---").at(&path, "print")?;
+            continue;
+        }
+        if !live {
             return Ok(0);
         }
         std::thread::sleep(Duration::from_millis(200)); // allow: follow polls, never spins

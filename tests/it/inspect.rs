@@ -1,5 +1,7 @@
 //! `logs`, `diff`, `summary`, `sign add`, `report` after a real loop.
 
+use std::time::Duration;
+
 use crate::support::TestHome;
 
 fn finished_loop() -> TestHome {
@@ -243,4 +245,68 @@ fn logs_of_an_iteration_show_its_discarded_attempts_marked() {
         "{out}"
     );
     assert!(out.contains("fatal: simulated crash"), "{out}");
+}
+
+#[test]
+fn logs_follow_the_loop_across_iterations_until_it_ends() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1 FAKE_ITEMS=2",
+        t.release_file().display()
+    );
+    t.start_bg("fol", "block,echo", &env, &[]).code(0);
+    t.wait_state("iteration 1 to run", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    let mut follow = t.spawn(&["wiggum", "logs", "fol", "--follow"]);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        let mut stdout = follow.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = std::io::Read::read(&mut stdout, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    // Iteration 2 starts only once the follower is printing iteration 1's log.
+    crate::support::wait_for(
+        "the follower to print iteration 1",
+        Duration::from_secs(20),
+        || {
+            let s = seen.lock().unwrap();
+            if s.contains("iteration-001") {
+                Ok(())
+            } else {
+                Err(s.clone())
+            }
+        },
+    );
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_stopped("fol");
+    let exited =
+        crate::support::wait_for("logs --follow to return", Duration::from_secs(20), || {
+            follow.try_wait().unwrap().ok_or("still following")
+        });
+    assert!(exited.success());
+    reader.join().unwrap();
+    let out = seen.lock().unwrap().clone();
+    let first = out.find("iteration-001").expect("iteration 1's log");
+    let switch = out
+        .find("--- iteration 2 ---")
+        .expect("the switch to iteration 2");
+    let second = out.rfind("iteration-002").expect("iteration 2's log");
+    assert!(first < switch && switch < second, "{out}");
+    // --planning is iteration 0.
+    let planning = t.run(&["wiggum", "logs", "fol", "--planning"]).stdout();
+    assert!(
+        planning.contains("# Task: write the improvement plan"),
+        "{planning}"
+    );
 }
