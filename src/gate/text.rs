@@ -23,10 +23,15 @@ pub fn strip_thinking(text: &str) -> String {
     let Some(re) = THINK.as_ref() else {
         return text.to_string();
     };
-    let out = re.replace_all(text, "").to_string();
+    // Text without a thinking block passes byte for byte (its final newline included).
+    let out = if re.is_match(text) {
+        re.replace_all(text, "").trim().to_string()
+    } else {
+        text.to_string()
+    };
     match OPEN_THINK.as_ref() {
         Some(open) if open.is_match(&out) => String::new(),
-        _ => out.trim().to_string(),
+        _ => out,
     }
 }
 
@@ -100,6 +105,8 @@ mod tests {
         );
         assert_eq!(strip_thinking("<think>never closed"), "");
         assert_eq!(strip_thinking("plain"), "plain");
+        // Without a thinking block the text is kept exactly, its final newline included.
+        assert_eq!(strip_thinking("\n# Doc\r\nbody\n"), "\n# Doc\r\nbody\n");
     }
 
     #[test]

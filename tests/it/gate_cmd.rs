@@ -126,7 +126,7 @@ fn passes_at_round_two_with_the_issues_reaching_the_producer() {
     );
     assert_eq!(
         std::fs::read_to_string(&s.doc).unwrap(),
-        "# Flock\n\nrevised with an example"
+        "# Flock\n\nrevised with an example\n"
     );
     // The evaluator saw only the task, the type and the output (seed 002).
     let ev = s.read("eval-prompt-1.txt");
@@ -173,7 +173,7 @@ fn the_best_round_is_restored_on_fail() {
     assert_eq!(v["record"]["best_round"], 2);
     assert_eq!(
         std::fs::read_to_string(&s.doc).unwrap(),
-        "# Flock\n\nround two"
+        "# Flock\n\nround two\n"
     );
 }
 
@@ -477,6 +477,24 @@ fn the_standalone_producer_runs_like_every_agent_with_its_env_and_cwd() {
     assert_eq!(s.read("producer-pwd").trim(), sub.display().to_string());
     assert_eq!(
         std::fs::read_to_string(&s.doc).unwrap(),
-        "# Flock\n\nrevised"
+        "# Flock\n\nrevised\n"
     );
+}
+
+#[test]
+fn a_file_nothing_revised_keeps_its_bytes_and_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestHome::new();
+    let doc = t.root().join("notes.md");
+    let bytes = b"# Notes\r\n\r\nshort, with CRLF and no final newline \xe2\x80\x94 ok";
+    std::fs::write(&doc, bytes).unwrap();
+    std::fs::set_permissions(&doc, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let before = std::fs::metadata(&doc).unwrap().modified().unwrap();
+    // The built-in evaluator and no producer: one evaluation, no revision.
+    let r = t.run(&["wiggum", "gate", "Write notes", "notes.md"]);
+    assert!(matches!(r.out.status.code(), Some(0 | 1)), "{}", r.stderr());
+    assert_eq!(std::fs::read(&doc).unwrap(), bytes);
+    let meta = std::fs::metadata(&doc).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.modified().unwrap(), before);
 }
