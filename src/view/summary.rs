@@ -141,9 +141,10 @@ mod tests {
             gate_r1: Some(4.5),
             gate_final: Some(8.12),
         };
-        assert_eq!(
-            text(&l),
-            "quality           before   after   change\n  overall           0.22    0.49    +123%\ngate            r1 4.5 → final 8.1"
-        );
+        insta::assert_snapshot!(text(&l), @r"
+        quality           before   after   change
+          overall           0.22    0.49    +123%
+        gate            r1 4.5 → final 8.1
+        ");
     }
 }

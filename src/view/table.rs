@@ -167,12 +167,11 @@ mod tests {
             view("research", Status::Running, Some(4242), 4, 4),
             view("done", Status::Completed, None, 3, 0),
         ];
-        assert_eq!(
-            render(&views, now, false),
-            "TOPIC     STATUS     ITER  QUALITY  GATE  ITEMS  ELAPSED  ETA\n\
-             research  running    4/10  -        7.25  4      1h00m    1h20m  pid 4242\n\
-             done      completed  3/10  -        7.25  0      3h01m    -  plan_empty"
-        );
+        insta::assert_snapshot!(render(&views, now, false), @r"
+        TOPIC     STATUS     ITER  QUALITY  GATE  ITEMS  ELAPSED  ETA
+        research  running    4/10  -        7.25  4      1h00m    1h20m  pid 4242
+        done      completed  3/10  -        7.25  0      3h01m    -  plan_empty
+        ");
         let coloured = render(&views, now, true);
         assert!(coloured.contains("\x1b[32mrunning\x1b[m"), "{coloured}");
         assert!(!coloured.contains("\x1b[32mTOPIC"), "{coloured}");

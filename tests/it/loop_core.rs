@@ -357,22 +357,21 @@ fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
     r.code(0);
-    assert_eq!(
-        redact(&r.stdout(), &t),
-        "Planning ✓ planned · <time> · 3 items in fix_plan.md\n\
-         Iteration 1/10 ✓ accepted · gate 4.5 FAIL (r1 4.5, 1 round) · <time> · <sha> \"Improve part 1\"\n\
-         Iteration 2/10 ✓ accepted · gate 5.1 FAIL (r1 5.1, 1 round) · <time> · <sha> \"Improve part 2\"\n\
-         Iteration 3/10 ✓ accepted · gate 5.3 FAIL (r1 5.3, 1 round) · <time> · <sha> \"Improve part 3\"\n\
-         Loop `progress` ended: every item in fix_plan.md is done\n  \
-         iterations  3/10\n  \
-         quality     0.22 → 0.49 (+127%)\n  \
-         time        <time>\n  \
-         cost        unknown\n  \
-         reason      fix_plan.md has no unchecked items\n  \
-         artifact    <art>/wiggum/final/artifact.md\n  \
-         next        studio-agents wiggum diff progress\n              \
-         studio-agents wiggum summary progress"
-    );
+    insta::assert_snapshot!(redact(&r.stdout(), &t), @r#"
+    Planning ✓ planned · <time> · 3 items in fix_plan.md
+    Iteration 1/10 ✓ accepted · gate 4.5 FAIL (r1 4.5, 1 round) · <time> · <sha> "Improve part 1"
+    Iteration 2/10 ✓ accepted · gate 5.1 FAIL (r1 5.1, 1 round) · <time> · <sha> "Improve part 2"
+    Iteration 3/10 ✓ accepted · gate 5.3 FAIL (r1 5.3, 1 round) · <time> · <sha> "Improve part 3"
+    Loop `progress` ended: every item in fix_plan.md is done
+      iterations  3/10
+      quality     0.22 → 0.49 (+127%)
+      time        <time>
+      cost        unknown
+      reason      fix_plan.md has no unchecked items
+      artifact    <art>/wiggum/final/artifact.md
+      next        studio-agents wiggum diff progress
+                  studio-agents wiggum summary progress
+    "#);
     // Log records go to daemon.log; the terminal's stderr has only the sandbox line.
     assert!(!r.stderr().contains("INFO"), "{}", r.stderr());
     let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
