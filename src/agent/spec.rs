@@ -41,7 +41,7 @@ pub fn preset(name: &str) -> Option<AgentTable> {
             OutputFormat::Aider,
         ),
         "opencode" => (
-            "opencode run \"$(cat {prompt_file})\"",
+            "opencode run --auto \"$(cat {prompt_file})\"",
             false,
             OutputFormat::Plain,
         ),
@@ -192,6 +192,14 @@ mod tests {
             (
                 "gemini",
                 include_str!("../../tests/fixtures/cli-help/gemini-cli-0.61.0-help.txt"),
+            ),
+            (
+                "opencode",
+                include_str!("../../tests/fixtures/cli-help/opencode-1.18.33-run-help.txt"),
+            ),
+            (
+                "amp",
+                include_str!("../../tests/fixtures/cli-help/amp-0.0.1790142911-help.txt"),
             ),
         ];
         for (name, help) in helps {
