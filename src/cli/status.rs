@@ -145,7 +145,23 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
-        println!("{}", detail(&v));
+        let mut text = detail(&v);
+        if a.color.on()
+            && let Some(code) = table::status_colour(&v.status)
+        {
+            // The status word of the first line (after the topic's column).
+            let at = text.find(&format!(" {} ", v.status)).map(|i| i + 1);
+            if let Some(i) = at {
+                let end = i + v.status.len();
+                text = format!(
+                    "{}\x1b[{code}m{}\x1b[m{}",
+                    &text[..i],
+                    &text[i..end],
+                    &text[end..]
+                );
+            }
+        }
+        println!("{text}");
         if let Some(block) = completion(&Handle::open(topic)?, &v)? {
             println!("\n{block}");
         }

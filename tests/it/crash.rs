@@ -187,6 +187,13 @@ fn status_says_why_a_loop_is_dead_or_unreadable_and_list_has_a_header() {
     );
     let coloured = t.run(&["wiggum", "list", "--color", "always"]).stdout();
     assert!(coloured.contains("\x1b[31mdead\x1b[m"), "{coloured}");
+    let detail = t
+        .run(&["wiggum", "status", "why", "--color", "always"])
+        .stdout();
+    assert!(
+        detail.starts_with("why                  \x1b[31mdead\x1b[m"),
+        "{detail:?}"
+    );
     std::fs::write(t.wiggum("state.json"), b"{not json\xff").unwrap();
     let st = t.run(&["wiggum", "status", "why"]).stdout();
     assert!(
