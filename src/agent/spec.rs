@@ -201,6 +201,10 @@ mod tests {
                 "amp",
                 include_str!("../../tests/fixtures/cli-help/amp-0.0.1790142911-help.txt"),
             ),
+            (
+                "aider",
+                include_str!("../../tests/fixtures/cli-help/aider-chat-0.86.2-help.txt"),
+            ),
         ];
         for (name, help) in helps {
             let command = preset(name).unwrap().command;
