@@ -185,13 +185,7 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
     let settings = h.settings();
-    let measure = |p: std::path::PathBuf| -> Option<crate::disk::records::Metrics> {
-        let text = fsutil::read_capped(&p, 8 << 20).ok()?;
-        Some(crate::quality::metrics::compute(
-            &text,
-            &settings.quality_metrics,
-        ))
-    };
+    let measure = |p: std::path::PathBuf| progress::quality_of(&p, &settings.quality_metrics);
     let layout = &h.layout;
     let last = st.as_ref().map_or(0, |s| s.last_committed_iteration);
     let after = if layout.final_artifact().exists() {

@@ -141,7 +141,8 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         usage: true,
         ..Want::default()
     };
-    let v = model::load(&Handle::open(topic)?, usage)?;
+    let h = Handle::open(topic)?;
+    let v = model::load(&h, usage)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
@@ -162,7 +163,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
             }
         }
         println!("{text}");
-        if let Some(block) = completion(&Handle::open(topic)?, &v)? {
+        if let Some(block) = completion(&h, &v) {
             println!("\n{block}");
         }
     }
@@ -170,16 +171,11 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
 }
 
 /// The completion block of a loop that has ended (measured with the loop's own settings).
-fn completion(h: &Handle, v: &LoopView) -> Result<Option<String>> {
-    let Some(st) = v.state.as_ref().filter(|s| !s.status.is_live()) else {
-        return Ok(None);
-    };
-    let settings = h.settings();
-    let now = chrono::Utc::now();
-    Ok(
-        progress::completion_of(&h.layout, st, &settings.quality_metrics, now)
-            .map(|c| progress::completion_block(&c)),
-    )
+fn completion(h: &Handle, v: &LoopView) -> Option<String> {
+    let st = v.state.as_ref().filter(|s| !s.status.is_live())?;
+    let weights = h.settings().quality_metrics;
+    progress::completion_of(&h.layout, st, &weights, chrono::Utc::now())
+        .map(|c| progress::completion_block(&c))
 }
 
 /// `list`.

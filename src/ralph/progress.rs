@@ -153,12 +153,7 @@ pub fn completion_of(
     weights: &crate::config::QualityWeights,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<Completion> {
-    let measure = |p: PathBuf| {
-        p.exists()
-            .then(|| crate::sys::fsutil::read_capped(&p, 8 << 20).ok())
-            .flatten()
-            .map(|t| crate::quality::metrics::compute(&t, weights).overall)
-    };
+    let measure = |p: PathBuf| quality_of(&p, weights).map(|m| m.overall);
     let artifact = layout.final_artifact();
     let end = if st.status.is_live() {
         now
@@ -179,6 +174,17 @@ pub fn completion_of(
         detail: st.stop_detail.clone().unwrap_or_default(),
         artifact: artifact.exists().then_some(artifact),
     })
+}
+
+/// The built-in metrics of an artifact version, read up to 8 MiB; `None` when it is missing,
+/// unreadable or larger.
+#[must_use]
+pub fn quality_of(
+    path: &std::path::Path,
+    weights: &crate::config::QualityWeights,
+) -> Option<crate::disk::records::Metrics> {
+    let text = crate::sys::fsutil::read_capped(path, 8 << 20).ok()?;
+    Some(crate::quality::metrics::compute(&text, weights))
 }
 
 /// A stop reason in words.

@@ -486,7 +486,8 @@ fn a_file_nothing_revised_keeps_its_bytes_and_mode() {
     use std::os::unix::fs::PermissionsExt;
     let t = TestHome::new();
     let doc = t.root().join("notes.md");
-    let bytes = b"# Notes\r\n\r\nshort, with CRLF and no final newline \xe2\x80\x94 ok";
+    // A leading blank line, CRLF and a final newline: anything that normalises text shows.
+    let bytes = b"\n# Notes\r\n\r\nshort, with CRLF \xe2\x80\x94 ok\n";
     std::fs::write(&doc, bytes).unwrap();
     std::fs::set_permissions(&doc, std::fs::Permissions::from_mode(0o600)).unwrap();
     let before = std::fs::metadata(&doc).unwrap().modified().unwrap();
