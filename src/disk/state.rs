@@ -329,38 +329,6 @@ pub fn shown_status(st: Option<&LoopState>, locked: bool) -> &'static str {
     }
 }
 
-/// The one-line summary of a loop used by `list`, `status` and `watch` through a pipe.
-/// `holder` is the pid holding the lock, if any.
-#[must_use]
-pub fn one_line(topic: &str, st: Option<&LoopState>, holder: Option<u32>) -> String {
-    let status = shown_status(st, holder.is_some());
-    let Some(s) = st else {
-        return format!("{topic:<20} {status}");
-    };
-    let mut out = format!(
-        "{topic:<20} {status:<9} iteration {}/{}",
-        s.current_iteration, s.max_iterations
-    );
-    if let Some(q) = s.last_quality {
-        out.push_str(&format!("  quality {q:.2}/{:.2}", s.quality_threshold));
-    }
-    if let Some(g) = s.last_gate_score {
-        out.push_str(&format!("  gate {g:.2}"));
-    }
-    if let Some(n) = s.items_remaining {
-        out.push_str(&format!("  items left {n}"));
-        if let Some(o) = s.items_optional.filter(|o| *o > 0) {
-            out.push_str(&format!(" (+{o} optional)"));
-        }
-    }
-    match (holder, s.stop_reason) {
-        (Some(p), _) => out.push_str(&format!("  pid {p}")),
-        (None, Some(r)) => out.push_str(&format!("  stop reason {}", r.as_str())),
-        (None, None) => {}
-    }
-    out
-}
-
 /// What reading `state.json` found.
 #[derive(Debug)]
 pub enum Loaded {
@@ -462,7 +430,7 @@ mod tests {
     }
 
     #[test]
-    fn shown_status_and_one_line() {
+    fn shown_status_says_dead_when_nobody_holds_a_live_loop() {
         let live = LoopState {
             status: Status::Running,
             current_iteration: 2,
@@ -473,17 +441,6 @@ mod tests {
         assert_eq!(shown_status(Some(&live), true), "running");
         assert_eq!(shown_status(None, true), "starting");
         assert_eq!(shown_status(None, false), "unknown");
-        let line = one_line("t", Some(&live), Some(42));
-        assert!(
-            line.contains("running   iteration 2/5") && line.ends_with("pid 42"),
-            "{line}"
-        );
-        let done = LoopState {
-            status: Status::Completed,
-            stop_reason: Some(StopReason::PlanEmpty),
-            ..live
-        };
-        assert!(one_line("t", Some(&done), None).ends_with("stop reason plan_empty"));
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl LoopView {
     /// One line for `list`, logs and pipes.
     #[must_use]
     pub fn line(&self) -> String {
-        state::one_line(&self.topic, self.state.as_ref(), self.pid)
+        one_line(&self.topic, self.state.as_ref(), self.pid)
     }
 }
 
@@ -208,5 +208,64 @@ mod tests {
         state::save(&h.layout.state(), &mut st).unwrap();
         let v = load(&h, Want::default()).unwrap();
         assert_eq!((v.status.as_str(), v.running()), ("dead", false));
+    }
+}
+
+/// The one-line summary of a loop used by `list`, `status` and `watch` through a pipe.
+/// `holder` is the pid holding the lock, if any.
+#[must_use]
+fn one_line(topic: &str, st: Option<&LoopState>, holder: Option<u32>) -> String {
+    let status = state::shown_status(st, holder.is_some());
+    let Some(s) = st else {
+        return format!("{topic:<20} {status}");
+    };
+    let mut out = format!(
+        "{topic:<20} {status:<9} iteration {}/{}",
+        s.current_iteration, s.max_iterations
+    );
+    if let Some(q) = s.last_quality {
+        out.push_str(&format!("  quality {q:.2}/{:.2}", s.quality_threshold));
+    }
+    if let Some(g) = s.last_gate_score {
+        out.push_str(&format!("  gate {g:.2}"));
+    }
+    if let Some(n) = s.items_remaining {
+        out.push_str(&format!("  items left {n}"));
+        if let Some(o) = s.items_optional.filter(|o| *o > 0) {
+            out.push_str(&format!(" (+{o} optional)"));
+        }
+    }
+    match (holder, s.stop_reason) {
+        (Some(p), _) => out.push_str(&format!("  pid {p}")),
+        (None, Some(r)) => out.push_str(&format!("  stop reason {}", r.as_str())),
+        (None, None) => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::*;
+    use crate::disk::state::{Status, StopReason};
+
+    #[test]
+    fn one_line_shows_progress_and_the_pid_or_the_stop_reason() {
+        let live = LoopState {
+            status: Status::Running,
+            current_iteration: 2,
+            max_iterations: 5,
+            ..LoopState::default()
+        };
+        let line = one_line("t", Some(&live), Some(42));
+        assert!(
+            line.contains("running   iteration 2/5") && line.ends_with("pid 42"),
+            "{line}"
+        );
+        let done = LoopState {
+            status: Status::Completed,
+            stop_reason: Some(StopReason::PlanEmpty),
+            ..live
+        };
+        assert!(one_line("t", Some(&done), None).ends_with("stop reason plan_empty"));
     }
 }
