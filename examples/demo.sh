@@ -19,4 +19,5 @@ echo
 echo "history:"
 git -C "$work/research" log --format='  %h %an: %s'
 echo
+echo "look closer: STUDIO_AGENTS_HOME=$work/home $bin wiggum summary demo   (or diff, logs)"
 echo "everything is in $work (remove it with: rm -rf $work)"
