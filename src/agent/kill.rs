@@ -1,10 +1,13 @@
 //! Kill-tree: every process an agent started dies with its run. Two nets catch them: the agent's
 //! process group (it is a session leader), and an environment token every descendant inherits,
 //! which also finds helpers that `setsid` away. The supervisor is a child subreaper, so orphans
-//! are reparented to it and reaped here rather than lingering as zombies.
+//! are reparented to it and reaped here rather than lingering as zombies. Every check reads
+//! `/proc` once: the group's members, the token holders among our own descendants (as a
+//! subreaper, every escaped helper is one) and the zombies to reap all come from that one pass.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill, killpg};
@@ -33,35 +36,78 @@ pub fn unmanage(pid: i32) {
     }
 }
 
-/// Become a child subreaper (Linux), so orphaned descendants are reparented to us.
-pub fn become_subreaper() {
-    #[cfg(target_os = "linux")]
-    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        tracing::warn!("cannot become a child subreaper: {e}; orphans go to init");
+/// Whether we are a child subreaper: then every process that escaped an agent's group stays
+/// among our descendants, and only they need their environment read for the token.
+static SUBREAPER: AtomicBool = AtomicBool::new(false);
+
+/// Become a child subreaper (Linux), so orphaned descendants are reparented to us; and turn
+/// core dumps off for us and every process we start (a dump of an agent holds its secrets).
+pub fn become_supervisor() {
+    if let Err(e) = nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_CORE, 0, 0) {
+        tracing::warn!("cannot turn core dumps off: {e}");
     }
+    #[cfg(target_os = "linux")]
+    match nix::sys::prctl::set_child_subreaper(true) {
+        Ok(()) => SUBREAPER.store(true, Ordering::Relaxed),
+        Err(e) => tracing::warn!("cannot become a child subreaper: {e}; orphans go to init"),
+    }
+}
+
+/// Pids descending from `root` (not `root` itself), from one reading of the process table.
+#[must_use]
+pub fn descendants(all: &[Stat], root: i32) -> BTreeSet<i32> {
+    let mut out = BTreeSet::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for s in all.iter().filter(|s| s.ppid == parent) {
+            if out.insert(s.pid) {
+                frontier.push(s.pid);
+            }
+        }
+    }
+    out
+}
+
+/// The run's processes still running in one reading of the process table: members of `pgid`,
+/// and token holders — among our descendants when the run is ours and we are a subreaper (its
+/// escaped helpers cannot be anywhere else), anywhere for a run a dead supervisor left.
+fn survivors_in(all: &[Stat], pgid: i32, token: &str) -> Vec<Stat> {
+    let me = std::process::id().cast_signed();
+    let started_here = MANAGED.lock().is_ok_and(|m| m.contains(&pgid));
+    let ours = (SUBREAPER.load(Ordering::Relaxed) && started_here).then(|| descendants(all, me));
+    all.iter()
+        .filter(|s| s.pid != me && s.is_running())
+        .filter(|s| {
+            s.pgrp == pgid
+                || (ours.as_ref().is_none_or(|o| o.contains(&s.pid))
+                    && procs::has_env(s.pid, TOKEN_VAR, token))
+        })
+        .copied()
+        .collect()
 }
 
 /// Everything still running that belongs to the run: members of `pgid` and token holders.
 #[must_use]
 pub fn survivors(pgid: i32, token: &str) -> Vec<Stat> {
-    let me = std::process::id().cast_signed();
-    let mut seen = BTreeSet::new();
-    procs::group_members(pgid)
-        .into_iter()
-        .chain(procs::with_env(TOKEN_VAR, token))
-        .filter(|s| s.pid != me && seen.insert(s.pid))
-        .collect()
+    survivors_in(&procs::all(), pgid, token)
 }
 
 /// Send `sig` to the group and to every token holder (and its own group, when it left ours).
 pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
-    let me_pgrp = procs::stat(std::process::id().cast_signed()).map(|s| s.pgrp);
+    let all = procs::all();
+    let me_pgrp = all
+        .iter()
+        .find(|s| s.pid == std::process::id().cast_signed())
+        .map(|s| s.pgrp);
     // ESRCH (the group is already gone) is what we want: not an error.
     let _gone = killpg(Pid::from_raw(pgid), sig);
-    let holders = procs::with_env(TOKEN_VAR, token);
+    let holders: Vec<Stat> = survivors_in(&all, pgid, token)
+        .into_iter()
+        .filter(|s| s.pgrp != pgid)
+        .collect();
     for s in &holders {
         let _gone = kill(Pid::from_raw(s.pid), sig);
-        if s.pgrp != pgid && Some(s.pgrp) != me_pgrp && s.pgrp > 1 {
+        if Some(s.pgrp) != me_pgrp && s.pgrp > 1 {
             let _gone = killpg(Pid::from_raw(s.pgrp), sig);
         }
     }
@@ -72,14 +118,32 @@ pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
 /// run in sessions of their own, so a zombie child in our own session is a direct child that
 /// its spawner will wait for: it is left alone.
 pub fn reap_adopted() {
+    reap_in(&procs::all());
+}
+
+fn reap_in(all: &[Stat]) {
     let me = std::process::id().cast_signed();
-    let my_session = procs::stat(me).map(|s| s.session);
+    let my_session = all.iter().find(|s| s.pid == me).map(|s| s.session);
     let managed = MANAGED.lock().map(|m| m.clone()).unwrap_or_default();
-    for c in procs::children_of(me) {
+    for c in all.iter().filter(|s| s.ppid == me) {
         if !c.is_running() && !managed.contains(&c.pid) && Some(c.session) != my_session {
             let _reaped = waitpid(Pid::from_raw(c.pid), Some(WaitPidFlag::WNOHANG));
         }
     }
+}
+
+/// Whether anything of the run still runs; reaps what was adopted. A group whose leader still
+/// runs answers without reading the process table; otherwise one reading finds the members,
+/// the token holders that left the group and the zombies to reap.
+fn settled(pgid: i32, token: &str) -> bool {
+    if killpg(Pid::from_raw(pgid), None).is_ok()
+        && procs::stat(pgid).is_some_and(|s| s.is_running())
+    {
+        return false;
+    }
+    let all = procs::all();
+    reap_in(&all);
+    survivors_in(&all, pgid, token).is_empty()
 }
 
 /// SIGTERM everything of the run, wait up to `grace` (polling, reaping as it goes; `force`
@@ -91,8 +155,9 @@ pub async fn terminate(
     grace: Duration,
     mut force: impl FnMut() -> bool,
 ) -> Vec<i32> {
-    if survivors(pgid, token).is_empty() {
-        reap_adopted();
+    // The group first, before any reading of /proc: a stop takes effect at once.
+    let _gone = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+    if settled(pgid, token) {
         return Vec::new();
     }
     signal_all(pgid, token, Signal::SIGTERM);
@@ -100,8 +165,7 @@ pub async fn terminate(
     // An agent that obeys TERM is gone within milliseconds: look again soon, then less often.
     let mut pause = Duration::from_millis(1);
     loop {
-        reap_adopted();
-        if survivors(pgid, token).is_empty() {
+        if settled(pgid, token) {
             return Vec::new();
         }
         if force() || tokio::time::Instant::now() >= deadline {
@@ -115,11 +179,54 @@ pub async fn terminate(
     let hard = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
         signal_all(pgid, token, Signal::SIGKILL);
-        reap_adopted();
-        if survivors(pgid, token).is_empty() || tokio::time::Instant::now() >= hard {
+        if settled(pgid, token) || tokio::time::Instant::now() >= hard {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     killed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st(pid: i32, ppid: i32) -> Stat {
+        Stat {
+            pid,
+            ppid,
+            pgrp: pid,
+            session: pid,
+            state: 'S',
+            start_ticks: 0,
+        }
+    }
+
+    #[test]
+    fn descendants_follow_parents_to_any_depth_and_nothing_else() {
+        // 10 ─ 11 ─ 12 ─ 13 (a setsid grandchild keeps its parent), 10 ─ 14 (adopted orphan);
+        // 20 ─ 21 belong to someone else.
+        let all = [
+            st(10, 1),
+            st(11, 10),
+            st(12, 11),
+            st(13, 12),
+            st(14, 10),
+            st(20, 1),
+            st(21, 20),
+        ];
+        let cases: [(i32, &[i32]); 4] =
+            [(10, &[11, 12, 13, 14]), (12, &[13]), (13, &[]), (20, &[21])];
+        for (root, want) in cases {
+            let got: Vec<i32> = descendants(&all, root).into_iter().collect();
+            assert_eq!(got, want, "root {root}");
+        }
+    }
+
+    #[test]
+    fn a_cycle_in_a_torn_reading_does_not_loop() {
+        // Pids are reused: a reading taken while processes come and go can hold a cycle.
+        let all = [st(30, 31), st(31, 30)];
+        assert_eq!(descendants(&all, 30).len(), 2);
+    }
 }

@@ -78,6 +78,9 @@ pub struct Launch {
     pub token: String,
     /// The harness settings (`[safety]`): environment, sandbox, ceilings, liveness.
     pub safety: Safety,
+    /// A file watch over the work tree already running (the loop's); without one the run
+    /// watches for itself.
+    pub activity: Option<crate::sys::watch::Shared>,
 }
 
 impl Launch {
@@ -163,6 +166,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         liveness: Some(Liveness {
             idle: Duration::from_secs(safety.max_idle_secs),
             watch: root,
+            activity: l.activity.clone(),
             max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
             promise: None,
         }),
@@ -273,6 +277,7 @@ mod tests {
             grace: Duration::from_secs(7),
             token: "tok".into(),
             safety: Safety::default(),
+            activity: None,
         }
     }
 

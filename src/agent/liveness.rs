@@ -22,6 +22,8 @@ pub struct Liveness {
     pub idle: Duration,
     /// The directory whose changes count as activity.
     pub watch: std::path::PathBuf,
+    /// A watch over it already running (the loop's), read instead of starting one.
+    pub activity: Option<crate::sys::watch::Shared>,
     /// End the job when its tree's resident memory crosses this many bytes (zero: never).
     pub max_memory: u64,
     /// The completion promise, how often the prompt itself holds it (an echo is not the
@@ -69,7 +71,7 @@ pub fn tree_rss(pgid: i32, token: &str) -> u64 {
 pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
     let changed = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&changed);
-    let watcher = if l.idle.is_zero() {
+    let watcher = if l.idle.is_zero() || l.activity.is_some() {
         None
     } else {
         let w = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
@@ -127,7 +129,11 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
             continue;
         }
         let len = log_len();
-        if len != seen || changed.swap(false, Ordering::Relaxed) {
+        let touched = l.activity.as_ref().is_some_and(|w| {
+            w.lock()
+                .is_ok_and(|mut w| w.poll().iter().any(|p| !is_supervisor_noise(p)))
+        });
+        if len != seen || touched || changed.swap(false, Ordering::Relaxed) {
             seen = len;
             active_at = Instant::now();
         }

@@ -113,7 +113,7 @@ fn gated(job: &Job) -> String {
 
 /// The program and arguments of a job: `sh -c SCRIPT`, behind our `sandbox-exec` when confined.
 fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
-    let Some(policy) = &job.sandbox else {
+    let Some(policy) = job.sandbox.as_ref().filter(|p| p.needs_helper()) else {
         return Ok(("sh".into(), vec!["-c".into(), script]));
     };
     let exe = std::env::current_exe()

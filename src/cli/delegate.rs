@@ -112,9 +112,10 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         grace: Duration::from_secs(settings.safety.kill_grace_secs),
         token: process::new_token(&format!("delegate-{}", a.topic)),
         safety: settings.safety.clone(),
+        activity: None,
     };
     let (_tx, mut rx) = watch::channel(StopLevel::None);
-    crate::agent::kill::become_subreaper();
+    crate::agent::kill::become_supervisor();
     let run = crate::sys::runtime::runtime()?.block_on(launch::run(
         &agent,
         &launch,

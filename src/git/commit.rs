@@ -155,7 +155,8 @@ impl Repo {
     fn sync_index(&self, tree: &git2::Tree<'_>, paths: &[PathBuf]) -> Result<()> {
         let wd = &self.workdir;
         let mut index = self.repo.index().git_at(wd, "open the index")?;
-        index.read(true).git_at(wd, "reload the index")?;
+        // Re-read only when someone else wrote it since (libgit2 compares the file's stamp).
+        index.read(false).git_at(wd, "reload the index")?;
         for p in paths {
             let old = index.get_path(p, 0);
             match tree.get_path(p) {

@@ -1,12 +1,17 @@
 //! What is dirty under the loop's directory, and where HEAD is. Taken before and after each agent
 //! run: the difference is exactly what the agent changed, and exactly what the loop may commit.
+//!
+//! A full snapshot walks the work tree (libgit2's status, using the index's stat cache as
+//! `git status` does). [`Repo::refresh`] instead updates an earlier snapshot for the paths a file
+//! watch saw touched, asking status about those paths only; it walks when it cannot be sure:
+//! the watch lost events, HEAD moved, or someone else wrote the index.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, StatusOptions};
+use git2::{Oid, StatusOptions, Statuses};
 
 use super::Repo;
 use crate::disk::layout::Layout;
@@ -22,7 +27,15 @@ pub(super) const SKIP_WORKTREE: u16 = 0x4000;
 pub struct Snapshot {
     pub(super) head: Option<Oid>,
     pub(super) files: BTreeMap<PathBuf, Option<Oid>>,
+    /// The index file's identity when the snapshot was taken: another writer shows here.
+    pub(super) index: Option<IndexStamp>,
 }
+
+/// Modification time (ns), size and inode of the index file.
+pub(super) type IndexStamp = (i128, u64, u64);
+
+/// Past this many touched paths, one walk is cheaper than asking about each.
+const MAX_TOUCHED: usize = 20_000;
 
 impl Snapshot {
     /// Paths (relative to the artifact dir) whose content differs between two snapshots: the
@@ -64,12 +77,27 @@ impl Snapshot {
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.keys().map(PathBuf::as_path)
     }
+
+    /// Forget every path at or under `rel` (paths order by component, so they are adjacent).
+    fn forget(&mut self, rel: &Path) {
+        let under: Vec<PathBuf> = self
+            .files
+            .range(rel.to_path_buf()..)
+            .take_while(|(p, _)| p.starts_with(rel))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in under {
+            self.files.remove(&p);
+        }
+    }
 }
 
 impl Repo {
     /// What is dirty under the artifact dir, leaving out the supervisor's own files and files a
     /// sparse checkout keeps out of the work tree.
     pub fn snapshot(&self) -> Result<Snapshot> {
+        let index = self.index_stamp();
+        let head = self.head();
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -81,25 +109,106 @@ impl Repo {
             .statuses(Some(&mut opts))
             .git_at(&self.workdir, "read status")?;
         let sparse = self.skip_worktree_paths()?;
-        let mut files = BTreeMap::new();
+        let mut snap = Snapshot {
+            head,
+            files: BTreeMap::new(),
+            index,
+        };
+        self.absorb(&mut snap, &statuses, |p| sparse.contains(p));
+        Ok(snap)
+    }
+
+    /// `prev` brought up to date for `touched` (paths relative to the artifact dir; a directory
+    /// stands for everything under it), or a full [`Self::snapshot`] when `touched` is `None`
+    /// (unknown), HEAD moved or the index was written by someone else since `prev`.
+    pub fn refresh(
+        &self,
+        prev: &Snapshot,
+        touched: Option<&BTreeSet<PathBuf>>,
+    ) -> Result<Snapshot> {
+        let Some(touched) = touched else {
+            return self.snapshot();
+        };
+        if prev.head != self.head()
+            || prev.index.is_none()
+            || prev.index != self.index_stamp()
+            || touched.len() > MAX_TOUCHED
+        {
+            return self.snapshot();
+        }
+        let mut snap = prev.clone();
+        if touched.is_empty() {
+            return Ok(snap);
+        }
+        let index = self.repo.index().git_at(&self.workdir, "read the index")?;
+        let mut specs = BTreeSet::new();
+        for rel in touched {
+            let repo_rel = self.scope.join(rel);
+            // A change inside a submodule is a change of the submodule's entry.
+            let at = submodule_of(&index, &repo_rel).unwrap_or(repo_rel);
+            if let Some(r) = self.rel_to_artifact(&at) {
+                snap.forget(r);
+            }
+            specs.insert(at);
+        }
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .exclude_submodules(false)
+            .disable_pathspec_match(true);
+        for s in &specs {
+            opts.pathspec(s);
+        }
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .git_at(&self.workdir, "read status")?;
+        self.absorb(&mut snap, &statuses, |p| {
+            index
+                .get_path(p, 0)
+                .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
+        });
+        Ok(snap)
+    }
+
+    /// `snap` after a commit of `paths` (relative to the artifact dir) that this process made:
+    /// HEAD and the index moved for those paths only.
+    pub fn after_commit(&self, snap: &Snapshot, paths: &[PathBuf]) -> Result<Snapshot> {
+        let base = Snapshot {
+            head: self.head(),
+            files: snap.files.clone(),
+            index: self.index_stamp(),
+        };
+        let touched: BTreeSet<PathBuf> = paths.iter().cloned().collect();
+        self.refresh(&base, Some(&touched))
+    }
+
+    /// Fold status entries into `snap`, leaving out the supervisor's own files, paths outside
+    /// the artifact dir and files a sparse checkout keeps out of the work tree.
+    fn absorb(&self, snap: &mut Snapshot, statuses: &Statuses<'_>, sparse: impl Fn(&Path) -> bool) {
         for entry in statuses.iter() {
             let repo_rel = PathBuf::from(OsStr::from_bytes(entry.path_bytes()));
-            if sparse.contains(&repo_rel) {
-                continue;
-            }
             let Some(rel) = self.rel_to_artifact(&repo_rel) else {
                 continue;
             };
-            if Layout::is_supervisor_path(rel) {
+            if Layout::is_supervisor_path(rel) || sparse(&repo_rel) {
                 continue;
             }
             let oid = self.content_id(&repo_rel);
-            files.insert(rel.to_path_buf(), oid);
+            snap.files.insert(rel.to_path_buf(), oid);
         }
-        Ok(Snapshot {
-            head: self.head(),
-            files,
-        })
+    }
+
+    /// The index file's identity now (`None` when it cannot be read).
+    fn index_stamp(&self) -> Option<IndexStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(self.repo.path().join("index")).ok()?;
+        Some((
+            i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+            m.size(),
+            m.ino(),
+        ))
     }
 
     /// Index entries flagged skip-worktree (empty outside sparse checkouts).
@@ -130,4 +239,14 @@ impl Repo {
         }
         Oid::hash_file(git2::ObjectType::Blob, &full).ok()
     }
+}
+
+/// The submodule (gitlink entry) `repo_rel` lies inside, if any.
+fn submodule_of(index: &git2::Index, repo_rel: &Path) -> Option<PathBuf> {
+    repo_rel
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| index.get_path(a, 0).is_some_and(|e| e.mode == 0o160_000))
+        .map(Path::to_path_buf)
 }

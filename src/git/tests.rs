@@ -195,3 +195,124 @@ fn links_exec_bits_and_deletions_are_committed_as_git_would() {
     assert!(!tree.contains("gone.md"), "{tree}");
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
+
+/// A repository with tracked files inside and outside the artifact dir `art/`.
+fn refresh_repo() -> (tempfile::TempDir, Repo) {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    for f in ["art/a.md", "art/docs/b.md", "art/docs/c.md", "outside.md"] {
+        let p = root.join(f);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, f).unwrap();
+    }
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    let repo = Repo::open(&root.join("art")).unwrap();
+    (d, repo)
+}
+
+fn set(v: &[&str]) -> std::collections::BTreeSet<PathBuf> {
+    v.iter().map(PathBuf::from).collect()
+}
+
+#[test]
+fn a_refresh_for_the_touched_paths_equals_a_full_walk() {
+    type Change = fn(&Path);
+    // (what happens under art/, what the watch reports touched)
+    let cases: [(&str, Change, &[&str]); 7] = [
+        (
+            "edit",
+            |a| std::fs::write(a.join("a.md"), "new").unwrap(),
+            &["a.md"],
+        ),
+        (
+            "delete",
+            |a| std::fs::remove_file(a.join("docs/b.md")).unwrap(),
+            &["docs/b.md"],
+        ),
+        (
+            "new dir, reported as the dir",
+            |a| {
+                std::fs::create_dir_all(a.join("new/deep")).unwrap();
+                std::fs::write(a.join("new/deep/x.md"), "x").unwrap();
+            },
+            &["new"],
+        ),
+        (
+            "exec bit",
+            |a| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(
+                    a.join("docs/c.md"),
+                    std::fs::Permissions::from_mode(0o755),
+                )
+                .unwrap();
+            },
+            &["docs/c.md"],
+        ),
+        (
+            "edited back to what HEAD has",
+            |a| std::fs::write(a.join("a.md"), "art/a.md").unwrap(),
+            &["a.md"],
+        ),
+        (
+            "rename a dir",
+            |a| std::fs::rename(a.join("docs"), a.join("moved")).unwrap(),
+            &["docs", "moved"],
+        ),
+        ("nothing", |_| {}, &[]),
+    ];
+    let (d, repo) = refresh_repo();
+    let art = d.path().join("art");
+    // Dirty to begin with: an edit the refresh must keep and one it must drop.
+    std::fs::write(art.join("docs/c.md"), "dirty").unwrap();
+    let mut prev = repo.snapshot().unwrap();
+    for (what, change, touched) in cases {
+        change(&art);
+        let got = repo.refresh(&prev, Some(&set(touched))).unwrap();
+        let want = repo.snapshot().unwrap();
+        assert_eq!(got, want, "{what}");
+        prev = got;
+    }
+    // And it did not walk: a change the watch did not report is not seen.
+    std::fs::write(art.join("a.md"), "unreported").unwrap();
+    assert_eq!(repo.refresh(&prev, Some(&set(&[]))).unwrap(), prev);
+    assert_ne!(repo.snapshot().unwrap(), prev);
+}
+
+#[test]
+fn a_refresh_walks_when_the_index_or_head_moved_under_it() {
+    let (d, repo) = refresh_repo();
+    let root = d.path();
+    let prev = repo.snapshot().unwrap();
+    // No file changes, so no watch event: only the index says a.md is no longer tracked.
+    git(root, &["rm", "-q", "--cached", "art/a.md"]);
+    let got = repo.refresh(&prev, Some(&set(&[]))).unwrap();
+    assert_eq!(got.paths().collect::<Vec<_>>(), [Path::new("a.md")]);
+    // Someone commits that, then puts it back: HEAD moved, a.md clean again.
+    git(root, &["commit", "-qm", "untrack"]);
+    git(root, &["add", "art/a.md"]);
+    git(root, &["commit", "-qm", "back"]);
+    let got = repo.refresh(&got, Some(&set(&[]))).unwrap();
+    assert_eq!(got, repo.snapshot().unwrap());
+    assert_eq!(got.paths().count(), 0);
+    // Unknown changes: a walk.
+    std::fs::write(root.join("art/a.md"), "x").unwrap();
+    assert_eq!(repo.refresh(&got, None).unwrap(), repo.snapshot().unwrap());
+}
+
+#[test]
+fn after_our_own_commit_the_snapshot_needs_no_walk_and_is_exact() {
+    let (d, repo) = refresh_repo();
+    let art = d.path().join("art");
+    std::fs::write(art.join("a.md"), "one").unwrap();
+    std::fs::write(art.join("docs/b.md"), "two").unwrap();
+    let snap = repo.snapshot().unwrap();
+    repo.commit_paths(&paths(&["a.md"]), "m", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let after = repo.after_commit(&snap, &paths(&["a.md"])).unwrap();
+    assert_eq!(after, repo.snapshot().unwrap());
+    assert_eq!(after.paths().collect::<Vec<_>>(), [Path::new("docs/b.md")]);
+}

@@ -104,6 +104,7 @@ pub async fn commit(
     }
     let git = &lp.settings.git;
     let sha = lp.repo.finish(&pending, &message, &git.name, &git.email)?;
+    lp.tracker.committed(&lp.repo, &paths);
     lp.runner.state.carried_paths.clear();
     Ok(Committed::Sha(sha))
 }

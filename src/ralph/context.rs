@@ -36,6 +36,8 @@ pub struct Loop {
     pub done: u32,
     /// Identifies this run (evaluator pool choice).
     pub run_id: String,
+    /// What changed in the work tree, from a file watch (no walk per iteration).
+    pub tracker: super::changes::Tracker,
 }
 
 impl Loop {
@@ -47,13 +49,13 @@ impl Loop {
             .unwrap_or_else(|| self.evaluator.clone())
     }
 
-    /// Built-in metrics of an artifact, recorded in state; warns when quality did not improve.
+    /// Built-in metrics of an artifact, recorded in state; logs when quality did not improve.
     pub fn measure(&mut self, text: &str) -> metrics::Metrics {
         let m = metrics::compute(text, &self.settings.quality_metrics);
         if let Some(prev) = self.runner.state.last_quality
             && m.overall <= prev
         {
-            tracing::warn!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
+            tracing::info!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
         }
         self.runner.state.last_quality = Some(m.overall);
         m

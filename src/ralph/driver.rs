@@ -133,9 +133,9 @@ impl Loop {
         };
         for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
             let agent = self.agent.clone();
-            let before = self.repo.snapshot()?;
+            let before = self.tracker.snapshot(&self.repo)?;
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
-            let changed = self.repo.snapshot()?.changed_paths(&before);
+            let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
             let stopped = self.runner.stop_level() >= StopLevel::Now;
             let tail = fsutil::read_tail(&run.log, 4096)?;
             if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {

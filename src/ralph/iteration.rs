@@ -126,7 +126,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
         let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
-        let before = lp.repo.snapshot()?;
+        let before = lp.tracker.snapshot(&lp.repo)?;
         let phase = Phase {
             kind: AgentPhase::Iteration,
             iteration: n,
@@ -138,7 +138,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         };
         let agent = lp.agent.clone();
         let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
-        let after = lp.repo.snapshot()?;
+        let after = lp.tracker.snapshot(&lp.repo)?;
         let changed_paths = after.changed_paths(&before);
         let changed = after.changed_since(&before);
         if !run.protected_changed.is_empty() {

@@ -6,6 +6,7 @@
 
 pub mod accept;
 pub mod budget;
+pub mod changes;
 pub mod commit;
 pub mod context;
 pub mod decide;

@@ -36,6 +36,8 @@ pub struct Runner {
     pub hooks: crate::config::Hooks,
     /// `[prices]`, to price the tokens of agents that report no cost.
     pub prices: std::collections::BTreeMap<String, crate::config::Price>,
+    /// The loop's file watch: a run's file changes count as its activity.
+    pub activity: Option<crate::sys::watch::Shared>,
 }
 
 /// Where and how one run happens.
@@ -173,6 +175,7 @@ impl Runner {
             grace: Duration::from_secs(self.safety.kill_grace_secs),
             token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
             safety: self.safety.clone(),
+            activity: self.activity.clone(),
         };
         self.take_call_slot().await?;
         // The token is on disk before the spawn and the process group before the job's gate

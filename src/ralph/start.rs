@@ -376,6 +376,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         topic: p.topic.clone(),
         layout,
         safety: p.settings.safety.clone(),
+        activity: None,
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),
@@ -386,8 +387,11 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),
         },
     };
+    let tracker = super::changes::Tracker::start(&repo, &runner.layout);
+    runner.activity = tracker.shared();
     runner.save()?;
     Ok(Loop {
+        tracker,
         runner,
         run_id: format!("{}-{}", p.topic, Utc::now().timestamp_millis()),
         settings: p.settings,

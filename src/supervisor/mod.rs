@@ -80,7 +80,7 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
 async fn serve(p: Prepared) -> Result<i32> {
     let _home = lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?;
     watch_lock(lock::acquire(&p.layout.lock(), &p.topic)?);
-    kill::become_subreaper();
+    kill::become_supervisor();
     let (tx, rx) = watch::channel(StopLevel::None);
     signals::spawn_handler(tx, p.layout.requests())?;
     let mut lp = start::open(p, rx).await?;

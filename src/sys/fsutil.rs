@@ -11,8 +11,11 @@ use std::path::Path;
 
 use crate::error::{Error, IoContext, Result};
 
-/// Replace `path` atomically: write a temp file in the same directory, fsync it, rename it over
-/// `path`, fsync the directory. A crash leaves either the old or the new content, never half.
+/// Replace `path` atomically: write a temp file in the same directory and rename it over `path`.
+/// A crash of the process leaves either the old or the new content, never half. Like git's own
+/// index, ref and object writes (git does not fsync by default), nothing is fsync'd: the loop's
+/// files can be no more durable than the commits they describe, and an fsync per write was most
+/// of the loop's cost per iteration (docs/performance.md).
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     atomic_write_at(path, bytes, "atomic-after-temp-write")
 }
@@ -43,22 +46,15 @@ pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()>
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode))
             .at(tmp.path(), "set the mode of")?;
     }
-    tmp.as_file().sync_all().at(tmp.path(), "fsync")?;
     crate::sys::failpoint::hit(failpoint)?;
     tmp.persist(path)
         .map_err(|e| e.error)
         .at(path, "rename a temp file over")?;
-    sync_dir(dir)
+    Ok(())
 }
 
-/// fsync a directory so a rename in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .at(dir, "fsync directory")
-}
-
-/// Append one line (a newline is added) to `path`, creating it if needed, and fsync it.
+/// Append one line (a newline is added) to `path`, creating it if needed, in one write (readers
+/// never see half a line of a record under 4 KiB; `O_APPEND` keeps concurrent writers whole).
 pub fn append_line(path: &Path, line: &str) -> Result<()> {
     let mut f = OpenOptions::new()
         .create(true)
@@ -69,8 +65,7 @@ pub fn append_line(path: &Path, line: &str) -> Result<()> {
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');
-    f.write_all(buf.as_bytes()).at(path, "append to")?;
-    f.sync_data().at(path, "fsync")
+    f.write_all(buf.as_bytes()).at(path, "append to")
 }
 
 /// The most the supervisor reads of one text file (an artifact, a plan, a settings file, a state

@@ -1,5 +1,6 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
-//! file IO (`fsutil`), the `/proc` reader (`procs`), the async runtime (`runtime`), test failpoints (`failpoint`), and the one
+//! file IO (`fsutil`), the `/proc` reader (`procs`), the async runtime (`runtime`), the file
+//! watch that tells which paths changed (`watch`), test failpoints (`failpoint`), and the one
 //! module with `unsafe` code (`kernel`).
 
 pub mod failpoint;
@@ -7,3 +8,4 @@ pub mod fsutil;
 pub mod kernel;
 pub mod procs;
 pub mod runtime;
+pub mod watch;

@@ -66,15 +66,6 @@ pub fn all() -> Vec<Stat> {
         .collect()
 }
 
-/// Running (non-zombie) members of a process group.
-#[must_use]
-pub fn group_members(pgid: i32) -> Vec<Stat> {
-    all()
-        .into_iter()
-        .filter(|s| s.pgrp == pgid && s.is_running())
-        .collect()
-}
-
 /// Whether the process's environment holds `KEY=value` exactly.
 #[must_use]
 pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
@@ -83,16 +74,6 @@ pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
     };
     let want = format!("{key}={value}");
     env.split(|b| *b == 0).any(|kv| kv == want.as_bytes())
-}
-
-/// Running processes carrying the token `KEY=value` in their environment.
-#[must_use]
-pub fn with_env(key: &str, value: &str) -> Vec<Stat> {
-    let me = std::process::id().cast_signed();
-    all()
-        .into_iter()
-        .filter(|s| s.pid != me && s.is_running() && has_env(s.pid, key, value))
-        .collect()
 }
 
 /// The pid holding a `flock` on the file with device `dev` and inode `ino`, as the kernel says
@@ -160,12 +141,6 @@ pub fn cpu_percent(pid: i32) -> Option<f32> {
     let alive = uptime - start / hz;
     #[allow(clippy::cast_possible_truncation)]
     (alive > 0.0).then(|| (ticks / hz / alive * 100.0) as f32)
-}
-
-/// Children of `parent` (running or zombie).
-#[must_use]
-pub fn children_of(parent: i32) -> Vec<Stat> {
-    all().into_iter().filter(|s| s.ppid == parent).collect()
 }
 
 #[cfg(test)]

@@ -15,6 +15,9 @@
 #   block        wait until the file $FAKE_RELEASE exists before working (only at iteration
 #                $FAKE_BLOCK_AT when that is set)
 #   edit-notes   also append a line to $ARTIFACT_PATH/notes.md in each iteration
+#   reshape      iteration 1: a new nested directory written at once, a tracked directory
+#                renamed, a tracked file deleted, an exec bit set; iteration 2: edit inside
+#                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   bad-bytes    print bytes that are not UTF-8
 #   envi         start a grandchild with a cleared environment (env -i), same process group
@@ -128,6 +131,18 @@ planning)
     ;;
 iteration)
     has edit-notes && echo "notes of iteration $ITERATION" >> "$ARTIFACT_PATH/notes.md"
+    if has reshape; then
+        case "$ITERATION" in
+        1)
+            mkdir -p "$ARTIFACT_PATH/gen/deep/er"
+            echo "generated" > "$ARTIFACT_PATH/gen/deep/er/file.md"
+            mv "$ARTIFACT_PATH/docs" "$ARTIFACT_PATH/moved"
+            rm "$ARTIFACT_PATH/notes.md"
+            chmod +x "$ARTIFACT_PATH/run.sh"
+            ;;
+        2) echo "again" >> "$ARTIFACT_PATH/gen/deep/er/file.md" ;;
+        esac
+    fi
     if has delete-plan && { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }; then
         rm -f "$plan"
         exit 0

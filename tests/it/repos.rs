@@ -78,6 +78,58 @@ fn the_users_staged_and_untracked_work_is_never_committed_and_stays_as_it_was() 
 }
 
 #[test]
+fn new_trees_renames_deletions_and_modes_are_committed_exactly_as_a_walk_would_see_them() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    std::fs::create_dir_all(t.art().join("docs")).unwrap();
+    std::fs::write(t.art().join("docs/a.md"), "a\n").unwrap();
+    std::fs::write(t.art().join("run.sh"), "echo\n").unwrap();
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "more"]);
+    t.start_fg("reshape", "reshape", &[]).code(0);
+    let commits = loop_commits(&root);
+    // Both sides of the rename (git would show it as one rename).
+    let mut first: Vec<String> = git(
+        &root,
+        &[
+            "show",
+            "--format=",
+            "--name-only",
+            "--no-renames",
+            &commits[1],
+        ],
+    )
+    .lines()
+    .filter(|f| !f.starts_with("art/wiggum/"))
+    .map(str::to_string)
+    .collect();
+    first.sort();
+    assert_eq!(
+        first,
+        [
+            "art/docs/a.md",
+            "art/gen/deep/er/file.md",
+            "art/moved/a.md",
+            "art/notes.md",
+            "art/run.sh"
+        ],
+        "iteration 1's commit"
+    );
+    let second: Vec<String> = files_of(&root, &commits[2])
+        .into_iter()
+        .filter(|f| !f.starts_with("art/wiggum/"))
+        .collect();
+    assert_eq!(second, ["art/gen/deep/er/file.md"], "iteration 2's commit");
+    assert_eq!(
+        git(&root, &["show", "HEAD:art/gen/deep/er/file.md"]),
+        "generated\nagain\n"
+    );
+    assert!(git(&root, &["ls-tree", "HEAD", "art/run.sh"]).starts_with("100755"));
+    // Nothing the agent did is left behind uncommitted.
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+}
+
+#[test]
 fn what_the_agent_changes_outside_wiggum_is_committed_and_only_that() {
     let t = TestHome::new();
     let root = repo_with_art(&t);

@@ -28,6 +28,16 @@ pub struct Policy {
     pub read_only: Vec<PathBuf>,
 }
 
+impl Policy {
+    /// Whether the helper has anything to do: confinement or a per-process limit. Without it
+    /// the job's shell is executed directly (core dumps are off in the supervisor already, and
+    /// children inherit that).
+    #[must_use]
+    pub fn needs_helper(&self) -> bool {
+        self.mode != SandboxMode::Off || self.max_cpu_secs > 0 || self.max_open_files > 0
+    }
+}
+
 /// Directories an agent CLI keeps its own state in (under `home`), writable to it.
 #[must_use]
 pub fn state_dirs(program: &str, home: &Path) -> Vec<PathBuf> {

@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""The loop's costs against the floors people would otherwise pay, measured in one process.
+
+Run through benches/run.sh (which builds release first). Prints figures and ratios; asserts
+nothing. Sections:
+  overhead  per-iteration overhead of `wiggum start --foreground` against the bash loop
+            `while :; do cat PROMPT.md | agent; git add -A; git commit; done` on repositories of
+            10 / 10k / 100k files (fixed seed), interleaved runs (ours, bash, agent only), medians
+  growth    time per iteration around iteration 1000 against iteration 10, and the supervisor's
+            peak RSS over those 1000 iterations
+  control   `status`/`list` with 100 registered loops, `stop`, `start`, each against its floor
+  report    `wiggum report` over a 1M-line runs.jsonl in the shape the loop writes
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("STUDIO_AGENTS_BIN") or os.path.join(ROOT, "target", "release", "studio-agents")
+
+AGENT = """#!/bin/sh
+# A trivial agent: reads its prompt, changes one file.
+cat > /dev/null
+echo "iteration $$" >> notes.txt
+"""
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def run(cmd, env=None, cwd=None, check=True, stdin=None):
+    return subprocess.run(
+        cmd, env=env, cwd=cwd, check=check, stdin=stdin,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+
+
+def timed(cmd, **kw):
+    t0 = time.perf_counter()
+    run(cmd, **kw)
+    return time.perf_counter() - t0
+
+
+def git(repo, *args):
+    run(["git", "-C", repo, *args])
+
+
+def gen_repo(path, files, seed):
+    """A repository of `files` files in directories of 100, committed and gc'd, auto-gc off."""
+    rng = random.Random(seed)
+    os.makedirs(path)
+    for i in range(files):
+        d = os.path.join(path, "src", "d%04d" % (i // 100))
+        if i % 100 == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "f%06d.txt" % i), "w") as f:
+            f.write("%016x\n" % rng.getrandbits(64) * rng.randint(1, 8))
+    with open(os.path.join(path, "artifact.md"), "w") as f:
+        f.write("# Notes\n\nA document the loop refines.\n")
+    os.makedirs(os.path.join(path, "wiggum"))
+    with open(os.path.join(path, "wiggum", "fix_plan.md"), "w") as f:
+        f.write("# Plan\n\n" + "".join("- [ ] step %d\n" % i for i in range(5000)))
+    with open(os.path.join(path, "PROMPT.md"), "w") as f:
+        f.write("Do one step of the plan.\n")
+    git(path, "init", "-q")
+    git(path, "config", "gc.auto", "0")
+    git(path, "config", "user.name", "bench")
+    git(path, "config", "user.email", "bench@example.com")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    git(path, "gc", "-q")
+
+
+def fresh_copy(base, dst):
+    run(["cp", "-a", base, dst])
+    git(dst, "update-index", "-q", "--refresh")
+
+
+class Bench:
+    def __init__(self, work):
+        self.work = work
+        self.agent = os.path.join(work, "agent.sh")
+        with open(self.agent, "w") as f:
+            f.write(AGENT)
+        os.chmod(self.agent, 0o755)
+        self.seq = 0
+
+    def home(self, extra=""):
+        self.seq += 1
+        home = os.path.join(self.work, "home%d" % self.seq)
+        os.makedirs(home)
+        with open(os.path.join(home, "wiggum.toml"), "w") as f:
+            # The bash loop has no gate and no sandbox: neither is part of the overhead compared.
+            f.write('[gate]\ntarget = "off"\n[safety]\nsandbox = "off"\nmax_cost_per_loop = 0\n')
+            f.write('max_no_change_iterations = 0\n' + extra)
+        env = dict(os.environ, STUDIO_AGENTS_HOME=home, STUDIO_AGENTS_LOG="")
+        return home, env
+
+    def ours(self, repo, n, extra=""):
+        _, env = self.home(extra)
+        cmd = [BIN, "wiggum", "start", "b%d" % self.seq, "--foreground", "--artifact-path", repo,
+               "--agent-cmd", self.agent, "--max-iterations", str(n)]
+        t = timed(cmd, env=env)
+        commits = int(subprocess.check_output(["git", "-C", repo, "rev-list", "--count", "HEAD"]))
+        if commits < n + 1:
+            sys.exit("our loop made %d commits in %s, expected %d" % (commits - 1, repo, n))
+        return t
+
+    def bash(self, repo, n):
+        script = ('i=0; while [ $i -lt %d ]; do cat PROMPT.md | "%s"; git add -A; '
+                  'git commit -q -m "iteration $i"; i=$((i+1)); done') % (n, self.agent)
+        return timed(["bash", "-c", script], cwd=repo)
+
+    def agent_only(self, repo, n):
+        script = 'i=0; while [ $i -lt %d ]; do cat PROMPT.md | "%s"; i=$((i+1)); done' % (
+            n, self.agent)
+        return timed(["bash", "-c", script], cwd=repo)
+
+
+def ms(x):
+    return "%.1f ms" % (x * 1000)
+
+
+def overhead(b, sizes, n, reps):
+    print("## Per-iteration overhead (total − the agent's own time) / %d iterations, median of %d"
+          % (n, reps))
+    print("| files | ours | bash loop | ratio | load |")
+    print("|---|---|---|---|---|")
+    for files in sizes:
+        base = os.path.join(b.work, "base%d" % files)
+        gen_repo(base, files, seed=files)
+        o, s, l = [], [], []
+        for r in range(reps):
+            la = load()
+            copies = []
+            for kind in ("ours", "bash", "agent"):
+                dst = os.path.join(b.work, "%s-%d-%d" % (kind, files, r))
+                fresh_copy(base, dst)
+                copies.append(dst)
+            t_ours = b.ours(copies[0], n)
+            t_bash = b.bash(copies[1], n)
+            t_agent = b.agent_only(copies[2], n)
+            o.append((t_ours - t_agent) / n)
+            s.append((t_bash - t_agent) / n)
+            l.append(la)
+            for c in copies:
+                shutil.rmtree(c)
+        mo, mb = statistics.median(o), statistics.median(s)
+        print("| %d | %s | %s | %.2f× | %.2f |" % (files, ms(mo), ms(mb), mo / mb, statistics.median(l)))
+        shutil.rmtree(base)
+    print()
+
+
+def parse_ts(s):
+    # 2026-11-23T10:55:44.672726050Z → seconds
+    day, rest = s.rstrip("Z").split("T")
+    h, m, sec = rest.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(sec)
+
+
+def growth(b, n):
+    print("## Growth over %d iterations (10 files)" % n)
+    base = os.path.join(b.work, "growth-base")
+    gen_repo(base, 10, seed=10)
+    repo = os.path.join(b.work, "growth")
+    fresh_copy(base, repo)
+    home, env = b.home()
+    cmd = [BIN, "wiggum", "start", "grow", "--foreground", "--artifact-path", repo,
+           "--agent-cmd", b.agent, "--max-iterations", str(n)]
+    la = load()
+    out = os.path.join(b.work, "time.out")
+    t = timed(["/usr/bin/time", "-f", "%M", "-o", out, *cmd], env=env)
+    peak = int(open(out).read().split()[-1])
+    log = None
+    for root, _, names in os.walk(home):
+        if "runs.jsonl" in names:
+            log = os.path.join(root, "runs.jsonl")
+    starts = []
+    for path in [log, os.path.join(repo, "wiggum", "runs.jsonl")]:
+        if path and os.path.exists(path):
+            with open(path) as f:
+                starts = [parse_ts(json.loads(x)["started_at"]) for x in f
+                          if '"record":"iteration"' in x]
+            break
+    per = [b2 - a for a, b2 in zip(starts, starts[1:])]
+    w = max(1, min(20, len(per) // 10))
+    early = statistics.median(per[:w * 2]) if per else 0
+    late = statistics.median(per[-w * 2:]) if per else 0
+    print("| figure | value | load |")
+    print("|---|---|---|")
+    print("| time per iteration, iterations 1–%d | %s | %.2f |" % (w * 2, ms(early), la))
+    print("| time per iteration, iterations %d–%d | %s (%+.0f %%) | %.2f |"
+          % (n - w * 2, n, ms(late), (late / early - 1) * 100 if early else 0, load()))
+    print("| whole run | %.1f s | |" % t)
+    print("| supervisor peak RSS over %d iterations | %.1f MiB | |" % (n, peak / 1024))
+    print()
+    shutil.rmtree(base)
+
+
+def median_ms(cmd, reps, **kw):
+    return statistics.median(timed(cmd, **kw) for _ in range(reps))
+
+
+def control(b, loops, reps):
+    print("## Control plane, %d registered loops (%d running), median of %d" % (loops, 2, reps))
+    home, env = b.home()
+    arts = []
+    for i in range(loops):
+        art = os.path.join(b.work, "cp", "a%03d" % i)
+        os.makedirs(os.path.join(art, "wiggum"))
+        with open(os.path.join(art, "artifact.md"), "w") as f:
+            f.write("# Doc\n")
+        with open(os.path.join(art, "wiggum", "fix_plan.md"), "w") as f:
+            f.write("- [ ] one\n")
+        arts.append(art)
+        run([BIN, "wiggum", "start", "t%03d" % i, "--foreground", "--artifact-path", art,
+             "--agent-cmd", b.agent, "--max-iterations", "1"], env=env)
+    running = []
+    for i in range(2):
+        art = arts[i]
+        run([BIN, "wiggum", "start", "t%03d" % i, "--agent-cmd", "sleep 1000",
+             "--max-iterations", "2"], env=env)
+        running.append(art)
+    deadline = time.time() + 30
+    for art in running:
+        while '"agent_pid": ' not in open(os.path.join(art, "wiggum", "state.json")).read() \
+                or '"agent_pid": null' in open(os.path.join(art, "wiggum", "state.json")).read():
+            if time.time() > deadline:
+                sys.exit("the running loops did not start their agents")
+            time.sleep(0.02)
+    states = [os.path.join(a, "wiggum", "state.json") for a in arts]
+    rows = [
+        ("`status t000` (running)", [BIN, "wiggum", "status", "t000"], ["cat", states[0]]),
+        ("`status` (ended)", [BIN, "wiggum", "status", "t%03d" % (loops // 2)],
+         ["cat", states[loops // 2]]),
+        ("`list`", [BIN, "wiggum", "list"], ["cat", *states]),
+        ("`list --json`", [BIN, "wiggum", "list", "--json"], ["cat", *states]),
+    ]
+    print("| command | ours | floor | floor is | load |")
+    print("|---|---|---|---|---|")
+    for name, ours, floor in rows:
+        la = load()
+        o = median_ms(ours, reps, env=env)
+        f = median_ms(floor, reps)
+        print("| %s | %s | %s | `%s` | %.2f |" % (name, ms(o), ms(f), os.path.basename(floor[0])
+                                                 + (" %d state files" % (len(floor) - 1)), la))
+    # stop: an agent that obeys TERM, against TERM + wait of a bare process.
+    so, sf, st, sb = [], [], [], []
+    for r in range(reps):
+        p = subprocess.Popen(["sleep", "1000"])
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGTERM)
+        p.wait()
+        sf.append(time.perf_counter() - t0)
+        topic = "t%03d" % (r % 2)
+        art = arts[r % 2]
+        if r >= 2:
+            run([BIN, "wiggum", "start", topic, "--agent-cmd", "sleep 1000",
+                 "--max-iterations", "2"], env=env)
+        state = os.path.join(art, "wiggum", "state.json")
+        deadline = time.time() + 30
+        while True:
+            s = open(state).read()
+            if '"agent_pid": ' in s and '"agent_pid": null' not in s:
+                break
+            if time.time() > deadline:
+                sys.exit("the loop did not start its agent")
+            time.sleep(0.01)
+        so.append(timed([BIN, "wiggum", "stop", topic], env=env))
+        # start (detached), against spawning a detached process that returns at once.
+        st.append(timed([BIN, "wiggum", "start", topic, "--agent-cmd", "sleep 1000",
+                         "--max-iterations", "2"], env=env))
+        sb.append(timed(["setsid", "-f", "true"]))
+        deadline = time.time() + 30
+        while True:
+            s = open(state).read()
+            if '"agent_pid": ' in s and '"agent_pid": null' not in s:
+                break
+            if time.time() > deadline:
+                sys.exit("the loop did not start its agent")
+            time.sleep(0.01)
+        run([BIN, "wiggum", "stop", topic], env=env)
+    print("| `stop` (agent obeys TERM) | %s | %s | TERM + wait of `sleep` | %.2f |"
+          % (ms(statistics.median(so)), ms(statistics.median(sf)), load()))
+    print("| `start` (detached) | %s | %s | `setsid -f true` | %.2f |"
+          % (ms(statistics.median(st)), ms(statistics.median(sb)), load()))
+    print()
+
+
+def report(b, lines):
+    print("## `report` over %d runs.jsonl lines" % lines)
+    home, env = b.home()
+    art = os.path.join(b.work, "rep")
+    os.makedirs(os.path.join(art, "wiggum"))
+    with open(os.path.join(home, "wiggum.toml"), "a"):
+        pass
+    os.makedirs(os.path.join(home, "loops"), exist_ok=True)
+    with open(os.path.join(home, "loops", "long.toml"), "w") as f:
+        f.write('artifact_path = "%s"\n' % art)
+    src = open(os.path.join(ROOT, "tests", "fixtures", "v0.1.0", "runs.jsonl")).read().splitlines()
+    log = os.path.join(art, "wiggum", "runs.jsonl")
+    with open(log, "w") as f:
+        for i in range(lines):
+            f.write(src[i % len(src)] + "\n")
+    size = os.path.getsize(log)
+    out = os.path.join(b.work, "time.out")
+    la = load()
+    run(["/usr/bin/time", "-f", "%e %M", "-o", out, BIN, "wiggum", "report", "long"], env=env)
+    secs, kib = open(out).read().split()[-2:]
+    run(["/usr/bin/time", "-f", "%e %M", "-o", out, "python3", "-c",
+         "import json,sys\nn=0\nfor l in open(sys.argv[1]):\n n+=json.loads(l).get('record')=='iteration'\n",
+         log])
+    bsecs, bkib = open(out).read().split()[-2:]
+    print("| | time | peak RSS | load |")
+    print("|---|---|---|---|")
+    print("| `wiggum report` (%d MB) | %s s | %.1f MiB | %.2f |"
+          % (size // 1_000_000, secs, int(kib) / 1024, la))
+    print("| streaming script that only parses each line | %s s | %.1f MiB | |"
+          % (bsecs, int(bkib) / 1024))
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness runs")
+    ap.add_argument("--only", choices=["overhead", "growth", "control", "report"])
+    ap.add_argument("--sizes", help="repository sizes for overhead, e.g. 10,10000")
+    a = ap.parse_args()
+    if a.smoke:
+        sizes, n, reps, grow, loops, lines = [10, 200], 5, 1, 30, 10, 2000
+    else:
+        sizes, n, reps, grow, loops, lines = [10, 10_000, 100_000], 30, 3, 1000, 100, 1_000_000
+    if a.sizes:
+        sizes = [int(x) for x in a.sizes.split(",")]
+    work = tempfile.mkdtemp(prefix="studio-agents-bench-")
+    try:
+        b = Bench(work)
+        print("# %s, %d cores, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                      os.cpu_count(), subprocess.check_output(
+                                          ["git", "--version"]).decode().strip()))
+        print()
+        if a.only in (None, "overhead"):
+            overhead(b, sizes, n, reps)
+        if a.only in (None, "growth"):
+            growth(b, grow)
+        if a.only in (None, "control"):
+            control(b, loops, max(reps, 5))
+        if a.only in (None, "report"):
+            report(b, lines)
+    finally:
+        # Stop anything still running before the work dir goes.
+        for root, dirs, _ in os.walk(work):
+            for d in dirs:
+                if d.startswith("home"):
+                    env = dict(os.environ, STUDIO_AGENTS_HOME=os.path.join(root, d))
+                    subprocess.run([BIN, "wiggum", "stop", "--all"], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            break
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
