@@ -207,6 +207,18 @@ def growth(b, n):
     shutil.rmtree(base)
 
 
+def wait_agent(state):
+    """Until the loop whose state file this is has its agent running."""
+    deadline = time.time() + 30
+    while True:
+        s = open(state).read() if os.path.exists(state) else ""
+        if '"agent_pid": ' in s and '"agent_pid": null' not in s:
+            return
+        if time.time() > deadline:
+            sys.exit("the loop did not start its agent: " + state)
+        time.sleep(0.01)
+
+
 def median_ms(cmd, reps, **kw):
     return statistics.median(timed(cmd, **kw) for _ in range(reps))
 
@@ -231,13 +243,8 @@ def control(b, loops, reps):
         run([BIN, "wiggum", "start", "t%03d" % i, "--agent-cmd", "sleep 1000",
              "--max-iterations", "2"], env=env)
         running.append(art)
-    deadline = time.time() + 30
     for art in running:
-        while '"agent_pid": ' not in open(os.path.join(art, "wiggum", "state.json")).read() \
-                or '"agent_pid": null' in open(os.path.join(art, "wiggum", "state.json")).read():
-            if time.time() > deadline:
-                sys.exit("the running loops did not start their agents")
-            time.sleep(0.02)
+        wait_agent(os.path.join(art, "wiggum", "state.json"))
     states = [os.path.join(a, "wiggum", "state.json") for a in arts]
     rows = [
         ("`status t000` (running)", [BIN, "wiggum", "status", "t000"], ["cat", states[0]]),
@@ -268,27 +275,13 @@ def control(b, loops, reps):
             run([BIN, "wiggum", "start", topic, "--agent-cmd", "sleep 1000",
                  "--max-iterations", "2"], env=env)
         state = os.path.join(art, "wiggum", "state.json")
-        deadline = time.time() + 30
-        while True:
-            s = open(state).read()
-            if '"agent_pid": ' in s and '"agent_pid": null' not in s:
-                break
-            if time.time() > deadline:
-                sys.exit("the loop did not start its agent")
-            time.sleep(0.01)
+        wait_agent(state)
         so.append(timed([BIN, "wiggum", "stop", topic], env=env))
         # start (detached), against spawning a detached process that returns at once.
         st.append(timed([BIN, "wiggum", "start", topic, "--agent-cmd", "sleep 1000",
                          "--max-iterations", "2"], env=env))
         sb.append(timed(["setsid", "-f", "true"]))
-        deadline = time.time() + 30
-        while True:
-            s = open(state).read()
-            if '"agent_pid": ' in s and '"agent_pid": null' not in s:
-                break
-            if time.time() > deadline:
-                sys.exit("the loop did not start its agent")
-            time.sleep(0.01)
+        wait_agent(state)
         run([BIN, "wiggum", "stop", topic], env=env)
     print("| `stop` (agent obeys TERM) | %s | %s | TERM + wait of `sleep` | %.2f |"
           % (ms(statistics.median(so)), ms(statistics.median(sf)), load()))

@@ -43,6 +43,7 @@ fn main() {
             Wiggum::Report(a) => inspect::report_cmd(a),
         },
         Top::Delegate(d) => delegate::run(d, config),
+        Top::Skill(s) => studio_agents::cli::skill::run(s),
         Top::SandboxExec(a) => sandbox_exec::run(a),
         Top::Completions { shell } => Ok(studio_agents::cli::completions(*shell)),
         Top::Man => studio_agents::cli::man(),

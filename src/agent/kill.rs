@@ -155,9 +155,9 @@ pub async fn terminate(
     grace: Duration,
     mut force: impl FnMut() -> bool,
 ) -> Vec<i32> {
-    // The group first, before any reading of /proc: a stop takes effect at once.
-    let _gone = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
-    if settled(pgid, token) {
+    // The group first, before any reading of /proc: a stop takes effect at once. An empty
+    // group (the agent exited and left nothing) is the common case: one reading confirms it.
+    if killpg(Pid::from_raw(pgid), Signal::SIGTERM).is_err() && settled(pgid, token) {
         return Vec::new();
     }
     signal_all(pgid, token, Signal::SIGTERM);

@@ -1,6 +1,7 @@
 //! What the standalone commands (`gate`, `panel`) share: settings without a loop, the document,
 //! an evaluator with a scratch directory, and a runtime.
 
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use tokio::sync::watch;
@@ -95,5 +96,37 @@ impl Color {
                     && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
         }
+    }
+}
+
+/// Print through the user's pager when stdout is a terminal (`STUDIO_AGENTS_PAGER`, else
+/// `PAGER`, else `less -FRX`; an empty one or `cat` prints directly), like git.
+pub fn page(text: &str) {
+    let pager = std::env::var("STUDIO_AGENTS_PAGER")
+        .or_else(|_| std::env::var("PAGER"))
+        .unwrap_or_else(|_| "less -FRX".into());
+    let direct = || {
+        // A closed pipe (`| head`) ends the output quietly.
+        let _closed = std::io::stdout().lock().write_all(text.as_bytes());
+    };
+    if !std::io::stdout().is_terminal() || pager.trim().is_empty() || pager.trim() == "cat" {
+        return direct();
+    }
+    let child = std::process::Command::new("sh")
+        .args(["-c", &pager])
+        .env(
+            "LESS",
+            std::env::var("LESS").unwrap_or_else(|_| "FRX".into()),
+        )
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    match child {
+        Ok(mut c) => {
+            if let Some(mut stdin) = c.stdin.take() {
+                let _closed = stdin.write_all(text.as_bytes());
+            }
+            let _status = c.wait();
+        }
+        Err(_) => direct(),
     }
 }

@@ -3,8 +3,6 @@
 //! the final artifact; `--stat` for the counts; coloured on a terminal and paged like git. A loop
 //! with no `artifact.md` (a code loop judged on its diff) shows the iteration's commit instead.
 
-use std::io::{IsTerminal, Write};
-
 pub use super::common::Color;
 use std::path::Path;
 
@@ -105,7 +103,7 @@ pub fn run(a: &DiffArgs) -> Result<i32> {
     } else {
         text
     };
-    page(&text);
+    super::common::page(&text);
     Ok(0)
 }
 
@@ -191,38 +189,6 @@ pub fn paint(patch: &str) -> String {
         }
     }
     out
-}
-
-/// Print through the user's pager when stdout is a terminal (`STUDIO_AGENTS_PAGER`, else
-/// `PAGER`, else `less -FRX`; an empty one or `cat` prints directly), like git.
-fn page(text: &str) {
-    let pager = std::env::var("STUDIO_AGENTS_PAGER")
-        .or_else(|_| std::env::var("PAGER"))
-        .unwrap_or_else(|_| "less -FRX".into());
-    let direct = || {
-        // A closed pipe (`| head`) ends the output quietly.
-        let _closed = std::io::stdout().lock().write_all(text.as_bytes());
-    };
-    if !std::io::stdout().is_terminal() || pager.trim().is_empty() || pager.trim() == "cat" {
-        return direct();
-    }
-    let child = std::process::Command::new("sh")
-        .args(["-c", &pager])
-        .env(
-            "LESS",
-            std::env::var("LESS").unwrap_or_else(|_| "FRX".into()),
-        )
-        .stdin(std::process::Stdio::piped())
-        .spawn();
-    match child {
-        Ok(mut c) => {
-            if let Some(mut stdin) = c.stdin.take() {
-                let _closed = stdin.write_all(text.as_bytes());
-            }
-            let _status = c.wait();
-        }
-        Err(_) => direct(),
-    }
 }
 
 #[cfg(test)]

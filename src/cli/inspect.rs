@@ -185,7 +185,8 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
     let settings = h.settings();
-    let measure = |p: std::path::PathBuf| progress::quality_of(&p, &settings.quality_metrics);
+    let kind = crate::quality::types::of(&settings);
+    let measure = |p: std::path::PathBuf| progress::quality_of(&p, &kind);
     let layout = &h.layout;
     let last = st.as_ref().map_or(0, |s| s.last_committed_iteration);
     let after = if layout.final_artifact().exists() {

@@ -14,6 +14,7 @@ pub mod gate;
 pub mod inspect;
 pub mod panel;
 pub mod sandbox_exec;
+pub mod skill;
 pub mod start;
 pub mod status;
 
@@ -45,6 +46,9 @@ pub enum Top {
     /// Single-shot delegation: one agent run on a task file produces an artifact.
     #[command(subcommand)]
     Delegate(delegate::Delegate),
+    /// A skill that teaches agents the Wiggum loop: `skill install <dir>`, `skill show`.
+    #[command(subcommand)]
+    Skill(skill::Skill),
     /// Print shell completions: `studio-agents completions bash > /etc/bash_completion.d/studio-agents`.
     Completions {
         /// The shell.

@@ -38,6 +38,10 @@ pub struct StartArgs {
     /// Evaluator: an [evaluators] entry or `heuristic`.
     #[arg(long, value_name = "NAME")]
     pub evaluator: Option<String>,
+    /// Artifact type: research, design, code, generic or a [types] entry (default: a
+    /// delegation's metadata.json, else [defaults] type, else generic).
+    #[arg(long = "type", value_name = "NAME")]
+    pub kind: Option<String>,
     /// Run the three-persona panel after the evaluator.
     #[arg(long)]
     pub panel: bool,
@@ -80,6 +84,8 @@ impl StartArgs {
             panel: self.panel,
             config,
             reset_breaker: self.reset_breaker,
+            probed: None,
+            kind: self.kind.clone(),
         }
     }
 }

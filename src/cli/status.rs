@@ -173,8 +173,8 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
 /// The completion block of a loop that has ended (measured with the loop's own settings).
 fn completion(h: &Handle, v: &LoopView) -> Option<String> {
     let st = v.state.as_ref().filter(|s| !s.status.is_live())?;
-    let weights = h.settings().quality_metrics;
-    progress::completion_of(&h.layout, st, &weights, chrono::Utc::now())
+    let kind = crate::quality::types::of(&h.settings());
+    progress::completion_of(&h.layout, st, &kind, chrono::Utc::now())
         .map(|c| progress::completion_block(&c))
 }
 

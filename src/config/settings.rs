@@ -29,6 +29,32 @@ pub struct Settings {
     pub evaluators: BTreeMap<String, super::EvaluatorEntry>,
     /// Prices per model, to turn reported tokens into cost (over the built-in ones).
     pub prices: BTreeMap<String, Price>,
+    /// Artifact types of the user's own (over the built-in research, design, code, generic).
+    pub types: BTreeMap<String, TypeDef>,
+}
+
+/// `[types.<name>]`: what "good" means for one kind of artifact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TypeDef {
+    /// The sections an artifact of this type must have (headings), in order.
+    pub sections: Vec<String>,
+    /// A directory whose `PROMPT.md`, `PLANNING_PROMPT.md`, `AGENT.md` replace the built-in
+    /// templates (relative paths are taken from `$STUDIO_AGENTS_HOME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub templates: Option<std::path::PathBuf>,
+    /// Weights of the built-in metrics for this type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weights: Option<QualityWeights>,
+    /// What the metrics look for, in words (named in the planning prompt).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub looks_for: Option<String>,
+    /// The task type the gate's rubric is told (default: the type's name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task_type: Option<String>,
+    /// The agent a loop of this type runs unless `--agent`/`--agent-cmd` say otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `[prices."model"]`: USD per million tokens.
@@ -104,6 +130,10 @@ pub struct Defaults {
     pub panel: bool,
     /// Headings of `fix_plan.md` whose items are optional (never hold the loop open).
     pub optional_sections: Vec<String>,
+    /// The artifact type (`research`, `design`, `code`, `generic` or a `[types]` entry), when
+    /// neither `start --type` nor a delegation's `metadata.json` names one.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
 }
 
 /// The headings whose plan items are optional, by default.
@@ -122,6 +152,7 @@ impl Default for Defaults {
             promise: "<promise>COMPLETE</promise>".into(),
             panel: false,
             optional_sections: OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect(),
+            kind: None,
         }
     }
 }

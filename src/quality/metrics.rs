@@ -5,6 +5,7 @@ pub use crate::disk::records::Metrics;
 
 use crate::config::QualityWeights;
 use crate::quality::markdown::{self, Block};
+use crate::quality::types::ArtifactType;
 
 const PLACEHOLDERS: [&str; 6] = ["todo", "tbd", "lorem ipsum", "coming soon", "fixme", "xxx"];
 const ACTION_HEADINGS: [&str; 8] = [
@@ -44,15 +45,30 @@ const VERBS: [&str; 24] = [
     "document",
 ];
 
-/// Compute the metrics of a document with the given weights.
+/// Compute the metrics of a document with the given weights (the `generic` type).
 #[must_use]
 pub fn compute(doc: &str, w: &QualityWeights) -> Metrics {
+    compute_with(doc, w, &[])
+}
+
+/// Compute the metrics of a document of an artifact type: its weights, and completeness
+/// measured against its required sections.
+#[must_use]
+pub fn compute_for(doc: &str, t: &ArtifactType) -> Metrics {
+    compute_with(doc, &t.weights, &t.sections)
+}
+
+fn compute_with(doc: &str, w: &QualityWeights, required: &[String]) -> Metrics {
     let sections = markdown::sections(doc);
     let all_blocks: Vec<Block> = sections
         .iter()
         .flat_map(|s| markdown::blocks(&s.body))
         .collect();
-    let completeness = completeness(&sections);
+    let completeness = if required.is_empty() {
+        completeness(&sections)
+    } else {
+        required_completeness(&sections, required)
+    };
     let verification = verification(&all_blocks);
     let clarity = clarity(&sections, &all_blocks);
     let actionability = actionability(&sections, &all_blocks);
@@ -117,6 +133,30 @@ fn completeness(sections: &[markdown::Section]) -> f64 {
     #[allow(clippy::cast_precision_loss)]
     let penalty = (placeholders as f64 * 0.1).min(0.5);
     0.6 * ratio(substantive, total) + 0.4 * ratio(total.min(6), 6) - penalty
+}
+
+/// Completeness against required sections: each present (a heading naming it, any level,
+/// case aside) counts, and counts more when its body is substantive (25 words, no placeholder).
+fn required_completeness(sections: &[markdown::Section], required: &[String]) -> f64 {
+    let mut present = 0;
+    let mut substantive = 0;
+    for r in required {
+        let want = r.to_lowercase();
+        let found = sections
+            .iter()
+            .filter(|s| s.level > 0 && s.title.to_lowercase().contains(&want))
+            .max_by_key(|s| markdown::word_count(&s.body));
+        if let Some(s) = found {
+            present += 1;
+            if markdown::word_count(&s.body) >= 25 && placeholder_count(&s.body) == 0 {
+                substantive += 1;
+            }
+        }
+    }
+    let placeholders: usize = sections.iter().map(|s| placeholder_count(&s.body)).sum();
+    #[allow(clippy::cast_precision_loss)]
+    let penalty = (placeholders as f64 * 0.1).min(0.5);
+    0.4 * ratio(present, required.len()) + 0.6 * ratio(substantive, required.len()) - penalty
 }
 
 fn has_evidence(text: &str) -> bool {
@@ -236,6 +276,57 @@ mod tests {
 
     fn m(doc: &str) -> Metrics {
         compute(doc, &QualityWeights::default())
+    }
+
+    fn as_type(doc: &str, name: &str) -> Metrics {
+        let (t, _) = crate::quality::types::resolve(
+            name,
+            &std::collections::BTreeMap::new(),
+            QualityWeights::default(),
+        );
+        compute_for(doc, &t)
+    }
+
+    #[test]
+    fn one_artifact_measured_as_research_and_as_design_scores_differently() {
+        // A research report: its sections are research's, none of design's but Summary-like
+        // ones, and its weights favour evidence.
+        let research = as_type(GOOD, "research");
+        let design = as_type(GOOD, "design");
+        assert!(
+            research.completeness > design.completeness,
+            "{research:?} vs {design:?}"
+        );
+        assert!(
+            research.overall > design.overall,
+            "{research:?} vs {design:?}"
+        );
+        // Adding a design's sections raises its completeness as design, not as research.
+        let more = format!(
+            "{GOOD}\n## Alternatives\n\n{w}\n\n## Trade-offs\n\n{w}\n\n## Decision\n\n{w}\n",
+            w = "We compared a cache in front of the service with a direct query, measured both under the same load, and kept the notes of every run in the repository for review."
+        );
+        assert!(as_type(&more, "design").completeness > design.completeness);
+        assert!((as_type(&more, "research").completeness - research.completeness).abs() < 1e-9);
+    }
+
+    #[test]
+    fn required_sections_count_when_present_and_more_when_substantive() {
+        let req = vec!["Context".to_string(), "Findings".to_string()];
+        let body = "word ".repeat(30);
+        let cases = [
+            ("# T\n", 0.0),
+            ("# T\n\n## Context\nshort\n", 0.2),
+            (&*format!("# T\n\n## Context\n{body}\n"), 0.5),
+            (
+                &*format!("# T\n\n## Background and context\n{body}\n## Findings\n{body}\n"),
+                1.0,
+            ),
+        ];
+        for (doc, want) in cases {
+            let got = required_completeness(&markdown::sections(doc), &req);
+            assert!((got - want).abs() < 1e-9, "{doc:?}: {got} != {want}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the loop and the heuristic judge know of a Markdown document without a model: the
-//! Markdown reader (`markdown`) and the built-in quality metrics (`metrics`). Pure; imports
-//! `config` (the weights) only.
+//! Markdown reader (`markdown`), the built-in quality metrics (`metrics`) and the artifact types
+//! that say what they look for (`types`). Pure; imports `config` (weights, `[types]`) only.
 
 pub mod markdown;
 pub mod metrics;
+pub mod types;

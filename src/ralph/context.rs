@@ -28,6 +28,8 @@ pub struct Loop {
     pub task_type: String,
     /// The gate's task description.
     pub task: String,
+    /// What "good" means for this artifact (its metrics and required sections).
+    pub artifact_type: crate::quality::types::ArtifactType,
     /// Consecutive no-change and crash counts.
     pub breaker: Breaker,
     /// The last iteration's agent printed the promise.
@@ -51,7 +53,7 @@ impl Loop {
 
     /// Built-in metrics of an artifact, recorded in state; logs when quality did not improve.
     pub fn measure(&mut self, text: &str) -> metrics::Metrics {
-        let m = metrics::compute(text, &self.settings.quality_metrics);
+        let m = metrics::compute_for(text, &self.artifact_type);
         if let Some(prev) = self.runner.state.last_quality
             && m.overall <= prev
         {

@@ -212,12 +212,9 @@ impl Loop {
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
         let st = &self.runner.state;
-        if let Some(c) = super::progress::completion_of(
-            &layout,
-            st,
-            &self.settings.quality_metrics,
-            chrono::Utc::now(),
-        ) {
+        if let Some(c) =
+            super::progress::completion_of(&layout, st, &self.artifact_type, chrono::Utc::now())
+        {
             super::progress::say(&super::progress::completion_block(&c));
         }
         let n = self.runner.state.current_iteration;

@@ -150,10 +150,10 @@ pub struct Completion {
 pub fn completion_of(
     layout: &Layout,
     st: &crate::disk::state::LoopState,
-    weights: &crate::config::QualityWeights,
+    kind: &crate::quality::types::ArtifactType,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<Completion> {
-    let measure = |p: PathBuf| quality_of(&p, weights).map(|m| m.overall);
+    let measure = |p: PathBuf| quality_of(&p, kind).map(|m| m.overall);
     let artifact = layout.final_artifact();
     let end = if st.status.is_live() {
         now
@@ -176,15 +176,15 @@ pub fn completion_of(
     })
 }
 
-/// The built-in metrics of an artifact version, read up to 8 MiB; `None` when it is missing,
-/// unreadable or larger.
+/// The built-in metrics of an artifact version as its type measures them, read up to 8 MiB;
+/// `None` when it is missing, unreadable or larger.
 #[must_use]
 pub fn quality_of(
     path: &std::path::Path,
-    weights: &crate::config::QualityWeights,
+    kind: &crate::quality::types::ArtifactType,
 ) -> Option<crate::disk::records::Metrics> {
     let text = crate::sys::fsutil::read_capped(path, 8 << 20).ok()?;
-    Some(crate::quality::metrics::compute(&text, weights))
+    Some(crate::quality::metrics::compute_for(&text, kind))
 }
 
 /// A stop reason in words.

@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::disk::state::{Harness, LoopState, Status};
 use crate::disk::{registry, requests};
 use crate::git::Repo;
+use crate::quality::types::{self, ArtifactType};
 use crate::sys::fsutil;
 
 /// What the user asked for on the command line.
@@ -48,6 +49,11 @@ pub struct StartOpts {
     pub config: Option<PathBuf>,
     /// `--reset-breaker`: forget what the breakers remember from earlier runs.
     pub reset_breaker: bool,
+    /// `--type`: the artifact type (research, design, code, generic or a `[types]` entry).
+    pub kind: Option<String>,
+    /// What the harness enforces, as probed by the `start` that detached this daemon a moment
+    /// ago on the same kernel (the probe runs a helper process: once per start is enough).
+    pub probed: Option<crate::disk::state::Harness>,
 }
 
 /// A checked start, nothing written yet.
@@ -73,6 +79,8 @@ pub struct Prepared {
     pub harness: Harness,
     /// Forget the breakers' history.
     pub reset_breaker: bool,
+    /// What "good" means for this artifact.
+    pub artifact_type: ArtifactType,
 }
 
 fn flag<T>(
@@ -148,13 +156,29 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         d.evaluator.clone_from(v);
     }
     d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
+    // The artifact type: `--type`, else a delegation's record (before the loop has settings of
+    // its own), else `[defaults] type`, else generic.
+    let fresh = !layout.config().exists();
+    let kind = opts
+        .kind
+        .clone()
+        .or_else(|| fresh.then(|| delegated(&layout, "agent_type")).flatten())
+        .or_else(|| settings.defaults.kind.clone())
+        .unwrap_or_else(|| "generic".into());
+    let (artifact_type, type_warning) =
+        types::resolve(&kind, &settings.types, settings.quality_metrics);
+    settings.defaults.kind = Some(artifact_type.name.clone());
     // A delegation's record names the agent it ran: a loop on its artifact runs the same one
-    // (when `[agents]` has it), unless flags or the loop's own settings say otherwise.
-    let delegated = (opts.agent.is_none() && opts.agent_cmd.is_none() && !layout.config().exists())
-        .then(|| delegated_agent(&layout))
+    // (when `[agents]` has it), unless flags or the loop's own settings say otherwise; else the
+    // type's own agent, when it names one.
+    let delegated_agent = (opts.agent.is_none() && opts.agent_cmd.is_none() && fresh)
+        .then(|| delegated(&layout, "agent"))
         .flatten()
         .filter(|name| settings.agents.contains_key(name));
-    let agent_flag = opts.agent.clone().or(delegated);
+    let type_agent = (opts.agent.is_none() && opts.agent_cmd.is_none())
+        .then(|| artifact_type.agent.clone())
+        .flatten();
+    let agent_flag = opts.agent.clone().or(delegated_agent).or(type_agent);
     let agent = spec::resolve(&settings, agent_flag.as_deref(), opts.agent_cmd.as_deref())?;
     if agent_flag.is_some() {
         settings.defaults.agent.clone_from(&agent.name);
@@ -199,8 +223,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             findings.hooks.join(", ")
         ));
     }
+    notes.extend(type_warning);
     notes.extend(uncommitted_note(&layout)?);
-    let harness = harness(&settings, &agent, &layout)?;
+    let harness = match &opts.probed {
+        Some(h) => h.clone(),
+        None => harness(&settings, &agent, &layout)?,
+    };
     Ok(Prepared {
         topic: opts.topic.clone(),
         layout,
@@ -212,6 +240,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         notes,
         harness,
         reset_breaker: opts.reset_breaker,
+        artifact_type,
     })
 }
 
@@ -255,11 +284,11 @@ fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Ha
     })
 }
 
-/// The `agent_type` a delegation recorded in `metadata.json`, if any.
-fn delegated_agent(layout: &Layout) -> Option<String> {
+/// A field a delegation recorded in `metadata.json` (`agent`, `agent_type`), if any.
+fn delegated(layout: &Layout, key: &str) -> Option<String> {
     let text = fsutil::read_opt(&layout.metadata()).ok()??;
     let meta: serde_json::Value = serde_json::from_str(&text).ok()?;
-    meta.get("agent_type")?.as_str().map(str::to_string)
+    meta.get(key)?.as_str().map(str::to_string)
 }
 
 /// Uncommitted changes under the artifact dir that are not the loop's: they stay out of its
@@ -303,23 +332,22 @@ fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.
 pub fn init(p: &Prepared) -> Result<()> {
     fsutil::create_dir_all(&p.layout.wiggum())?;
-    let vars = templates::start_vars(&p.topic, &p.layout, &p.settings.defaults.promise);
-    templates::write_missing(&p.layout, &vars)?;
+    let mut vars = templates::start_vars(&p.topic, &p.layout, &p.settings.defaults.promise);
+    vars.push(("type_requirements", p.artifact_type.requirements()));
+    let own = p.artifact_type.templates.as_ref().map(|d| {
+        if d.is_absolute() {
+            d.clone()
+        } else {
+            p.home.join(d)
+        }
+    });
+    templates::write_missing(&p.layout, &vars, own.as_deref())?;
     fsutil::atomic_write(&p.layout.config(), config::to_toml(&p.settings)?.as_bytes())?;
     registry::register(&p.home, &p.topic, p.layout.root())
 }
 
-fn describe_task(layout: &Layout, topic: &str) -> Result<(String, String)> {
-    let meta: Option<serde_json::Value> =
-        fsutil::read_opt(&layout.metadata())?.and_then(|t| serde_json::from_str(&t).ok());
-    let task_type = meta
-        .as_ref()
-        .and_then(|m| {
-            m.get("agent_type")?
-                .as_str()
-                .map(|s| s.trim_end_matches("-agent").to_string())
-        })
-        .unwrap_or_else(|| "document".into());
+fn describe_task(layout: &Layout, topic: &str, kind: &ArtifactType) -> Result<(String, String)> {
+    let task_type = kind.task_type.clone();
     if let Some(t) = fsutil::read_opt(&layout.task())? {
         return Ok((t.chars().take(2000).collect(), task_type));
     }
@@ -371,7 +399,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         harness: Some(p.harness.clone()),
         ..LoopState::default()
     };
-    let (task, task_type) = describe_task(&layout, &p.topic)?;
+    let (task, task_type) = describe_task(&layout, &p.topic, &p.artifact_type)?;
     let mut runner = Runner {
         topic: p.topic.clone(),
         layout,
@@ -401,6 +429,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         repo,
         task_type,
         task,
+        artifact_type: p.artifact_type,
         breaker: Breaker::default(),
         promise_seen: false,
         done: completed,

@@ -50,11 +50,20 @@ pub fn iteration_vars(n: u32, dir: &Path) -> Vec<(&'static str, String)> {
 }
 
 /// Write every memory file that does not exist yet; existing ones are the loop's memory and are
-/// kept. Returns the names written.
-pub fn write_missing(layout: &Layout, vars: &[(&str, String)]) -> Result<Vec<&'static str>> {
+/// kept. A file of the same name in `own` (an artifact type's template directory) replaces the
+/// built-in template. Returns the names written.
+pub fn write_missing(
+    layout: &Layout,
+    vars: &[(&str, String)],
+    own: Option<&Path>,
+) -> Result<Vec<&'static str>> {
     let mut written = Vec::new();
-    for (name, template) in FILES {
-        if fsutil::write_new(&layout.memory(name), render(template, vars).as_bytes())? {
+    for (name, built_in) in FILES {
+        let template = match own.map(|d| d.join(name)) {
+            Some(p) if p.is_file() => fsutil::read(&p)?,
+            _ => built_in.to_string(),
+        };
+        if fsutil::write_new(&layout.memory(name), render(&template, vars).as_bytes())? {
             written.push(name);
         }
     }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{DAEMON_ENV, check_not_running, print_notes};
+use super::{DAEMON_ENV, HARNESS_ENV, check_not_running, print_notes};
 use crate::config;
 use crate::disk::lock;
 use crate::error::{Error, IoContext, Result};
@@ -54,6 +54,7 @@ fn child_args(o: &StartOpts, root: &Path) -> Result<Vec<String>> {
     opt("--agent", o.agent.clone());
     opt("--agent-cmd", o.agent_cmd.clone());
     opt("--evaluator", o.evaluator.clone());
+    opt("--type", o.kind.clone());
     let config = match &o.config {
         Some(c) => Some(
             std::path::absolute(c)
@@ -88,9 +89,11 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
     let args = child_args(opts, p.layout.root())?;
+    let probed = serde_json::to_string(&p.harness).unwrap_or_default();
     let mut cmd = process_wrap::std::CommandWrap::with_new(&exe, |c| {
         c.args(&args)
             .env(DAEMON_ENV, "1")
+            .env(HARNESS_ENV, &probed)
             .current_dir("/")
             .stdin(Stdio::null())
             .stdout(log)
@@ -102,6 +105,8 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
     let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(10);
+    // Look again after 1, 2, 4 … 16 ms: the daemon usually holds its lock within a few.
+    let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child
             .try_wait()
@@ -130,7 +135,8 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
                 log_path.display()
             )));
         }
-        std::thread::sleep(Duration::from_millis(20)); // allow: parent poll before exit
+        std::thread::sleep(pause); // allow: parent poll before exit
+        pause = (pause * 2).min(Duration::from_millis(16));
     }
     let t = &p.topic;
     println!("started loop `{t}` (pid {pid})");

@@ -25,6 +25,9 @@ use crate::ralph::start::{self, Prepared, StartOpts};
 /// Set in the detached child so it logs to `daemon.log`.
 const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
 
+/// The harness the detaching `start` probed, handed to its daemon (JSON).
+const HARNESS_ENV: &str = "STUDIO_AGENTS_PROBED_HARNESS";
+
 pub(crate) fn check_not_running(p: &Prepared) -> Result<()> {
     if let Some(h) = lock::find(&p.home, &p.layout)? {
         return Err(Error::AlreadyRunning(lock::already(
@@ -64,9 +67,15 @@ pub(crate) fn print_notes(p: &Prepared) {
 /// Run the loop in this process. Returns the exit code.
 pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     let home = config::home_dir()?;
-    let p = start::prepare(opts, &home)?;
-    check_not_running(&p)?;
     let daemonized = std::env::var_os(DAEMON_ENV).is_some();
+    let mut opts = opts.clone();
+    if daemonized {
+        opts.probed = std::env::var(HARNESS_ENV)
+            .ok()
+            .and_then(|j| serde_json::from_str(&j).ok());
+    }
+    let p = start::prepare(&opts, &home)?;
+    check_not_running(&p)?;
     if !daemonized {
         print_notes(&p);
     }
@@ -81,6 +90,9 @@ async fn serve(p: Prepared) -> Result<i32> {
     let _home = lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?;
     watch_lock(lock::acquire(&p.layout.lock(), &p.topic)?);
     kill::become_supervisor();
+    // libgit2 caches every commit and small tree it reads for the life of the process: over a
+    // night of iterations that is memory that only grows. The loop reads each object about once.
+    git2::opts::enable_caching(false);
     let (tx, rx) = watch::channel(StopLevel::None);
     signals::spawn_handler(tx, p.layout.requests())?;
     let mut lp = start::open(p, rx).await?;

@@ -43,7 +43,16 @@ fn an_agent_writing_artifact_md_produces_the_artifact_with_its_metadata() {
     );
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("metadata.json")).unwrap()).unwrap();
-    assert_eq!(meta["agent_type"], "custom");
+    // What it was (type, agent, command) and how it went (times, exit).
+    assert_eq!(meta["agent_type"], "generic");
+    assert_eq!(meta["agent"], "custom");
+    assert_eq!(meta["agent_command"], cmd);
+    assert_eq!(meta["status"], "done");
+    assert_eq!(meta["exit"], "exited with code 0");
+    assert!(
+        meta["ended_at"].is_string() && meta["pid"].is_null(),
+        "{meta}"
+    );
     // A second delegation never overwrites the artifact.
     t.run(&[
         "delegate",
@@ -70,9 +79,22 @@ fn an_agent_printing_its_result_has_it_saved_as_the_artifact() {
         "cat > /dev/null; printf '# Printed\\n\\nresult\\n'",
     ]);
     r.code(0);
-    let art = t.home().join("artifacts/printed/artifact.md");
+    // By default in a dated directory under the home; `artifact-path` and `view` find it.
+    let path = t.run(&["delegate", "artifact-path", "printed"]).stdout();
+    let art = std::path::PathBuf::from(path.trim());
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     assert_eq!(
-        std::fs::read_to_string(art).unwrap(),
+        art,
+        t.home()
+            .join(format!("artifacts/{today}-printed"))
+            .join("artifact.md")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&art).unwrap(),
+        "# Printed\n\nresult\n"
+    );
+    assert_eq!(
+        t.run(&["delegate", "view", "printed"]).stdout(),
         "# Printed\n\nresult\n"
     );
 }

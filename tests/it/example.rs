@@ -61,6 +61,7 @@ fn the_example_agent_delegates_a_first_artifact() {
         &agent,
     ])
     .code(0);
-    let text = std::fs::read_to_string(t.home().join("artifacts/monarch/artifact.md")).unwrap();
+    let path = t.run(&["delegate", "artifact-path", "monarch"]).stdout();
+    let text = std::fs::read_to_string(path.trim()).unwrap();
     assert!(text.starts_with("# monarch\n\n## Summary"), "{text}");
 }

@@ -19,4 +19,5 @@ mod loop_core;
 mod loop_gate;
 mod misbehaving;
 mod repos;
+mod types;
 mod watch;
