@@ -41,6 +41,8 @@ fn main() {
             Wiggum::Summary(a) => inspect::summary(a),
             Wiggum::Sign(s) => inspect::sign(s),
             Wiggum::Report(a) => inspect::report_cmd(a),
+            Wiggum::Manifest(a) => studio_agents::cli::remote::manifest(a),
+            Wiggum::RunRemote(a) => studio_agents::cli::remote::run_remote(a),
         },
         Top::Delegate(d) => delegate::run(d, config),
         Top::Skill(s) => studio_agents::cli::skill::run(s),

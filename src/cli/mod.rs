@@ -13,6 +13,7 @@ pub mod diff;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
+pub mod remote;
 pub mod sandbox_exec;
 pub mod skill;
 pub mod start;
@@ -130,6 +131,18 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum report\n  studio-agents wiggum report research docs --json"
     )]
     Report(inspect::ReportArgs),
+    /// Render a loop as Kubernetes objects (a Job and a ConfigMap) to run it on a cluster.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum manifest research --kubernetes --image registry.example.com/studio-agents:claude --remote git@example.com:team/notes.git --secret agent-keys | kubectl apply -f -\n  studio-agents wiggum manifest research --kubernetes -o k8s/"
+    )]
+    Manifest(remote::ManifestArgs),
+    /// A loop whose state is a git branch: clone, claim, run in the foreground, push after
+    /// every accepted iteration (a Kubernetes Job's entrypoint).
+    #[command(
+        name = "run-remote",
+        after_help = "Example:\n  studio-agents wiggum run-remote research --remote git@example.com:team/notes.git --work /work/loop"
+    )]
+    RunRemote(remote::RunRemoteArgs),
 }
 
 /// Just a topic.

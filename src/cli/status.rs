@@ -6,7 +6,7 @@ use clap::Args;
 use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::registry;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ralph::progress;
 use crate::view::model::{self, LoopView, Want};
 use crate::view::table;
@@ -18,6 +18,9 @@ use super::common::Color;
 pub struct StatusArgs {
     /// The loop's topic (all loops when omitted).
     pub topic: Option<String>,
+    /// Read loops from the records their runs pushed to this repository (run-remote).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
     /// Machine-readable output (documented in docs/json.md).
     #[arg(long)]
     pub json: bool,
@@ -29,6 +32,9 @@ pub struct StatusArgs {
 /// Flags of `list`.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Also list the loops whose runs push their records to this repository (run-remote).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
     /// Machine-readable output (documented in docs/json.md).
     #[arg(long)]
     pub json: bool,
@@ -129,10 +135,14 @@ fn all_views() -> Result<Vec<LoopView>> {
         .collect()
 }
 
+/// A remote run whose heartbeat is older than this shows as `dead` (run-remote's default).
+const REMOTE_STALE: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// `status`.
 pub fn status(a: &StatusArgs) -> Result<i32> {
     let Some(topic) = &a.topic else {
         return list(&ListArgs {
+            remote: a.remote.clone(),
             json: a.json,
             color: a.color,
         });
@@ -141,8 +151,13 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         usage: true,
         ..Want::default()
     };
-    let h = Handle::open(topic)?;
-    let v = model::load(&h, usage)?;
+    let v = match &a.remote {
+        Some(url) => super::remote::remote_views(url, REMOTE_STALE)?
+            .into_iter()
+            .find(|v| &v.topic == topic)
+            .ok_or_else(|| Error::input(format!("{url} holds no records of a loop `{topic}`")))?,
+        None => model::load(&Handle::open(topic)?, usage)?,
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
@@ -163,7 +178,9 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
             }
         }
         println!("{text}");
-        if let Some(block) = completion(&h, &v) {
+        if a.remote.is_none()
+            && let Some(block) = completion(&Handle::open(topic)?, &v)
+        {
             println!("\n{block}");
         }
     }
@@ -180,7 +197,10 @@ fn completion(h: &Handle, v: &LoopView) -> Option<String> {
 
 /// `list`.
 pub fn list(a: &ListArgs) -> Result<i32> {
-    let views = all_views()?;
+    let mut views = all_views()?;
+    if let Some(url) = &a.remote {
+        views.extend(super::remote::remote_views(url, REMOTE_STALE)?);
+    }
     if a.json {
         println!(
             "{}",

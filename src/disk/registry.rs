@@ -86,6 +86,12 @@ pub fn register(home: &Path, topic: &str, artifact: &Path) -> Result<()> {
     fsutil::atomic_write(&entry_path(home, topic), text.as_bytes())
 }
 
+/// Forget a topic (nothing else is touched).
+pub fn unregister(home: &Path, topic: &str) -> Result<()> {
+    check_topic(topic)?;
+    fsutil::remove_file_opt(&entry_path(home, topic))
+}
+
 /// Every registered topic with its path, sorted by topic.
 pub fn all(home: &Path) -> Result<Vec<(String, PathBuf)>> {
     let dir = home.join("loops");

@@ -168,22 +168,28 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let (artifact_type, type_warning) =
         types::resolve(&kind, &settings.types, settings.quality_metrics);
     settings.defaults.kind = Some(artifact_type.name.clone());
-    // A delegation's record names the agent it ran: a loop on its artifact runs the same one
-    // (when `[agents]` has it), unless flags or the loop's own settings say otherwise; else the
-    // type's own agent, when it names one.
-    let delegated_agent = (opts.agent.is_none() && opts.agent_cmd.is_none() && fresh)
+    // A delegation's record names the agent it ran (a preset, an `[agents]` entry, or the bare
+    // command of `--agent-cmd`): a loop on its artifact runs the same one, unless flags or the
+    // loop's own settings say otherwise; else the type's own agent, when it names one.
+    let no_flags = opts.agent.is_none() && opts.agent_cmd.is_none();
+    let delegated_name = (no_flags && fresh)
         .then(|| delegated(&layout, "agent"))
-        .flatten()
-        .filter(|name| settings.agents.contains_key(name));
-    let type_agent = (opts.agent.is_none() && opts.agent_cmd.is_none())
-        .then(|| artifact_type.agent.clone())
         .flatten();
+    let delegated_agent = delegated_name
+        .clone()
+        .filter(|name| name != "custom" && spec::named(&settings, name).is_some());
+    // An agent given as a bare command (`--agent-cmd`) has only its command on record.
+    let delegated_cmd = delegated_name
+        .filter(|name| name == "custom")
+        .and_then(|_| delegated(&layout, "agent_command"));
+    let type_agent = no_flags.then(|| artifact_type.agent.clone()).flatten();
     let agent_flag = opts.agent.clone().or(delegated_agent).or(type_agent);
-    let agent = spec::resolve(&settings, agent_flag.as_deref(), opts.agent_cmd.as_deref())?;
+    let agent_cmd = opts.agent_cmd.clone().or(delegated_cmd);
+    let agent = spec::resolve(&settings, agent_flag.as_deref(), agent_cmd.as_deref())?;
     if agent_flag.is_some() {
         settings.defaults.agent.clone_from(&agent.name);
     }
-    if let Some(cmd) = &opts.agent_cmd {
+    if let Some(cmd) = &agent_cmd {
         // The effective settings remember the command, so a restart needs no flags.
         settings
             .agents

@@ -1,11 +1,13 @@
 //! Running a loop: in this process (`--foreground`) or detached as a daemon (its own session, no
 //! terminal, stdin from /dev/null, output to `wiggum/daemon.log`). Either way the supervisor holds
 //! the loop's lock for its whole life, is a child subreaper, and turns SIGTERM/SIGINT into a
-//! graceful stop (the second one forces). `detach`, `signals` and `logging` are its parts. May
-//! import `ralph` and everything below it.
+//! graceful stop (the second one forces). `detach`, `signals` and `logging` are its parts;
+//! `remote` runs a loop whose state is a git branch (a Kubernetes Job's pod). May import `ralph`
+//! and everything below it.
 
 mod detach;
 mod logging;
+pub mod remote;
 mod signals;
 
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! Reading a loop from any shell: one read model of a loop for `status`, `list`, `watch` and
 //! `summary`, the analytics of `report`, and the live view (`watch`). Reads `disk`; acts on a loop
-//! only through `disk::requests`.
+//! only through `disk::requests`. A loop as Kubernetes objects (`kube`) is a view of it, too.
 
+pub mod kube;
 pub mod model;
 pub mod report;
 pub mod summary;

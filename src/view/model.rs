@@ -146,6 +146,34 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
 }
 
 impl LoopView {
+    /// A loop known only from the records its run pushed to a branch (`list --remote`): live
+    /// while its heartbeat is fresh, `dead` once it is stale.
+    #[must_use]
+    pub fn remote(topic: &str, st: Option<LoopState>, fresh: bool) -> LoopView {
+        LoopView {
+            topic: topic.to_string(),
+            status: state::shown_status(st.as_ref(), fresh).to_string(),
+            pid: None,
+            agent_pid: None,
+            agent_cpu_percent: None,
+            agent_rss_bytes: None,
+            elapsed_secs: st.as_ref().map(|s| {
+                let end = if fresh {
+                    chrono::Utc::now()
+                } else {
+                    s.updated_at
+                };
+                (end - s.started_at).num_seconds()
+            }),
+            pause_reason: None,
+            state: st,
+            recent: Vec::new(),
+            open_items: Vec::new(),
+            log_tail: Vec::new(),
+            state_error: None,
+        }
+    }
+
     /// Why a loop shows as `dead` or `unknown`, in words.
     #[must_use]
     pub fn reason(&self) -> Option<String> {

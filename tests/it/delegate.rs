@@ -132,6 +132,38 @@ fn then_wiggum_chains_a_loop_on_the_new_artifact() {
 }
 
 #[test]
+fn wiggum_start_after_a_delegation_needs_no_flag_even_for_a_bare_command() {
+    let t = TestHome::new();
+    let out = t.root().join("later");
+    let fake = t.agent_cmd("", "");
+    let cmd = format!(
+        "if [ \"$WIGGUM_PHASE\" = delegation ]; then cat > /dev/null; printf '# R\\n\\n## S\\nbody\\n' > artifact.md; else {fake}; fi"
+    );
+    t.run(&[
+        "delegate",
+        "start",
+        "later",
+        &task(&t),
+        "--type",
+        "design",
+        "--agent-cmd",
+        &cmd,
+        "--artifact-path",
+        &out.display().to_string(),
+    ])
+    .code(0);
+    // Path, type and agent all come from the delegation's record.
+    t.run(&["wiggum", "start", "later", "--foreground"]).code(0);
+    let settings = std::fs::read_to_string(out.join("wiggum/wiggum.toml")).unwrap();
+    assert!(settings.contains("type = \"design\""), "{settings}");
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert_eq!(st["agent"], "custom");
+}
+
+#[test]
 fn a_failing_or_silent_agent_and_a_missing_task_are_errors() {
     let t = TestHome::new();
     t.run(&[

@@ -18,6 +18,7 @@ mod lock;
 mod loop_core;
 mod loop_gate;
 mod misbehaving;
+mod remote;
 mod repos;
 mod types;
 mod watch;

@@ -488,3 +488,98 @@ fn the_anthropic_backend_scores_through_the_real_messages_endpoint() {
         _ => assert_eq!(rec["wiggum_scores"]["r1"].as_object().unwrap().len(), 6),
     }
 }
+
+/// `kubernetes-validate` (pinned, from PyPI; it bundles the API schemas) in a venv of its own;
+/// `None` (after a loud message) when the registry cannot be reached.
+fn kubernetes_validate() -> Option<PathBuf> {
+    let venv = cache().join("k8s-venv");
+    let bin = venv.join("bin/kubernetes-validate");
+    if bin.is_file() {
+        return Some(bin);
+    }
+    std::fs::create_dir_all(cache()).unwrap();
+    let ok = Command::new("python3")
+        .args(["-m", "venv"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "python3 -m venv (python3-venv is needed)");
+    let out = Command::new(venv.join("bin/pip"))
+        .args(["install", "-q", "-r"])
+        .arg(root().join("tests/real/requirements-k8s.txt"))
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("NewConnectionError") || err.contains("Temporary failure") {
+            eprintln!("SKIPPED: PyPI unreachable, kubernetes-validate not installed: {err}");
+            return None;
+        }
+        panic!("pip install kubernetes-validate: {err}");
+    }
+    Some(bin)
+}
+
+#[test]
+fn rendered_manifests_validate_against_two_kubernetes_versions() {
+    let Some(validate) = kubernetes_validate() else {
+        return;
+    };
+    // The golden file, and what the binary renders for a real loop.
+    let w = tempfile::tempdir().unwrap();
+    let home = w.path().join("home");
+    let art = w.path().join("art");
+    std::fs::create_dir_all(art.join("wiggum")).unwrap();
+    std::fs::write(art.join("artifact.md"), "# Notes\n\nA draft.\n").unwrap();
+    std::fs::write(art.join("wiggum/fix_plan.md"), "- [ ] one\n").unwrap();
+    let bin = env!("CARGO_BIN_EXE_studio-agents");
+    let run = |args: &[&str]| {
+        let out = Command::new(bin)
+            .args(args)
+            .env("STUDIO_AGENTS_HOME", &home)
+            .env("STUDIO_AGENTS_LOG", "")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+    };
+    run(&[
+        "wiggum",
+        "start",
+        "notes",
+        "--foreground",
+        "--artifact-path",
+        art.to_str().unwrap(),
+        "--agent-cmd",
+        "cat > /dev/null",
+        "--max-iterations",
+        "1",
+    ]);
+    let out = w.path().join("k8s");
+    run(&[
+        "wiggum",
+        "manifest",
+        "notes",
+        "--kubernetes",
+        "--remote",
+        "https://example.com/r.git",
+        "--secret",
+        "keys",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let files = [
+        root().join("tests/fixtures/manifest/monarch.yaml"),
+        out.join("wiggum-notes.yaml"),
+    ];
+    for version in ["1.36.0", "1.37.0"] {
+        let res = Command::new(&validate)
+            .args(["--strict", "--kubernetes-version", version])
+            .args(&files)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&res.stdout).to_string()
+            + &String::from_utf8_lossy(&res.stderr);
+        assert!(res.status.success(), "Kubernetes {version}:\n{text}");
+        assert_eq!(text.matches("passed for resource").count(), 4, "{text}");
+    }
+}

@@ -1,0 +1,231 @@
+//! Beyond one machine, offline: `run-remote` as a pod runs it, against a local bare repository
+//! as the remote — it clones, claims the topic, pushes after each accepted iteration, survives a
+//! SIGKILL with no commit lost, refuses a second run while the first one's heartbeat is fresh;
+//! `list --remote` reads the loop back from another directory; `manifest` renders the objects.
+
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::Duration;
+
+use crate::support::{TestHome, git, wait_for};
+
+/// A bare repository whose main branch holds a loop's artifact dir `art/` with its settings:
+/// the scripted agent, no gate, `items` plan items.
+fn origin(t: &TestHome, fake: &str, extra_env: &str, items: u32) -> String {
+    let seed = t.root().join("seed");
+    std::fs::create_dir_all(seed.join("art/wiggum")).unwrap();
+    git(&seed, &["init", "-q", "-b", "main"]);
+    std::fs::write(seed.join("art/artifact.md"), "# Notes\n\nA first draft.\n").unwrap();
+    let agent = t.agent_cmd(fake, &format!("FAKE_ITEMS={items} {extra_env}"));
+    std::fs::write(
+        seed.join("art/wiggum/wiggum.toml"),
+        format!(
+            "[defaults]\nagent = \"fake\"\nmax_iterations = 10\n[agents]\nfake = {agent:?}\n[gate]\ntarget = \"off\"\n"
+        ),
+    )
+    .unwrap();
+    git(&seed, &["add", "."]);
+    git(&seed, &["commit", "-qm", "the draft"]);
+    let bare = t.root().join("origin.git");
+    git(
+        &t.root(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            seed.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+    bare.display().to_string()
+}
+
+fn run_remote(t: &TestHome, url: &str, work: &Path, extra: &[&str]) -> Child {
+    let w = work.display().to_string();
+    let mut args = vec![
+        "wiggum",
+        "run-remote",
+        "notes",
+        "--remote",
+        url,
+        "--work",
+        &w,
+        "--path",
+        "art",
+        "--heartbeat",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    t.spawn(&args)
+}
+
+/// Commits on the loop's branch in the bare repository, oldest first.
+fn branch_commits(url: &str) -> Vec<String> {
+    let out = std::process::Command::new("git")
+        .args([
+            "--git-dir",
+            url,
+            "log",
+            "--reverse",
+            "--format=%H %s",
+            "refs/heads/wiggum/notes",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn accepted(commits: &[String]) -> usize {
+    commits
+        .iter()
+        .filter(|c| c.contains("Wiggum iteration"))
+        .count()
+}
+
+#[test]
+fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch() {
+    let t = TestHome::new();
+    t.write_home_config("");
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=3",
+        t.release_file().display()
+    );
+    let url = origin(&t, "block", &env, 4);
+    let mut first = run_remote(&t, &url, &t.root().join("pod1"), &["--stale-after", "3"]);
+    // Iterations 1 and 2 are accepted and pushed; iteration 3's agent waits.
+    let before = wait_for(
+        "two accepted iterations on the branch",
+        Duration::from_secs(30),
+        || {
+            let c = branch_commits(&url);
+            if accepted(&c) >= 2 { Ok(c) } else { Err(c) }
+        },
+    );
+    // A second run while the first one's heartbeat is fresh: refused.
+    let refused = run_remote(
+        &t,
+        &url,
+        &t.root().join("pod-early"),
+        &["--stale-after", "3"],
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("is running on branch wiggum/notes"),
+        "{refused:?}"
+    );
+    // The pod is killed outright (eviction): nothing of it survives.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let stale = std::time::Instant::now() + Duration::from_secs(4);
+    while std::time::Instant::now() < stale {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::fs::write(t.release_file(), "").unwrap();
+    let second = run_remote(&t, &url, &t.root().join("pod2"), &["--stale-after", "3"])
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    let after = branch_commits(&url);
+    assert_eq!(
+        &after[..before.len()],
+        &before[..],
+        "a pushed commit was lost"
+    );
+    assert_eq!(accepted(&after), 4, "{after:#?}");
+
+    // Another directory, no local loop: the branch's records show it.
+    let other = TestHome::new();
+    let list = other.run(&["wiggum", "list", "--remote", &url]);
+    list.code(0);
+    let out = list.stdout();
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("notes") && l.contains("completed")),
+        "{out}"
+    );
+    let st = other.run(&["wiggum", "status", "notes", "--remote", &url, "--json"]);
+    st.code(0);
+    let v: serde_json::Value = serde_json::from_str(&st.stdout()).unwrap();
+    assert_eq!(v["state"]["stop_reason"], "plan_empty", "{v}");
+}
+
+#[test]
+fn two_runs_for_one_topic_at_once_exactly_one_runs() {
+    let t = TestHome::new();
+    t.write_home_config("");
+    let env = format!("FAKE_RELEASE={}", t.release_file().display());
+    let url = origin(&t, "block", &env, 2);
+    let a = run_remote(&t, &url, &t.root().join("a"), &[]);
+    let b = run_remote(&t, &url, &t.root().join("b"), &[]);
+    // The loser ends at once with exit 3; the winner waits on its blocked agent.
+    let mut runs = vec![a, b];
+    let loser = wait_for("one run to give up", Duration::from_secs(30), || {
+        for (i, c) in runs.iter_mut().enumerate() {
+            if let Some(s) = c.try_wait().unwrap() {
+                return Ok((i, s));
+            }
+        }
+        Err(())
+    });
+    assert_eq!(loser.1.code(), Some(3), "the losing run's exit");
+    let mut winner = runs.remove(1 - loser.0);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(winner.try_wait().unwrap().is_none(), "the winner runs on");
+    std::fs::write(t.release_file(), "").unwrap();
+    let out = winner.wait().unwrap();
+    assert_eq!(out.code(), Some(0));
+    assert_eq!(accepted(&branch_commits(&url)), 2);
+}
+
+#[test]
+fn a_manifest_names_the_entrypoint_limits_and_secret_and_never_a_key() {
+    let t = TestHome::new();
+    t.write_home_config(
+        "[safety]\nmax_time_per_loop = 7200\nmax_memory_mb = 2048\nkill_grace_secs = 20\n",
+    );
+    t.start_fg("notes", "", &["--max-iterations", "1"]).code(0);
+    let out: PathBuf = t.root().join("k8s");
+    let r = t.run_with(
+        &[
+            "wiggum",
+            "manifest",
+            "notes",
+            "--kubernetes",
+            "--image",
+            "reg.example.com/sa:1",
+            "--remote",
+            "git@example.com:team/notes.git",
+            "--secret",
+            "agent-keys",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-secret-value")],
+    );
+    r.code(0);
+    let yaml = std::fs::read_to_string(out.join("wiggum-notes.yaml")).unwrap();
+    for want in [
+        "kind: ConfigMap",
+        "kind: Job",
+        "activeDeadlineSeconds: 7200",
+        "terminationGracePeriodSeconds: 50",
+        "memory: 2304Mi",
+        "runAsNonRoot: true",
+        "restartPolicy: Never",
+        "- run-remote",
+        "- \"git@example.com:team/notes.git\"",
+        "name: agent-keys",
+        "PROMPT.md: |",
+    ] {
+        assert!(yaml.contains(want), "{want} missing:\n{yaml}");
+    }
+    assert!(!yaml.contains("sk-secret-value"));
+    // An unregistered topic is refused.
+    t.run(&["wiggum", "manifest", "nope", "--kubernetes"])
+        .code(2);
+}
