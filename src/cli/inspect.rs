@@ -65,8 +65,11 @@ pub enum Sign {
 /// Flags of `report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Topics (default: every registered loop).
+    /// Topics (default: every registered loop, or every loop of --remote).
     pub topics: Vec<String>,
+    /// Report on the loops whose runs push their records to this repository (run-remote).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -259,6 +262,25 @@ pub fn sign(s: &Sign) -> Result<i32> {
 
 /// `report`.
 pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
+    let mut agg = report::Aggregator::new(7.0);
+    let loops = match &a.remote {
+        Some(url) => {
+            let mut n = 0;
+            for r in crate::supervisor::remote::remote_records(url)? {
+                if a.topics.is_empty() || a.topics.contains(&r.topic) {
+                    n += 1;
+                    r.runs.lines().for_each(|l| agg.add_line(l.as_bytes()));
+                }
+            }
+            n
+        }
+        None => local_report(a, &mut agg)?,
+    };
+    print_report(a, agg, loops)
+}
+
+/// Feed the local loops' run logs to `agg`; returns how many loops.
+fn local_report(a: &ReportArgs, agg: &mut report::Aggregator) -> Result<usize> {
     let home = config::home_dir()?;
     let topics: Vec<(String, std::path::PathBuf)> = if a.topics.is_empty() {
         registry::all(&home)?
@@ -269,7 +291,6 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
             .collect::<Result<_>>()?
     };
     // Streamed: a run log of any length is read one line at a time into sums and counts.
-    let mut agg = report::Aggregator::new(7.0);
     for (_, path) in &topics {
         let runs = Layout::for_loop(&home, path).runs();
         if let Ok(f) = std::fs::File::open(&runs) {
@@ -277,6 +298,10 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
                 .at(&runs, "read")?;
         }
     }
+    Ok(topics.len())
+}
+
+fn print_report(a: &ReportArgs, agg: report::Aggregator, loops: usize) -> Result<i32> {
     let r = agg.finish();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r).unwrap_or_default());
@@ -285,9 +310,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
     println!(
         "loops: {}  iterations: {}  gated: {}",
-        topics.len(),
-        r.iterations,
-        r.gated
+        loops, r.iterations, r.gated
     );
     println!(
         "mean r1 {}  mean kept {}  pass rate {}  mean rounds {}",

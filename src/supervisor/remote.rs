@@ -80,9 +80,19 @@ pub fn fresh(st: &LoopState, now: chrono::DateTime<Utc>, stale_after: Duration) 
     st.status.is_live() && age < stale_after
 }
 
-/// The records a remote holds for every topic: (topic, state), read through a throwaway bare
-/// repository.
-pub fn remote_states(url: &str) -> Result<Vec<(String, Option<LoopState>)>> {
+/// What a remote holds of one loop: its last pushed state and run log.
+#[derive(Debug, Clone)]
+pub struct RemoteRecord {
+    /// The topic.
+    pub topic: String,
+    /// `state.json`, when it was pushed and parses.
+    pub state: Option<LoopState>,
+    /// `runs.jsonl` (its last 8 MiB).
+    pub runs: String,
+}
+
+/// The records a remote holds for every topic, read through a throwaway bare repository.
+pub fn remote_records(url: &str) -> Result<Vec<RemoteRecord>> {
     let tmp = tempfile::tempdir().map_err(|e| Error::runtime(format!("temp dir: {e}")))?;
     let dir = tmp.path();
     git(dir, &["init", "-q", "--bare"])?;
@@ -102,10 +112,11 @@ pub fn remote_states(url: &str) -> Result<Vec<(String, Option<LoopState>)>> {
     let mut out = Vec::new();
     for r in refs.lines().filter(|l| !l.is_empty()) {
         let topic = r.trim_start_matches("refs/studio-agents/").to_string();
-        let st = git(dir, &["show", &format!("{r}:state.json")])
+        let state = git(dir, &["show", &format!("{r}:state.json")])
             .ok()
             .and_then(|t| serde_json::from_str(&t).ok());
-        out.push((topic, st));
+        let runs = git(dir, &["show", &format!("{r}:runs.jsonl")]).unwrap_or_default();
+        out.push(RemoteRecord { topic, state, runs });
     }
     Ok(out)
 }
@@ -171,6 +182,7 @@ async fn supervise(r: &RemoteRun, art: &Path, mut lease: Option<String>) -> Resu
     );
     let mut pushed_head = head(&r.work);
     let mut beat = Instant::now();
+    let mut pushed_now = false;
     let status = loop {
         tokio::select! {
             s = child.wait() => {
@@ -184,17 +196,25 @@ async fn supervise(r: &RemoteRun, art: &Path, mut lease: Option<String>) -> Resu
             continue;
         }
         let now = head(&r.work);
+        // The records follow a new commit at once and again at the next tick (the run record is
+        // appended just after the commit): the branch and its log never drift by more than that.
+        let records_due = std::mem::take(&mut pushed_now);
+        let mut due = records_due;
         if now != pushed_head {
             match push_branch(r) {
-                Ok(()) => pushed_head = now,
-                Err(e) => tracing::warn!("push: {e}"),
+                Ok(()) => {
+                    pushed_head = now;
+                    pushed_now = true;
+                    due = true;
+                }
+                Err(e) => eprintln!("warning: push: {e}"),
             }
         }
-        if beat.elapsed() >= r.heartbeat {
+        if due || beat.elapsed() >= r.heartbeat {
             beat = Instant::now();
             match push_records(r, art, lease.as_deref()) {
                 Ok(sha) => lease = Some(sha),
-                Err(e) => tracing::warn!("heartbeat: {e}"),
+                Err(e) => eprintln!("warning: heartbeat: {e}"),
             }
         }
     };

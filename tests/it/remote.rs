@@ -56,7 +56,13 @@ fn run_remote(t: &TestHome, url: &str, work: &Path, extra: &[&str]) -> Child {
         "1",
     ];
     args.extend_from_slice(extra);
-    t.spawn(&args)
+    // Output to a file: a pipe nobody reads while the pod runs would fill and stall it.
+    let log = std::fs::File::create(work.with_extension("log")).unwrap();
+    t.cmd(&args)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap()
 }
 
 /// Commits on the loop's branch in the bare repository, oldest first.
@@ -104,20 +110,29 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
             if accepted(&c) >= 2 { Ok(c) } else { Err(c) }
         },
     );
+    // ... and their run records with them.
+    wait_for("their records pushed", Duration::from_secs(30), || {
+        let out = std::process::Command::new("git")
+            .args([
+                "--git-dir",
+                &url,
+                "show",
+                "refs/studio-agents/notes:runs.jsonl",
+            ])
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stdout).to_string();
+        let n = log.matches("\"outcome\":\"accepted\"").count();
+        if n >= 2 { Ok(()) } else { Err(n) }
+    });
     // A second run while the first one's heartbeat is fresh: refused.
-    let refused = run_remote(
-        &t,
-        &url,
-        &t.root().join("pod-early"),
-        &["--stale-after", "3"],
-    )
-    .wait_with_output()
-    .unwrap();
-    assert_eq!(refused.status.code(), Some(3), "{refused:?}");
-    assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("is running on branch wiggum/notes"),
-        "{refused:?}"
-    );
+    let early = t.root().join("pod-early");
+    let refused = run_remote(&t, &url, &early, &["--stale-after", "3"])
+        .wait()
+        .unwrap();
+    let said = std::fs::read_to_string(early.with_extension("log")).unwrap();
+    assert_eq!(refused.code(), Some(3), "{said}");
+    assert!(said.contains("is running on branch wiggum/notes"), "{said}");
     // The pod is killed outright (eviction): nothing of it survives.
     first.kill().unwrap();
     first.wait().unwrap();
@@ -126,10 +141,12 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
         std::thread::sleep(Duration::from_millis(100));
     }
     std::fs::write(t.release_file(), "").unwrap();
-    let second = run_remote(&t, &url, &t.root().join("pod2"), &["--stale-after", "3"])
-        .wait_with_output()
+    let pod2 = t.root().join("pod2");
+    let second = run_remote(&t, &url, &pod2, &["--stale-after", "3"])
+        .wait()
         .unwrap();
-    assert_eq!(second.status.code(), Some(0), "{second:?}");
+    let said = std::fs::read_to_string(pod2.with_extension("log")).unwrap();
+    assert_eq!(second.code(), Some(0), "{said}");
     let after = branch_commits(&url);
     assert_eq!(
         &after[..before.len()],
@@ -152,6 +169,11 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
     st.code(0);
     let v: serde_json::Value = serde_json::from_str(&st.stdout()).unwrap();
     assert_eq!(v["state"]["stop_reason"], "plan_empty", "{v}");
+    // And the analytics over its run log, read from the same records.
+    let report = other.run(&["wiggum", "report", "--remote", &url, "--json"]);
+    report.code(0);
+    let r: serde_json::Value = serde_json::from_str(&report.stdout()).unwrap();
+    assert!(r["iterations"].as_u64().unwrap() >= 4, "{r}");
 }
 
 #[test]
