@@ -38,6 +38,15 @@ pub struct LogsArgs {
 pub struct SummaryArgs {
     /// The loop's topic.
     pub topic: String,
+    /// Read the loop from its branch and pushed records in this repository (run-remote).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+    /// With --remote: the loop's branch (default wiggum/<topic>).
+    #[arg(long, value_name = "B", requires = "remote")]
+    pub branch: Option<String>,
+    /// With --remote: the artifact dir inside the repository.
+    #[arg(long, value_name = "REL", default_value = ".", requires = "remote")]
+    pub path: std::path::PathBuf,
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
@@ -184,7 +193,20 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         recent: usize::MAX,
         ..Want::default()
     };
-    let h = Handle::open(&a.topic)?;
+    // A remote loop is read from a throwaway checkout of its branch (kept until the end).
+    let (h, _checkout) = match &a.remote {
+        Some(url) => {
+            let branch = a
+                .branch
+                .clone()
+                .unwrap_or_else(|| format!("wiggum/{}", a.topic));
+            let (tmp, art) =
+                crate::supervisor::remote::checkout_for_reading(url, &a.topic, &branch, &a.path)?;
+            let home = tmp.path().join("home");
+            (Handle::at(&home, &a.topic, art), Some(tmp))
+        }
+        None => (Handle::open(&a.topic)?, None),
+    };
     let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
     let settings = h.settings();

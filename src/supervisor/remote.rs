@@ -121,6 +121,55 @@ pub fn remote_records(url: &str) -> Result<Vec<RemoteRecord>> {
     Ok(out)
 }
 
+/// A loop as its branch and records hold it, checked out for reading (`summary --remote`): the
+/// branch's head (shallow) with the pushed `state.json` and `runs.jsonl` put back in its
+/// `wiggum/`. Returns the checkout (removed when dropped) and the artifact dir in it.
+pub fn checkout_for_reading(
+    url: &str,
+    topic: &str,
+    branch: &str,
+    path: &Path,
+) -> Result<(tempfile::TempDir, PathBuf)> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::runtime(format!("temp dir: {e}")))?;
+    let dir = tmp.path().join("repo");
+    let d = dir.display().to_string();
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "--single-branch",
+            "--branch",
+            branch,
+            url,
+            &d,
+        ],
+    )?;
+    let rref = records_ref(topic);
+    git(
+        &dir,
+        &[
+            "fetch",
+            "-q",
+            "--depth",
+            "1",
+            "origin",
+            &format!("+{rref}:{rref}"),
+        ],
+    )?;
+    let art = dir.join(path);
+    let wig = art.join("wiggum");
+    fsutil::create_dir_all(&wig)?;
+    for f in ["state.json", "runs.jsonl"] {
+        if let Ok(text) = git(&dir, &["show", &format!("{rref}:{f}")]) {
+            fsutil::atomic_write(&wig.join(f), format!("{text}\n").as_bytes())?;
+        }
+    }
+    Ok((tmp, art))
+}
+
 /// Run the loop as the pod runs it. Returns the loop's exit code.
 pub fn run(r: &RemoteRun) -> Result<i32> {
     if r.work.exists() && std::fs::read_dir(&r.work).is_ok_and(|mut d| d.next().is_some()) {

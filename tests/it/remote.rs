@@ -174,6 +174,14 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
     report.code(0);
     let r: serde_json::Value = serde_json::from_str(&report.stdout()).unwrap();
     assert!(r["iterations"].as_u64().unwrap() >= 4, "{r}");
+    // And its summary: the lift from the draft to the final artifact on the branch.
+    let summary = other.run(&[
+        "wiggum", "summary", "notes", "--remote", &url, "--path", "art", "--json",
+    ]);
+    summary.code(0);
+    let s: serde_json::Value = serde_json::from_str(&summary.stdout()).unwrap();
+    assert!(s["lift"].is_object(), "{s}");
+    assert!(s["lines"].as_array().is_some_and(|l| l.len() >= 4), "{s}");
 }
 
 #[test]
