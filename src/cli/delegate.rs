@@ -123,9 +123,14 @@ fn artifact_of(topic: &str) -> Result<(Delegation, PathBuf)> {
     Ok((rec, path))
 }
 
+/// Whether the recorded process still runs and is still a delegation (a pid the kernel gave
+/// to another program since is neither shown as running nor signalled).
 fn alive(pid: Option<u32>) -> bool {
-    pid.and_then(|p| crate::sys::procs::stat(p.cast_signed()))
-        .is_some_and(|s| s.is_running())
+    pid.is_some_and(|p| {
+        crate::sys::procs::stat(p.cast_signed()).is_some_and(|s| s.is_running())
+            && std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"delegate"))
+    })
 }
 
 fn status(topic: &str) -> Result<i32> {

@@ -34,11 +34,15 @@ impl Tracker {
             .ok()
             .and_then(|a| a.strip_prefix(&root).ok().map(Path::to_path_buf))
             .unwrap_or_default();
+        // Ignored directories (build output, dependencies) are not watched — unless the index
+        // tracks something inside one (a force-added file), whose changes still count.
         let ignored = git2::Repository::open(&root).ok();
         let skip = Box::new(move |rel: &Path| {
-            ignored
-                .as_ref()
-                .is_some_and(|r| r.is_path_ignored(rel).unwrap_or(false))
+            ignored.as_ref().is_some_and(|r| {
+                r.is_path_ignored(rel).unwrap_or(false)
+                    && r.index()
+                        .is_ok_and(|i| i.find_prefix(rel.join("")).is_err())
+            })
         });
         let watch =
             TreeWatch::start(&root, &layout.wiggum(), skip).map(|w| Arc::new(Mutex::new(w)));
@@ -107,6 +111,41 @@ mod tests {
 
     fn set(v: &[&str]) -> BTreeSet<PathBuf> {
         v.iter().map(PathBuf::from).collect()
+    }
+
+    #[test]
+    fn a_tracked_file_in_an_ignored_directory_is_still_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let run = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(["-c", "user.name=u", "-c", "user.email=u@x"])
+                .args(args)
+                .current_dir(&root)
+                .status()
+                .unwrap();
+            assert!(ok.success(), "git {args:?}");
+        };
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::create_dir_all(root.join("wiggum")).unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\ntarget/\n").unwrap();
+        std::fs::write(root.join("build/keep.txt"), "kept\n").unwrap();
+        run(&["init", "-q"]);
+        run(&["add", ".gitignore"]);
+        run(&["add", "-f", "build/keep.txt"]);
+        run(&["commit", "-qm", "base"]);
+        let repo = Repo::open(&root).unwrap();
+        let layout = Layout::for_loop(&root.join("home"), &root);
+        let mut t = Tracker::start(&repo, &layout);
+        let before = t.snapshot(&repo).unwrap();
+        std::fs::write(root.join("build/keep.txt"), "changed\n").unwrap();
+        std::fs::write(root.join("target/out.bin"), "x").unwrap();
+        let after = t.snapshot(&repo).unwrap();
+        assert_eq!(
+            after.changed_paths(&before),
+            [PathBuf::from("build/keep.txt")]
+        );
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub struct TreeWatch {
     skip: Skip,
     touched: BTreeSet<PathBuf>,
     lost: bool,
+    /// A directory could not be watched: its changes would go unseen, so every answer from now
+    /// on is "unknown" (walk).
+    blind: bool,
     seq: u64,
 }
 
@@ -82,6 +85,7 @@ impl TreeWatch {
             skip,
             touched: BTreeSet::new(),
             lost: false,
+            blind: false,
             seq: 0,
         };
         w.add_tree(root);
@@ -96,7 +100,7 @@ impl TreeWatch {
                 // Gone already is fine (its parent's event covers it); a full table is not.
                 if d.exists() {
                     tracing::info!("cannot watch {} ({e}); walking instead", d.display());
-                    self.lost = true;
+                    self.blind = true;
                 }
                 continue;
             }
@@ -155,7 +159,7 @@ impl TreeWatch {
         };
         let _gone = std::fs::remove_file(&marker);
         self.poll();
-        let lost = std::mem::take(&mut self.lost) || !synced;
+        let lost = std::mem::take(&mut self.lost) || !synced || self.blind;
         let touched = std::mem::take(&mut self.touched);
         if lost {
             Changes::Unknown
