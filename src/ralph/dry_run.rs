@@ -43,16 +43,10 @@ pub fn plan(p: &Prepared) -> Result<DryRun> {
     let memory = |name: &str| -> Result<String> {
         Ok(match fsutil::read_opt(&layout.memory(name))? {
             Some(t) => t,
-            None => templates::FILES
-                .iter()
-                .find(|(n, _)| *n == name)
-                .map(|(_, t)| {
-                    templates::render(
-                        t,
-                        &templates::start_vars(&p.topic, layout, &p.settings.defaults.promise),
-                    )
-                })
-                .unwrap_or_default(),
+            None => templates::render(
+                &templates::template(name, p.own_templates().as_deref())?,
+                &p.start_vars(),
+            ),
         })
     };
     let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();

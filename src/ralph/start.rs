@@ -83,6 +83,29 @@ pub struct Prepared {
     pub artifact_type: ArtifactType,
 }
 
+impl Prepared {
+    /// The placeholders filled when the memory files are first written.
+    #[must_use]
+    pub fn start_vars(&self) -> Vec<(&'static str, String)> {
+        let mut vars =
+            templates::start_vars(&self.topic, &self.layout, &self.settings.defaults.promise);
+        vars.push(("type_requirements", self.artifact_type.requirements()));
+        vars
+    }
+
+    /// The artifact type's own template directory (relative ones from the home), if any.
+    #[must_use]
+    pub fn own_templates(&self) -> Option<PathBuf> {
+        self.artifact_type.templates.as_ref().map(|d| {
+            if d.is_absolute() {
+                d.clone()
+            } else {
+                self.home.join(d)
+            }
+        })
+    }
+}
+
 fn flag<T>(
     name: &str,
     v: Option<T>,
@@ -338,16 +361,7 @@ fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.
 pub fn init(p: &Prepared) -> Result<()> {
     fsutil::create_dir_all(&p.layout.wiggum())?;
-    let mut vars = templates::start_vars(&p.topic, &p.layout, &p.settings.defaults.promise);
-    vars.push(("type_requirements", p.artifact_type.requirements()));
-    let own = p.artifact_type.templates.as_ref().map(|d| {
-        if d.is_absolute() {
-            d.clone()
-        } else {
-            p.home.join(d)
-        }
-    });
-    templates::write_missing(&p.layout, &vars, own.as_deref())?;
+    templates::write_missing(&p.layout, &p.start_vars(), p.own_templates().as_deref())?;
     fsutil::atomic_write(&p.layout.config(), config::to_toml(&p.settings)?.as_bytes())?;
     registry::register(&p.home, &p.topic, p.layout.root())
 }

@@ -58,16 +58,26 @@ pub fn write_missing(
     own: Option<&Path>,
 ) -> Result<Vec<&'static str>> {
     let mut written = Vec::new();
-    for (name, built_in) in FILES {
-        let template = match own.map(|d| d.join(name)) {
-            Some(p) if p.is_file() => fsutil::read(&p)?,
-            _ => built_in.to_string(),
-        };
-        if fsutil::write_new(&layout.memory(name), render(&template, vars).as_bytes())? {
+    for (name, _) in FILES {
+        let text = render(&template(name, own)?, vars);
+        if fsutil::write_new(&layout.memory(name), text.as_bytes())? {
             written.push(name);
         }
     }
     Ok(written)
+}
+
+/// The template of a memory file: the one in `own` (an artifact type's directory) when it has
+/// it, else the built-in one (empty for a name that is not a memory file).
+pub fn template(name: &str, own: Option<&Path>) -> Result<String> {
+    if let Some(p) = own.map(|d| d.join(name)).filter(|p| p.is_file()) {
+        return fsutil::read(&p);
+    }
+    Ok(FILES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| (*t).to_string())
+        .unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -125,6 +125,24 @@ fn a_users_own_type_renders_its_own_templates_and_an_unknown_type_falls_back_say
         planning.starts_with("RUNBOOK PLANNING for rb") && planning.contains("- Rollback\n"),
         "{planning}"
     );
+    // A dry run shows the same planning prompt before anything is written.
+    let t2 = TestHome::new();
+    t2.write_home_config("[types.runbook]\nsections = [\"Trigger\", \"Rollback\"]\n");
+    let args = t2.start_args(
+        "dry",
+        &t2.art(),
+        &t2.agent_cmd("", ""),
+        &["--dry-run", "--type", "runbook"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let dry = t2.run(&args);
+    dry.code(0);
+    assert!(
+        dry.stdout().contains("This is a `runbook` artifact")
+            && dry.stdout().contains("- Rollback"),
+        "{}",
+        dry.stdout()
+    );
     // The built-in templates fill in for the files the type's directory does not have.
     let agent_md = std::fs::read_to_string(t.wiggum("AGENT.md")).unwrap();
     assert!(
