@@ -112,7 +112,9 @@ impl TreeWatch {
                     continue;
                 }
                 let path = e.path();
+                // The marker's directory is always watched: without it no read could be vouched for.
                 if let Ok(rel) = path.strip_prefix(&self.root)
+                    && !self.marker_dir.starts_with(&path)
                     && (self.skip)(rel)
                 {
                     continue;
@@ -281,6 +283,25 @@ mod tests {
         std::fs::write(d.path().join("target/debug/bin"), "b").unwrap();
         std::fs::write(d.path().join("kept"), "k").unwrap();
         assert_eq!(paths(w.take()), ["kept"]);
+    }
+
+    #[test]
+    fn the_marker_directory_is_watched_even_when_skipped() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("wiggum")).unwrap();
+        let mut w = TreeWatch::start(
+            d.path(),
+            &d.path().join("wiggum"),
+            Box::new(|rel: &Path| rel.starts_with("wiggum")),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        std::fs::write(d.path().join("f"), "x").unwrap();
+        assert_eq!(paths(w.take()), ["f"]);
+        assert!(
+            t0.elapsed() < MARKER_WAIT,
+            "the marker was waited for in vain"
+        );
     }
 
     #[test]
