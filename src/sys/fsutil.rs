@@ -128,7 +128,9 @@ pub fn read_opt(path: &Path) -> Result<Option<String>> {
 /// Read at most `cap` bytes of a file, decoded lossily; a longer file is an error naming it.
 pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
     let f = File::open(path).at(path, "read")?;
-    let mut buf = Vec::new();
+    // Sized from the file up front (bounded by the cap): one read, not a run of growing ones.
+    let size = f.metadata().map_or(0, |m| m.len()).min(cap);
+    let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
     f.take(cap + 1).read_to_end(&mut buf).at(path, "read")?;
     if buf.len() as u64 > cap {
         return Err(Error::TooLarge {

@@ -90,7 +90,12 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         Some(p) if want.usage => agent_usage(p),
         _ => (None, None),
     };
-    let ctl = requests::read(&layout.requests());
+    // Requests matter only to a running loop (its pause reason): `list` skips the read.
+    let ctl = if running {
+        requests::read(&layout.requests())
+    } else {
+        requests::Requests::default()
+    };
     let mut recent = Vec::new();
     if want.recent > 0 {
         runlog::for_each(&layout.runs(), |r| {
