@@ -104,40 +104,13 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         .spawn()
         .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
     let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    // Look again after 1, 2, 4 … 16 ms: the daemon usually holds its lock within a few.
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::runtime(format!("daemon: {e}")))?
-        {
-            let last = crate::sys::fsutil::read_tail(&log_path, 4096)?
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_string)
-                .unwrap_or_default();
-            let code = status.code().unwrap_or(1);
-            let msg = last.trim_start_matches("error: ").to_string();
-            return Err(match code {
-                2 => Error::input(msg),
-                3 => Error::AlreadyRunning(msg),
-                _ => Error::runtime(format!("the daemon exited at once ({status}): {msg}")),
-            });
-        }
-        if lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid) {
-            break;
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::runtime(format!(
-                "the daemon (pid {pid}) did not take its lock within 10 s; see {}",
-                log_path.display()
-            )));
-        }
-        std::thread::sleep(pause); // allow: parent poll before exit
-        pause = (pause * 2).min(Duration::from_millis(16));
-    }
+    wait_until_ready(
+        child.as_mut(),
+        &log_path,
+        "the daemon",
+        "take its lock",
+        || Ok(lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid)),
+    )?;
     let t = &p.topic;
     println!("started loop `{t}` (pid {pid})");
     println!("  artifact: {}", p.layout.root().display());
@@ -146,4 +119,49 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     println!("  status:   studio-agents wiggum status {t}");
     println!("  stop:     studio-agents wiggum stop {t}");
     Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
+}
+
+/// Wait for a detached `child` (writing to `log`) to be `ready`: looked at after 1, 2, 4 … 16 ms,
+/// for at most 10 s. A child that exits first ends the wait with its own error — the last line
+/// it logged, as input error (2) or "already running" (3) when its exit code says so.
+pub fn wait_until_ready(
+    child: &mut dyn process_wrap::std::ChildWrapper,
+    log: &Path,
+    who: &str,
+    what: &str,
+    mut ready: impl FnMut() -> Result<bool>,
+) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| Error::runtime(format!("{who}: {e}")))?
+        {
+            let last = crate::sys::fsutil::read_tail(log, 4096)?
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::to_string)
+                .unwrap_or_default();
+            let msg = last.trim_start_matches("error: ").to_string();
+            return Err(match status.code() {
+                Some(2) => Error::input(msg),
+                Some(3) => Error::AlreadyRunning(msg),
+                _ => Error::runtime(format!("{who} exited at once ({status}): {msg}")),
+            });
+        }
+        if ready()? {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::runtime(format!(
+                "{who} (pid {}) did not {what} within 10 s; see {}",
+                child.id(),
+                log.display()
+            )));
+        }
+        std::thread::sleep(pause); // allow: parent poll before exit
+        pause = (pause * 2).min(Duration::from_millis(16));
+    }
 }

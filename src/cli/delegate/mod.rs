@@ -6,11 +6,13 @@
 //! loop that needs no other flag.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::Utc;
 use clap::{Args, Subcommand};
 use tokio::sync::watch;
+
+mod control;
 
 use super::common;
 use crate::agent::launch::{self, AgentPhase, Launch};
@@ -84,129 +86,19 @@ pub struct DelegateArgs {
 pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
     match d {
         Delegate::Start(a) => start(a, config_file),
-        Delegate::Status(t) => status(&t.topic),
-        Delegate::Stop(t) => stop(&t.topic),
-        Delegate::List => list(),
+        Delegate::Status(t) => control::status(&t.topic),
+        Delegate::Stop(t) => control::stop(&t.topic),
+        Delegate::List => control::list(),
         Delegate::View(t) => {
-            let (_, path) = artifact_of(&t.topic)?;
+            let (_, path) = control::artifact_of(&t.topic)?;
             common::page(&fsutil::read(&path)?);
             Ok(0)
         }
         Delegate::ArtifactPath(t) => {
-            println!("{}", artifact_of(&t.topic)?.1.display());
+            println!("{}", control::artifact_of(&t.topic)?.1.display());
             Ok(0)
         }
     }
-}
-
-/// The dir and metadata of a registered delegation.
-fn record_of(topic: &str) -> Result<(PathBuf, Delegation)> {
-    let dir = registry::require(&config::home_dir()?, topic)?;
-    let rec = delegation::read(&dir.join("metadata.json"))?.ok_or_else(|| {
-        Error::input(format!(
-            "`{topic}` is not a delegation ({} has no metadata.json)",
-            dir.display()
-        ))
-    })?;
-    Ok((dir, rec))
-}
-
-fn artifact_of(topic: &str) -> Result<(Delegation, PathBuf)> {
-    let (dir, rec) = record_of(topic)?;
-    let path = dir.join("artifact.md");
-    if !path.is_file() {
-        return Err(Error::input(format!(
-            "delegation `{topic}` has no artifact yet (status {}); see studio-agents delegate status {topic}",
-            rec.shown_status(alive(rec.pid))
-        )));
-    }
-    Ok((rec, path))
-}
-
-/// Whether the recorded process still runs and is still a delegation (a pid the kernel gave
-/// to another program since is neither shown as running nor signalled).
-fn alive(pid: Option<u32>) -> bool {
-    pid.is_some_and(|p| {
-        crate::sys::procs::stat(p.cast_signed()).is_some_and(|s| s.is_running())
-            && std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"delegate"))
-    })
-}
-
-fn status(topic: &str) -> Result<i32> {
-    let (dir, rec) = record_of(topic)?;
-    let shown = rec.shown_status(alive(rec.pid));
-    println!(
-        "{topic}  {shown}  type {}  agent {}",
-        rec.agent_type, rec.agent
-    );
-    println!("  artifact: {}", dir.join("artifact.md").display());
-    if let Some(e) = &rec.exit {
-        println!("  exit:     {e}");
-    }
-    if let Some(c) = rec.cost_usd {
-        println!("  cost:     ${c:.2}");
-    }
-    if let Some(n) = &rec.note {
-        println!("  why:      {n}");
-    }
-    Ok(0)
-}
-
-fn list() -> Result<i32> {
-    let home = config::home_dir()?;
-    let mut rows = Vec::new();
-    for (topic, dir) in registry::all(&home)? {
-        if let Ok(Some(rec)) = delegation::read(&dir.join("metadata.json")) {
-            rows.push((topic, rec, dir));
-        }
-    }
-    if rows.is_empty() {
-        println!("no delegations (start one with: studio-agents delegate start <topic> <task.md>)");
-        return Ok(0);
-    }
-    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(5).max(5);
-    println!(
-        "{:<w$}  {:<8}  {:<10}  {:<12}  ARTIFACT",
-        "TOPIC", "STATUS", "TYPE", "AGENT"
-    );
-    for (topic, rec, dir) in rows {
-        println!(
-            "{topic:<w$}  {:<8}  {:<10}  {:<12}  {}",
-            rec.shown_status(alive(rec.pid)),
-            rec.agent_type,
-            rec.agent,
-            dir.join("artifact.md").display()
-        );
-    }
-    Ok(0)
-}
-
-fn stop(topic: &str) -> Result<i32> {
-    let (_, rec) = record_of(topic)?;
-    let Some(pid) = rec.pid.filter(|_| rec.status == DelegationStatus::Running) else {
-        return Err(Error::NotRunning(format!(
-            "delegation `{topic}` is not running (status {})",
-            rec.shown_status(false)
-        )));
-    };
-    if !alive(Some(pid)) {
-        return Err(Error::NotRunning(format!(
-            "delegation `{topic}` is not running (its process {pid} is gone)"
-        )));
-    }
-    let _gone = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid.cast_signed()),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut pause = Duration::from_millis(1);
-    while alive(Some(pid)) && Instant::now() < deadline {
-        std::thread::sleep(pause); // allow: waiting for another process to exit
-        pause = (pause * 2).min(Duration::from_millis(50));
-    }
-    println!("stopped delegation `{topic}` (pid {pid})");
-    Ok(0)
 }
 
 fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
@@ -263,7 +155,7 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     // The topic names this artifact from now on: status, stop, and `wiggum start <topic>`.
     registry::register(&home, &a.topic, layout.root())?;
     let prompt = templates::render(
-        include_str!("../../templates/DELEGATE_PROMPT.md"),
+        include_str!("../../../templates/DELEGATE_PROMPT.md"),
         &[
             ("topic", a.topic.clone()),
             ("task", task),
@@ -432,38 +324,13 @@ fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i3
         .map_err(|e| Error::runtime(format!("cannot start the delegation: {e}")))?;
     let pid = child.id();
     let meta = dir.join("metadata.json");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Ok(Some(rec)) = delegation::read(&meta)
-            && rec.pid == Some(pid)
-        {
-            break;
-        }
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::runtime(format!("delegation: {e}")))?
-        {
-            let last = fsutil::read_tail(&log_path, 4096)?
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_string)
-                .unwrap_or_default();
-            return Err(Error::runtime(format!(
-                "the delegation exited at once ({status}): {}",
-                last.trim_start_matches("error: ")
-            )));
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::runtime(format!(
-                "the delegation (pid {pid}) did not start within 10 s; see {}",
-                log_path.display()
-            )));
-        }
-        std::thread::sleep(pause); // allow: parent poll before exit
-        pause = (pause * 2).min(Duration::from_millis(16));
-    }
+    crate::supervisor::wait_until_ready(
+        child.as_mut(),
+        &log_path,
+        "the delegation",
+        "start",
+        || Ok(delegation::read(&meta).ok().flatten().and_then(|r| r.pid) == Some(pid)),
+    )?;
     let t = &a.topic;
     println!("started delegation `{t}` (pid {pid})");
     println!("  artifact: {}", dir.join("artifact.md").display());

@@ -12,14 +12,19 @@
 //! SSH key, a credential helper), never from our settings.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
 use crate::disk::state::LoopState;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoContext, Result};
 use crate::sys::fsutil;
+
+mod records;
+
+pub use records::{RemoteRecord, checkout_for_reading, fresh, records_ref, remote_records};
+use records::{git, push_branch, push_records, record_commit};
 
 /// What `run-remote` was asked.
 #[derive(Debug, Clone)]
@@ -41,133 +46,6 @@ pub struct RemoteRun {
     pub stale_after: Duration,
     /// How often the heartbeat is pushed.
     pub heartbeat: Duration,
-}
-
-/// The ref holding a topic's records.
-#[must_use]
-pub fn records_ref(topic: &str) -> String {
-    format!("refs/studio-agents/{topic}")
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=wiggum-agent",
-            "-c",
-            "user.email=wiggum@studio-agents.local",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::runtime(format!("cannot run git: {e}")))?;
-    if !out.status.success() {
-        return Err(Error::runtime(format!(
-            "git {} (in {}): {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// Whether a state says its loop is alive, by its heartbeat.
-#[must_use]
-pub fn fresh(st: &LoopState, now: chrono::DateTime<Utc>, stale_after: Duration) -> bool {
-    let age = (now - st.updated_at).to_std().unwrap_or_default();
-    st.status.is_live() && age < stale_after
-}
-
-/// What a remote holds of one loop: its last pushed state and run log.
-#[derive(Debug, Clone)]
-pub struct RemoteRecord {
-    /// The topic.
-    pub topic: String,
-    /// `state.json`, when it was pushed and parses.
-    pub state: Option<LoopState>,
-    /// `runs.jsonl` (its last 8 MiB).
-    pub runs: String,
-}
-
-/// The records a remote holds for every topic, read through a throwaway bare repository.
-pub fn remote_records(url: &str) -> Result<Vec<RemoteRecord>> {
-    let tmp = tempfile::tempdir().map_err(|e| Error::runtime(format!("temp dir: {e}")))?;
-    let dir = tmp.path();
-    git(dir, &["init", "-q", "--bare"])?;
-    git(
-        dir,
-        &[
-            "fetch",
-            "-q",
-            url,
-            "+refs/studio-agents/*:refs/studio-agents/*",
-        ],
-    )?;
-    let refs = git(
-        dir,
-        &["for-each-ref", "--format=%(refname)", "refs/studio-agents/"],
-    )?;
-    let mut out = Vec::new();
-    for r in refs.lines().filter(|l| !l.is_empty()) {
-        let topic = r.trim_start_matches("refs/studio-agents/").to_string();
-        let state = git(dir, &["show", &format!("{r}:state.json")])
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        let runs = git(dir, &["show", &format!("{r}:runs.jsonl")]).unwrap_or_default();
-        out.push(RemoteRecord { topic, state, runs });
-    }
-    Ok(out)
-}
-
-/// A loop as its branch and records hold it, checked out for reading (`summary --remote`): the
-/// branch's head (shallow) with the pushed `state.json` and `runs.jsonl` put back in its
-/// `wiggum/`. Returns the checkout (removed when dropped) and the artifact dir in it.
-pub fn checkout_for_reading(
-    url: &str,
-    topic: &str,
-    branch: &str,
-    path: &Path,
-) -> Result<(tempfile::TempDir, PathBuf)> {
-    let tmp = tempfile::tempdir().map_err(|e| Error::runtime(format!("temp dir: {e}")))?;
-    let dir = tmp.path().join("repo");
-    let d = dir.display().to_string();
-    git(
-        tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "--depth",
-            "1",
-            "--single-branch",
-            "--branch",
-            branch,
-            url,
-            &d,
-        ],
-    )?;
-    let rref = records_ref(topic);
-    git(
-        &dir,
-        &[
-            "fetch",
-            "-q",
-            "--depth",
-            "1",
-            "origin",
-            &format!("+{rref}:{rref}"),
-        ],
-    )?;
-    let art = dir.join(path);
-    let wig = art.join("wiggum");
-    fsutil::create_dir_all(&wig)?;
-    for f in ["state.json", "runs.jsonl"] {
-        if let Ok(text) = git(&dir, &["show", &format!("{rref}:{f}")]) {
-            fsutil::atomic_write(&wig.join(f), format!("{text}\n").as_bytes())?;
-        }
-    }
-    Ok((tmp, art))
 }
 
 /// Run the loop as the pod runs it. Returns the loop's exit code.
@@ -350,67 +228,6 @@ fn claim(r: &RemoteRun) -> Result<String> {
     Ok(sha)
 }
 
-/// A commit (no parent) holding `files`, written into the repository's objects.
-fn record_commit(dir: &Path, files: &[(&str, String)]) -> Result<String> {
-    let mut tree = String::new();
-    for (name, text) in files {
-        let tmp = tempfile::NamedTempFile::new()
-            .map_err(|e| Error::runtime(format!("temp file: {e}")))?;
-        std::fs::write(tmp.path(), text).map_err(|e| Error::runtime(format!("temp file: {e}")))?;
-        let path = tmp.path().display().to_string();
-        let blob = git(dir, &["hash-object", "-w", &path])?;
-        tree.push_str(&format!("100644 blob {blob}\t{name}\n"));
-    }
-    let mut mktree = Command::new("git")
-        .arg("mktree")
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot run git: {e}")))?;
-    if let Some(mut stdin) = mktree.stdin.take() {
-        std::io::Write::write_all(&mut stdin, tree.as_bytes())
-            .map_err(|e| Error::runtime(format!("git mktree: {e}")))?;
-    }
-    let out = mktree
-        .wait_with_output()
-        .map_err(|e| Error::runtime(format!("git mktree: {e}")))?;
-    let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    git(dir, &["commit-tree", &tree, "-m", "wiggum records"])
-}
-
-fn push_branch(r: &RemoteRun) -> Result<()> {
-    git(
-        &r.work,
-        &[
-            "push",
-            "-q",
-            "origin",
-            &format!("HEAD:refs/heads/{}", r.branch),
-        ],
-    )
-    .map(|_| ())
-}
-
-/// Push the loop's records (with our lease: a run that took over makes this fail).
-fn push_records(r: &RemoteRun, art: &Path, lease: Option<&str>) -> Result<String> {
-    let wig = art.join("wiggum");
-    let mut files = Vec::new();
-    if let Some(st) = fsutil::read_opt(&wig.join("state.json"))? {
-        files.push(("state.json", st));
-    }
-    let runs = fsutil::read_tail(&wig.join("runs.jsonl"), 8 << 20)?;
-    files.push(("runs.jsonl", runs));
-    let sha = record_commit(&r.work, &files)?;
-    let rref = records_ref(&r.topic);
-    let lease = format!("--force-with-lease={rref}:{}", lease.unwrap_or(""));
-    git(
-        &r.work,
-        &["push", "-q", &lease, "origin", &format!("{sha}:{rref}")],
-    )?;
-    Ok(sha)
-}
-
 /// Put the ConfigMap's files where a loop expects them, keeping what the branch has.
 fn lay_out(r: &RemoteRun, art: &Path) -> Result<()> {
     let Some(files) = &r.files else {
@@ -431,46 +248,8 @@ fn lay_out(r: &RemoteRun, art: &Path) -> Result<()> {
     for (name, to) in place {
         let from = files.join(name);
         if from.is_file() && !to.exists() {
-            fsutil::atomic_write(
-                &to,
-                &std::fs::read(&from).map_err(|e| Error::Io {
-                    path: from.clone(),
-                    action: "read",
-                    source: e,
-                })?,
-            )?;
+            std::fs::copy(&from, &to).at(&from, "copy the loop's file")?;
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::disk::state::Status;
-
-    #[test]
-    fn a_record_is_fresh_while_its_loop_is_live_and_its_heartbeat_recent() {
-        let now = Utc::now();
-        let st = |status, age: i64| LoopState {
-            status,
-            updated_at: now - chrono::Duration::seconds(age),
-            ..LoopState::default()
-        };
-        let window = Duration::from_secs(90);
-        let cases = [
-            (Status::Running, 10, true),
-            (Status::Running, 200, false),
-            (Status::Planning, 0, true),
-            (Status::Completed, 0, false),
-            (Status::Stopped, 5, false),
-        ];
-        for (status, age, want) in cases {
-            assert_eq!(
-                fresh(&st(status, age), now, window),
-                want,
-                "{status:?} {age}s"
-            );
-        }
-    }
 }
