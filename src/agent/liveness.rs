@@ -1,19 +1,17 @@
 //! Watching a running job besides its wall limit: ending it never depends on the model's
 //! cooperation. A run that prints nothing and changes no file for `idle` ends as `idle` (real
 //! CLIs retry a dead endpoint forever); a tree whose resident memory crosses the ceiling ends as
-//! `memory_limit`. File changes come from inotify (`notify`) on the work tree; the supervisor's
-//! own files and `.git/` do not count.
+//! `memory_limit`. File changes come from the loop's file watch (`sys::watch`), or one of the
+//! run's own when there is no loop; the supervisor's own files and `.git/` do not count.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-use notify::{RecursiveMode, Watcher};
 
 use super::kill;
 use crate::disk::records::Ending;
 use crate::sys::procs;
+use crate::sys::watch::TreeWatch;
 
 /// What is watched of a running job besides its wall limit.
 #[derive(Debug, Clone)]
@@ -69,30 +67,18 @@ pub fn tree_rss(pgid: i32, token: &str) -> u64 {
 
 /// Resolve when the job should end for being idle or too big; pending otherwise.
 pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
-    let changed = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&changed);
-    let watcher = if l.idle.is_zero() || l.activity.is_some() {
-        None
-    } else {
-        let w = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-            if let Ok(ev) = ev
-                && ev.paths.iter().any(|p| !is_supervisor_noise(p))
-            {
-                flag.store(true, Ordering::Relaxed);
-            }
-        })
-        .and_then(|mut w| w.watch(&l.watch, RecursiveMode::Recursive).map(|()| w));
-        match w {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!(
-                    "cannot watch {} for changes ({e}); only output counts as activity",
-                    l.watch.display()
-                );
-                None
-            }
-        }
-    };
+    // The loop's watch when it has one; else one of this run's own (delegations, `gate`).
+    let own = (l.activity.is_none() && !l.idle.is_zero())
+        .then(|| TreeWatch::start(&l.watch, &l.watch, Box::new(|_: &Path| false)))
+        .flatten()
+        .map(|w| Arc::new(Mutex::new(w)));
+    if own.is_none() && l.activity.is_none() && !l.idle.is_zero() {
+        tracing::warn!(
+            "cannot watch {} for changes; only output counts as activity",
+            l.watch.display()
+        );
+    }
+    let files = l.activity.clone().or(own);
     let tick = if l.idle.is_zero() {
         Duration::from_secs(1)
     } else {
@@ -129,16 +115,15 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
             continue;
         }
         let len = log_len();
-        let touched = l.activity.as_ref().is_some_and(|w| {
+        let touched = files.as_ref().is_some_and(|w| {
             w.lock()
                 .is_ok_and(|mut w| w.poll().iter().any(|p| !is_supervisor_noise(p)))
         });
-        if len != seen || touched || changed.swap(false, Ordering::Relaxed) {
+        if len != seen || touched {
             seen = len;
             active_at = Instant::now();
         }
         if active_at.elapsed() >= l.idle {
-            drop(watcher);
             return Ending::Idle;
         }
     }
