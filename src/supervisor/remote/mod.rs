@@ -60,7 +60,8 @@ pub fn run(r: &RemoteRun) -> Result<i32> {
     let art = r.work.join(&r.path);
     let mut lease = None;
     if let Some(url) = &r.remote {
-        git(&r.work, &["clone", "-q", url, "."])?;
+        git(&r.work, &["clone", "-q", url, "."])
+            .map_err(|e| Error::runtime(format!("--remote {url}: {e}")))?;
         if git(&r.work, &["ls-remote", "--heads", "origin", &r.branch])?.is_empty() {
             git(&r.work, &["checkout", "-q", "-b", &r.branch])?;
         } else {

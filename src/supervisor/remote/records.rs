@@ -35,11 +35,18 @@ pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
         .output()
         .map_err(|e| Error::runtime(format!("cannot run git: {e}")))?;
     if !out.status.success() {
+        // One line: git's first `fatal:`/`error:` line says what went wrong.
+        let err = String::from_utf8_lossy(&out.stderr);
+        let why = err
+            .lines()
+            .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+            .or_else(|| err.lines().find(|l| !l.trim().is_empty()))
+            .unwrap_or("failed")
+            .trim();
         return Err(Error::runtime(format!(
-            "git {} (in {}): {}",
-            args.join(" "),
-            dir.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
+            "git {} (in {}): {why}",
+            args.first().copied().unwrap_or_default(),
+            dir.display()
         )));
     }
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -76,7 +83,8 @@ pub fn remote_records(url: &str) -> Result<Vec<RemoteRecord>> {
             url,
             "+refs/studio-agents/*:refs/studio-agents/*",
         ],
-    )?;
+    )
+    .map_err(|e| Error::runtime(format!("--remote {url}: {e}")))?;
     let refs = git(
         dir,
         &["for-each-ref", "--format=%(refname)", "refs/studio-agents/"],
@@ -118,7 +126,8 @@ pub fn checkout_for_reading(
             url,
             &d,
         ],
-    )?;
+    )
+    .map_err(|e| Error::runtime(format!("--remote {url} --branch {branch}: {e}")))?;
     let rref = records_ref(topic);
     git(
         &dir,
