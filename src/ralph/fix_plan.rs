@@ -18,10 +18,13 @@ pub struct Item {
 }
 
 /// Whether a heading's text names an optional section (`## Later (v2)`, `### Nice to have:`).
+/// `names` are lowercase.
 fn is_optional_heading(text: &str, names: &[String]) -> bool {
+    if names.is_empty() {
+        return false;
+    }
     let t = text.trim().to_lowercase();
     names.iter().any(|n| {
-        let n = n.to_lowercase();
         t.strip_prefix(n.as_str())
             .is_some_and(|rest| !rest.starts_with(|c: char| c.is_alphanumeric()))
     })
@@ -30,8 +33,7 @@ fn is_optional_heading(text: &str, names: &[String]) -> bool {
 /// The items of a plan, in order, with the default optional sections.
 #[must_use]
 pub fn items(plan: &str) -> Vec<Item> {
-    let names: Vec<String> = OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect();
-    items_with(plan, &names)
+    items_with(plan, &default_sections())
 }
 
 /// The items of a plan, in order; items under a heading named in `optional` are optional
@@ -39,12 +41,27 @@ pub fn items(plan: &str) -> Vec<Item> {
 #[must_use]
 pub fn items_with(plan: &str, optional: &[String]) -> Vec<Item> {
     let mut out = Vec::new();
+    scan(plan, optional, |i, text| {
+        out.push(Item {
+            text: text.trim().to_string(),
+            ..i
+        });
+        true
+    });
+    out
+}
+
+/// Call `f` with each item (its `text` left empty) and its raw text, in order, while it returns
+/// true. No allocation per item: the loop reads plans of thousands of items several times an
+/// iteration.
+fn scan<'a>(plan: &'a str, optional: &[String], mut f: impl FnMut(Item, &'a str) -> bool) {
+    let names: Vec<String> = optional.iter().map(|n| n.to_lowercase()).collect();
     let mut fence: Option<&str> = None;
     let mut optional_level: Option<usize> = None;
     for (i, raw) in plan.lines().enumerate() {
         let line = raw.trim_start();
-        if let Some(f) = fence {
-            if line.starts_with(f) {
+        if let Some(fc) = fence {
+            if line.starts_with(fc) {
                 fence = None;
             }
             continue;
@@ -57,26 +74,32 @@ pub fn items_with(plan: &str, optional: &[String]) -> Vec<Item> {
             fence = Some("~~~");
             continue;
         }
-        let level = line.chars().take_while(|c| *c == '#').count();
+        let level = line.bytes().take_while(|c| *c == b'#').count();
         if level > 0 && line[level..].starts_with(' ') {
             if optional_level.is_some_and(|l| level <= l) {
                 optional_level = None;
             }
-            if optional_level.is_none() && is_optional_heading(&line[level..], optional) {
+            if optional_level.is_none() && is_optional_heading(&line[level..], &names) {
                 optional_level = Some(level);
             }
             continue;
         }
         if let Some((done, text)) = checkbox(line) {
-            out.push(Item {
-                text: text.trim().to_string(),
+            let item = Item {
+                text: String::new(),
                 done,
                 line: i + 1,
                 optional: optional_level.is_some(),
-            });
+            };
+            if !f(item, text) {
+                return;
+            }
         }
     }
-    out
+}
+
+fn default_sections() -> Vec<String> {
+    OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect()
 }
 
 fn checkbox(line: &str) -> Option<(bool, &str)> {
@@ -106,42 +129,55 @@ fn checkbox(line: &str) -> Option<(bool, &str)> {
 /// Unchecked required items left (optional ones never hold the loop open).
 #[must_use]
 pub fn remaining(plan: &str) -> usize {
-    items(plan)
-        .iter()
-        .filter(|i| !i.done && !i.optional)
-        .count()
+    open_counts(plan, &default_sections()).0
 }
 
 /// Unchecked items left: (required, optional), with these optional sections.
 #[must_use]
 pub fn open_counts(plan: &str, optional: &[String]) -> (usize, usize) {
-    let open: Vec<Item> = items_with(plan, optional)
-        .into_iter()
-        .filter(|i| !i.done)
-        .collect();
-    let opt = open.iter().filter(|i| i.optional).count();
-    (open.len() - opt, opt)
+    let (mut required, mut opt) = (0, 0);
+    scan(plan, optional, |i, _| {
+        if !i.done {
+            if i.optional {
+                opt += 1;
+            } else {
+                required += 1;
+            }
+        }
+        true
+    });
+    (required, opt)
 }
 
 /// Whether the plan has any checkbox at all (if not, the planning phase runs).
 #[must_use]
 pub fn has_items(plan: &str) -> bool {
-    !items(plan).is_empty()
+    let mut any = false;
+    scan(plan, &[], |_, _| {
+        any = true;
+        false
+    });
+    any
 }
 
 /// Items ticked in `after` that were open in `before` (what an iteration claims to have done).
 #[must_use]
 pub fn newly_done(before: &str, after: &str) -> Vec<String> {
-    let open: Vec<String> = items(before)
-        .into_iter()
-        .filter(|i| !i.done)
-        .map(|i| i.text)
-        .collect();
-    items(after)
-        .into_iter()
-        .filter(|i| i.done && open.contains(&i.text))
-        .map(|i| i.text)
-        .collect()
+    let mut open = std::collections::HashSet::new();
+    scan(before, &[], |i, text| {
+        if !i.done {
+            open.insert(text.trim());
+        }
+        true
+    });
+    let mut out = Vec::new();
+    scan(after, &[], |i, text| {
+        if i.done && open.contains(text.trim()) {
+            out.push(text.trim().to_string());
+        }
+        true
+    });
+    out
 }
 
 #[cfg(test)]
