@@ -19,7 +19,9 @@ use crate::error::{GitContext, Result};
 pub struct Pending {
     tree: Oid,
     parent: Option<Oid>,
-    paths: Vec<PathBuf>,
+    /// The committed paths (repository-relative) with what the tree holds for each (`None`:
+    /// removed), so the index is set without reading the tree back.
+    paths: Vec<(PathBuf, Option<(Oid, FileMode)>)>,
 }
 
 impl Repo {
@@ -50,7 +52,8 @@ impl Repo {
                 continue;
             }
             let repo_rel = self.scope.join(rel);
-            match self.work_entry(&repo_rel)? {
+            let entry = self.work_entry(&repo_rel)?;
+            match entry {
                 Some((oid, mode)) => {
                     update.upsert(&repo_rel, oid, mode);
                 }
@@ -59,7 +62,7 @@ impl Repo {
                 }
                 None => continue,
             }
-            repo_paths.push(repo_rel);
+            repo_paths.push((repo_rel, entry));
         }
         let tree = update
             .create_updated(&self.repo, &base)
@@ -73,6 +76,16 @@ impl Repo {
             parent,
             paths: repo_paths,
         }))
+    }
+
+    /// The paths `pending` commits, relative to the artifact dir.
+    #[must_use]
+    pub fn committed_paths(&self, pending: &Pending) -> Vec<PathBuf> {
+        pending
+            .paths
+            .iter()
+            .filter_map(|(p, _)| self.rel_to_artifact(p).map(Path::to_path_buf))
+            .collect()
     }
 
     /// What a work-tree path holds, written to the object database: a file (with its exec bit),
@@ -143,7 +156,7 @@ impl Repo {
             .repo
             .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
             .git_at(wd, "commit")?;
-        if let Err(e) = self.sync_index(&tree, &pending.paths) {
+        if let Err(e) = self.sync_index(&pending.paths) {
             tracing::warn!(
                 "committed {oid}, but the index was not updated ({e}); `git status` may list the committed paths until `git reset -q -- <path>`"
             );
@@ -151,24 +164,25 @@ impl Repo {
         Ok(oid.to_string())
     }
 
-    /// Set the index entries of `paths` to what `tree` holds for them; leave every other entry.
-    fn sync_index(&self, tree: &git2::Tree<'_>, paths: &[PathBuf]) -> Result<()> {
+    /// Set the index entries of `paths` to what the commit holds for them; leave every other
+    /// entry.
+    fn sync_index(&self, paths: &[(PathBuf, Option<(Oid, FileMode)>)]) -> Result<()> {
         let wd = &self.workdir;
         let mut index = self.repo.index().git_at(wd, "open the index")?;
         // Re-read only when someone else wrote it since (libgit2 compares the file's stamp).
         index.read(false).git_at(wd, "reload the index")?;
-        for p in paths {
+        for (p, entry) in paths {
             let old = index.get_path(p, 0);
-            match tree.get_path(p) {
-                Ok(entry) => {
+            match entry {
+                Some((id, mode)) => {
                     let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
-                    let e = index_entry(p, entry.id(), entry.filemode(), meta.as_ref(), old);
+                    let e = index_entry(p, *id, i32::from(*mode), meta.as_ref(), old);
                     index.add(&e).git_at(wd, "update the index")?;
                 }
-                Err(_) if old.is_some() => {
+                None if old.is_some() => {
                     index.remove_path(p).git_at(wd, "update the index")?;
                 }
-                Err(_) => {}
+                None => {}
             }
         }
         index.write().git_at(wd, "write the index")

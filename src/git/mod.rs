@@ -4,6 +4,7 @@
 //! `config` and `sys`.
 
 mod commit;
+mod pathstatus;
 pub mod preflight;
 mod snapshot;
 pub mod subject;
@@ -94,6 +95,14 @@ impl Repo {
         } else {
             self.scope.display().to_string()
         }
+    }
+
+    /// Whether git ignores `rel` (relative to the artifact dir).
+    #[must_use]
+    pub fn is_ignored(&self, rel: &Path) -> bool {
+        self.repo
+            .is_path_ignored(self.scope.join(rel))
+            .unwrap_or(false)
     }
 
     /// The current HEAD commit, if any.

@@ -11,7 +11,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, StatusOptions, Statuses};
+use git2::{Oid, Status, StatusOptions, Statuses};
 
 use super::Repo;
 use crate::disk::layout::Layout;
@@ -29,6 +29,9 @@ pub struct Snapshot {
     pub(super) files: BTreeMap<PathBuf, Option<Oid>>,
     /// The index file's identity when the snapshot was taken: another writer shows here.
     pub(super) index: Option<IndexStamp>,
+    /// Dirty paths whose index entry differs from HEAD's (staged work): only for these does a
+    /// refresh need HEAD's tree.
+    pub(super) staged: BTreeSet<PathBuf>,
 }
 
 /// Modification time (ns), size and inode of the index file.
@@ -73,6 +76,12 @@ impl Snapshot {
         out
     }
 
+    /// Whether `rel` (relative to the artifact dir) is dirty.
+    #[must_use]
+    pub fn holds(&self, rel: &Path) -> bool {
+        self.files.contains_key(rel)
+    }
+
     /// Every dirty path (relative to the artifact dir).
     pub fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.keys().map(PathBuf::as_path)
@@ -89,6 +98,7 @@ impl Snapshot {
         for p in under {
             self.files.remove(&p);
         }
+        // `staged` stays: a refresh runs only while HEAD and the index are unchanged.
     }
 }
 
@@ -113,6 +123,7 @@ impl Repo {
             head,
             files: BTreeMap::new(),
             index,
+            staged: BTreeSet::new(),
         };
         self.absorb(&mut snap, &statuses, |p| sparse.contains(p));
         Ok(snap)
@@ -140,7 +151,8 @@ impl Repo {
         if touched.is_empty() {
             return Ok(snap);
         }
-        let index = self.repo.index().git_at(&self.workdir, "read the index")?;
+        let mut index = self.repo.index().git_at(&self.workdir, "read the index")?;
+        index.read(false).git_at(&self.workdir, "read the index")?;
         let mut specs = BTreeSet::new();
         for rel in touched {
             let repo_rel = self.scope.join(rel);
@@ -151,36 +163,21 @@ impl Repo {
             }
             specs.insert(at);
         }
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .exclude_submodules(false)
-            .disable_pathspec_match(true);
-        for s in &specs {
-            opts.pathspec(s);
-        }
-        let statuses = self
-            .repo
-            .statuses(Some(&mut opts))
-            .git_at(&self.workdir, "read status")?;
-        self.absorb(&mut snap, &statuses, |p| {
-            index
-                .get_path(p, 0)
-                .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
-        });
+        self.refresh_paths(&mut snap, prev, &index, &specs)?;
         Ok(snap)
     }
 
     /// `snap` after a commit of `paths` (relative to the artifact dir) that this process made:
     /// HEAD and the index moved for those paths only.
     pub fn after_commit(&self, snap: &Snapshot, paths: &[PathBuf]) -> Result<Snapshot> {
+        let touched: BTreeSet<PathBuf> = paths.iter().cloned().collect();
         let base = Snapshot {
             head: self.head(),
             files: snap.files.clone(),
             index: self.index_stamp(),
+            // The committed paths' index entries are now HEAD's.
+            staged: snap.staged.difference(&touched).cloned().collect(),
         };
-        let touched: BTreeSet<PathBuf> = paths.iter().cloned().collect();
         self.refresh(&base, Some(&touched))
     }
 
@@ -197,6 +194,14 @@ impl Repo {
             }
             let oid = self.content_id(&repo_rel);
             snap.files.insert(rel.to_path_buf(), oid);
+            let in_index = Status::INDEX_NEW
+                | Status::INDEX_MODIFIED
+                | Status::INDEX_DELETED
+                | Status::INDEX_RENAMED
+                | Status::INDEX_TYPECHANGE;
+            if entry.status().intersects(in_index) {
+                snap.staged.insert(rel.to_path_buf());
+            }
         }
     }
 

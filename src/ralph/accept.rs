@@ -264,7 +264,10 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     tracing::warn!("iteration {} rejected: {why}", rec.iteration);
     commit::carry(lp, changed);
     let dir = layout.iteration_dir(rec.iteration);
-    commit::carry(lp, &commit::loop_paths(&layout, false, Some(&dir)));
+    commit::carry(
+        lp,
+        &commit::loop_paths(&layout, false, Some(&dir), std::iter::empty()),
+    );
     lp.runner.save()?;
     rec.outcome = Outcome::Rejected;
     rec.validation_failed = Some(why);
@@ -335,7 +338,10 @@ pub async fn accept(
         rec.outcome = Outcome::Accepted;
     } else {
         commit::carry(lp, changed);
-        commit::carry(lp, &commit::loop_paths(&layout, false, Some(dir)));
+        commit::carry(
+            lp,
+            &commit::loop_paths(&layout, false, Some(dir), std::iter::empty()),
+        );
         rec.outcome = Outcome::GateFailed;
     }
     let (open, optional) =

@@ -36,16 +36,34 @@ impl Committed {
     }
 }
 
-/// The files the loop itself owns (relative to the artifact dir): its memory and settings in
-/// `wiggum/`, the iteration's directory, and — while the repository has no commit yet (the loop
-/// created it) — its inputs. Runtime files are left out by the commit itself.
-pub fn loop_paths(layout: &Layout, unborn: bool, iteration_dir: Option<&Path>) -> Vec<PathBuf> {
+/// The files the loop itself owns (relative to the artifact dir): its settings and memory in
+/// `wiggum/`, whatever else of `dirty` (a current snapshot's paths) lies directly in
+/// `wiggum/`, the iteration's directory, and — while the repository has no commit yet (the
+/// loop created it) — its inputs. `wiggum/` itself is not listed: it holds a directory per
+/// iteration, and reading it would cost more with every iteration. Runtime files are left out
+/// by the commit itself.
+pub fn loop_paths<'a>(
+    layout: &Layout,
+    unborn: bool,
+    iteration_dir: Option<&Path>,
+    dirty: impl Iterator<Item = &'a Path>,
+) -> Vec<PathBuf> {
     let root = layout.root();
-    let mut out = Vec::new();
-    let mut files_of = |dir: &Path| {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
+    let wiggum = Path::new("wiggum");
+    let mut out: Vec<PathBuf> = std::iter::once("wiggum.toml")
+        .chain(super::templates::FILES.iter().map(|(name, _)| *name))
+        .map(|name| wiggum.join(name))
+        .filter(|rel| root.join(rel).is_file())
+        .collect();
+    let known = out.len();
+    for p in dirty {
+        if p.parent() == Some(wiggum) && !out[..known].iter().any(|o| o == p) {
+            out.push(p.to_path_buf());
+        }
+    }
+    if let Some(dir) = iteration_dir
+        && let Ok(rd) = std::fs::read_dir(dir)
+    {
         for e in rd.flatten() {
             if e.file_type().is_ok_and(|t| !t.is_dir())
                 && let Ok(rel) = e.path().strip_prefix(root)
@@ -53,10 +71,6 @@ pub fn loop_paths(layout: &Layout, unborn: bool, iteration_dir: Option<&Path>) -
                 out.push(rel.to_path_buf());
             }
         }
-    };
-    files_of(&layout.wiggum());
-    if let Some(dir) = iteration_dir {
-        files_of(dir);
     }
     if unborn {
         for input in ["artifact.md", "metadata.json", "task.md"] {
@@ -89,7 +103,16 @@ pub async fn commit(
     let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();
     paths.extend(lp.runner.state.carried_paths.iter().cloned());
     let unborn = lp.repo.head().is_none();
-    paths.extend(loop_paths(&lp.runner.layout, unborn, iteration_dir));
+    // Of the loop's own files, only those that can differ from HEAD: dirty now, written by the
+    // supervisor (which snapshots leave out), or ignored (committed all the same, as
+    // `git add -f` would). The others would cost a read and a hash each for nothing.
+    let now = lp.tracker.snapshot(&lp.repo)?;
+    let lpaths = loop_paths(&lp.runner.layout, unborn, iteration_dir, now.paths());
+    paths.extend(
+        lpaths
+            .into_iter()
+            .filter(|p| now.holds(p) || Layout::is_supervisor_path(p) || lp.repo.is_ignored(p)),
+    );
     let paths: Vec<PathBuf> = paths.into_iter().collect();
     let Some(pending) = lp.repo.stage_tree(&paths)? else {
         lp.runner.state.carried_paths.clear();
@@ -104,7 +127,8 @@ pub async fn commit(
     }
     let git = &lp.settings.git;
     let sha = lp.repo.finish(&pending, &message, &git.name, &git.email)?;
-    lp.tracker.committed(&lp.repo, &paths);
+    lp.tracker
+        .committed(&lp.repo, &lp.repo.committed_paths(&pending));
     lp.runner.state.carried_paths.clear();
     Ok(Committed::Sha(sha))
 }
@@ -214,16 +238,28 @@ mod tests {
         std::fs::write(layout.original_artifact(), "# A").unwrap();
         std::fs::write(d.path().join(".env.local"), "SECRET=1").unwrap();
         let it = layout.iteration_dir(2);
-        let mut got = loop_paths(&layout, false, Some(&it));
-        got.sort();
+        // A file of the agent's in wiggum/: listed when a snapshot says it is dirty.
+        std::fs::write(layout.wiggum().join("notes.md"), "n").unwrap();
+        let listed = |dirty: &[&str]| {
+            let mut got = loop_paths(&layout, false, Some(&it), dirty.iter().map(Path::new));
+            got.sort();
+            got.iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            got,
-            vec![
-                PathBuf::from("wiggum/fix_plan.md"),
-                PathBuf::from("wiggum/iteration-002/artifact.md"),
+            listed(&[]),
+            ["wiggum/fix_plan.md", "wiggum/iteration-002/artifact.md"]
+        );
+        assert_eq!(
+            listed(&["wiggum/notes.md", "wiggum/fix_plan.md"]),
+            [
+                "wiggum/fix_plan.md",
+                "wiggum/iteration-002/artifact.md",
+                "wiggum/notes.md"
             ]
         );
-        let unborn = loop_paths(&layout, true, None);
+        let unborn = loop_paths(&layout, true, None, std::iter::empty());
         assert!(unborn.contains(&PathBuf::from("artifact.md")));
         assert!(!unborn.contains(&PathBuf::from(".env.local")));
     }
