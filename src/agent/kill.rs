@@ -3,7 +3,9 @@
 //! which also finds helpers that `setsid` away. The supervisor is a child subreaper, so orphans
 //! are reparented to it and reaped here rather than lingering as zombies. Every check reads
 //! `/proc` once: the group's members, the token holders among our own descendants (as a
-//! subreaper, every escaped helper is one) and the zombies to reap all come from that one pass.
+//! subreaper, every escaped helper is one) and the zombies to reap all come from that one pass
+//! — for a run of ours, a pass over our descendants alone, following the kernel's `children`
+//! lists.
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -86,15 +88,26 @@ fn survivors_in(all: &[Stat], pgid: i32, token: &str) -> Vec<Stat> {
         .collect()
 }
 
+/// One reading of the processes that can belong to the run `pgid`: for a run of ours while we
+/// are a subreaper, our own descendants (every member and escaped helper is one; following
+/// the kernel's `children` lists is a few reads instead of every process in `/proc`), else
+/// every process.
+fn reading(pgid: i32) -> Vec<Stat> {
+    let ours = SUBREAPER.load(Ordering::Relaxed) && MANAGED.lock().is_ok_and(|m| m.contains(&pgid));
+    ours.then(procs::family)
+        .flatten()
+        .unwrap_or_else(procs::all)
+}
+
 /// Everything still running that belongs to the run: members of `pgid` and token holders.
 #[must_use]
 pub fn survivors(pgid: i32, token: &str) -> Vec<Stat> {
-    survivors_in(&procs::all(), pgid, token)
+    survivors_in(&reading(pgid), pgid, token)
 }
 
 /// Send `sig` to the group and to every token holder (and its own group, when it left ours).
 pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
-    let all = procs::all();
+    let all = reading(pgid);
     let me_pgrp = all
         .iter()
         .find(|s| s.pid == std::process::id().cast_signed())
@@ -141,7 +154,7 @@ fn settled(pgid: i32, token: &str) -> bool {
     {
         return false;
     }
-    let all = procs::all();
+    let all = reading(pgid);
     reap_in(&all);
     survivors_in(&all, pgid, token).is_empty()
 }

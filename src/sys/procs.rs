@@ -66,6 +66,38 @@ pub fn all() -> Vec<Stat> {
         .collect()
 }
 
+/// This process and all its descendants, read by following each process's `children` lists
+/// (`/proc/<pid>/task/<tid>/children`) instead of every process in `/proc`; `None` when the
+/// kernel does not provide those lists.
+#[must_use]
+pub fn family() -> Option<Vec<Stat>> {
+    let me = stat(std::process::id().cast_signed())?;
+    let mut out = vec![me];
+    let mut frontier = vec![me.pid];
+    let mut first = true;
+    while let Some(pid) = frontier.pop() {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let list = fs::read_to_string(t.path().join("children"));
+            if first && list.is_err() {
+                return None;
+            }
+            first = false;
+            for child in list.unwrap_or_default().split_whitespace() {
+                if let Some(s) = child.parse().ok().and_then(stat)
+                    && !out.iter().any(|o| o.pid == s.pid)
+                {
+                    out.push(s);
+                    frontier.push(s.pid);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
 /// Whether the process's environment holds `KEY=value` exactly.
 #[must_use]
 pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
@@ -177,6 +209,43 @@ mod tests {
         let me = std::process::id().cast_signed();
         assert!(rss_bytes(me) > 1 << 20);
         assert_eq!(rss_bytes(i32::MAX), 0);
+    }
+
+    #[test]
+    fn the_family_holds_our_children_and_theirs() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .spawn()
+            .unwrap();
+        let pid = child.id().cast_signed();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut grandchild = None;
+        while grandchild.is_none() && std::time::Instant::now() < deadline {
+            grandchild = family()
+                .unwrap()
+                .iter()
+                .find(|s| s.ppid == pid)
+                .map(|s| s.pid);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let family = family().unwrap();
+        if let Some(g) = grandchild {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(g),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .ok();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            family
+                .iter()
+                .any(|s| s.pid == std::process::id().cast_signed())
+        );
+        assert!(family.iter().any(|s| s.pid == pid));
+        // The shell's own child is found by following the shell's list.
+        assert!(grandchild.is_some(), "{family:?}");
     }
 
     #[test]
