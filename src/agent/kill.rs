@@ -131,7 +131,8 @@ pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
 /// run in sessions of their own, so a zombie child in our own session is a direct child that
 /// its spawner will wait for: it is left alone.
 pub fn reap_adopted() {
-    reap_in(&procs::all());
+    // Only our direct children can be reaped: our own family is all there is to read.
+    reap_in(&procs::family().unwrap_or_else(procs::all));
 }
 
 fn reap_in(all: &[Stat]) {

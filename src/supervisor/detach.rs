@@ -121,8 +121,8 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
 }
 
-/// Wait for a detached `child` (writing to `log`) to be `ready`: looked at after 1, 2, 4 … 16 ms,
-/// for at most 10 s. A child that exits first ends the wait with its own error — the last line
+/// Wait for a detached `child` (writing to `log`) to be `ready`: looked at every millisecond for
+/// the first 50, then every 2, 4 … 16 ms, for at most 10 s. A child that exits first ends the wait with its own error — the last line
 /// it logged, as input error (2) or "already running" (3) when its exit code says so.
 pub fn wait_until_ready(
     child: &mut dyn process_wrap::std::ChildWrapper,
@@ -162,6 +162,10 @@ pub fn wait_until_ready(
             )));
         }
         std::thread::sleep(pause); // allow: parent poll before exit
-        pause = (pause * 2).min(Duration::from_millis(16));
+        // Every millisecond for the first 50 (a daemon is ready within a few: a doubling pause
+        // would notice it up to twice as late), then less often.
+        if Instant::now() + Duration::from_secs(10) > deadline + Duration::from_millis(50) {
+            pause = (pause * 2).min(Duration::from_millis(16));
+        }
     }
 }

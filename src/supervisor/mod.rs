@@ -80,8 +80,9 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     check_not_running(&p)?;
     if !daemonized {
         print_notes(&p);
+        // A daemon's files were written by the `start` that detached it, a moment ago.
+        start::init(&p)?;
     }
-    start::init(&p)?;
     logging::init(&p.layout, daemonized, verbose)?;
     // People read progress lines: on stdout here, in daemon.log when detached.
     crate::ralph::progress::init(!daemonized, p.settings.defaults.max_iterations);

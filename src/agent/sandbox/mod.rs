@@ -11,7 +11,8 @@ pub mod policy;
 pub use policy::{Enforcement, Policy};
 
 /// What the kernel would enforce of `policy`: our own `sandbox-exec --probe` applies it in a
-/// throwaway process and says. A helper that cannot run is reported as not enforced.
+/// throwaway process and says (a policy with nothing to apply needs no process). A helper that
+/// cannot run is reported as not enforced.
 #[must_use]
 pub fn probe(policy: &Policy) -> Enforcement {
     let not = |note: String| Enforcement {
@@ -19,6 +20,13 @@ pub fn probe(policy: &Policy) -> Enforcement {
         note,
         ..Enforcement::default()
     };
+    if !policy.needs_helper() {
+        // Nothing to apply: the helper would answer "off" after doing nothing.
+        return Enforcement {
+            mode: policy.mode.as_str().into(),
+            ..Enforcement::default()
+        };
+    }
     let Ok(json) = serde_json::to_string(policy) else {
         return not("the policy does not serialise".into());
     };
