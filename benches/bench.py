@@ -6,8 +6,9 @@ nothing. Sections:
   overhead  per-iteration overhead of `wiggum start --foreground` against the bash loop
             `while :; do cat PROMPT.md | agent; git add -A; git commit; done` on repositories of
             10 / 10k / 100k files (fixed seed), interleaved runs (ours, bash, agent only), medians
-  growth    time per iteration around iteration 1000 against iteration 10, and the supervisor's
-            peak RSS over those 1000 iterations
+  growth    time per iteration of the last 100 of 1000 iterations against the first 100, a
+            trend robust to scheduler noise, and the supervisor's peak RSS over the run (on
+            tmpfs when /dev/shm is writable)
   control   `status`/`list` with 100 registered loops, `stop`, `start`, each against its floor
   report    `wiggum report` over a 1M-line runs.jsonl in the shape the loop writes
 """
@@ -95,9 +96,9 @@ class Bench:
         os.chmod(self.agent, 0o755)
         self.seq = 0
 
-    def home(self, extra=""):
+    def home(self, extra="", where=None):
         self.seq += 1
-        home = os.path.join(self.work, "home%d" % self.seq)
+        home = os.path.join(where or self.work, "home%d" % self.seq)
         os.makedirs(home)
         with open(os.path.join(home, "wiggum.toml"), "w") as f:
             # The bash loop has no gate and no sandbox: neither is part of the overhead compared.
@@ -169,12 +170,16 @@ def parse_ts(s):
 
 
 def growth(b, n):
-    print("## Growth over %d iterations (10 files)" % n)
-    base = os.path.join(b.work, "growth-base")
+    # On tmpfs when there is one: what grows with the loop's age is its own work, and a VM's
+    # disk write-back swings a 40-iteration window by ±30 % from run to run.
+    shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    where = tempfile.mkdtemp(prefix="studio-agents-growth-", dir=shm) if shm else b.work
+    print("## Growth over %d iterations (10 files%s)" % (n, ", tmpfs" if shm else ""))
+    base = os.path.join(where, "growth-base")
     gen_repo(base, 10, seed=10)
-    repo = os.path.join(b.work, "growth")
+    repo = os.path.join(where, "growth")
     fresh_copy(base, repo)
-    home, env = b.home()
+    home, env = b.home(where=where)
     cmd = [BIN, "wiggum", "start", "grow", "--foreground", "--artifact-path", repo,
            "--agent-cmd", b.agent, "--max-iterations", str(n)]
     la = load()
@@ -193,18 +198,28 @@ def growth(b, n):
                           if '"record":"iteration"' in x]
             break
     per = [b2 - a for a, b2 in zip(starts, starts[1:])]
-    w = max(1, min(20, len(per) // 10))
-    early = statistics.median(per[:w * 2]) if per else 0
-    late = statistics.median(per[-w * 2:]) if per else 0
+    # Medians of the first and last tenth (at most 100 iterations each), and a trend robust to
+    # the scheduler's noise: the median over i of (per[i + half] - per[i]) / half, times the
+    # iterations between the two windows' middles.
+    w = max(1, min(100, len(per) // 10))
+    early = statistics.median(per[:w]) if per else 0
+    late = statistics.median(per[-w:]) if per else 0
+    half = len(per) // 2
+    slope = statistics.median((per[i + half] - per[i]) / half for i in range(half)) if half else 0
+    trend = slope * (len(per) - w)
     print("| figure | value | load |")
     print("|---|---|---|")
-    print("| time per iteration, iterations 1–%d | %s | %.2f |" % (w * 2, ms(early), la))
+    print("| time per iteration, iterations 1–%d | %s | %.2f |" % (w, ms(early), la))
     print("| time per iteration, iterations %d–%d | %s (%+.0f %%) | %.2f |"
-          % (n - w * 2, n, ms(late), (late / early - 1) * 100 if early else 0, load()))
+          % (n - w, n, ms(late), (late / early - 1) * 100 if early else 0, load()))
+    print("| trend over the run (median of paired differences) | %+.2f ms (%+.0f %%) | |"
+          % (trend * 1000, trend / early * 100 if early else 0))
     print("| whole run | %.1f s | |" % t)
     print("| supervisor peak RSS over %d iterations | %.1f MiB | |" % (n, peak / 1024))
     print()
     shutil.rmtree(base)
+    if where != b.work:
+        shutil.rmtree(where)
 
 
 def wait_agent(state):
