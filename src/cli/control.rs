@@ -38,7 +38,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
         println!("stopped loop `{}`", a.topic);
         return Ok(0);
     }
-    lp.request_stop(a.timeout)?;
+    lp.request_stop_of(&h, a.timeout)?;
     let force_at = Instant::now() + Duration::from_secs(a.timeout + 5);
     if !lp.wait_released(Some(force_at))? {
         let _gone = handle::signal(&h, Signal::SIGTERM);

@@ -84,9 +84,14 @@ impl Handle {
     /// Ask the running loop to stop (graceful, `grace` seconds for the agent); do not wait.
     pub fn request_stop(&self, grace: u64) -> Result<Holder> {
         let h = self.running()?;
-        requests::update(&self.layout.requests(), |r| r.stop_grace_secs = Some(grace))?;
-        signal(&h, Signal::SIGTERM)?;
+        self.request_stop_of(&h, grace)?;
         Ok(h)
+    }
+
+    /// [`Self::request_stop`] for a holder just found by [`Self::running`].
+    pub fn request_stop_of(&self, h: &Holder, grace: u64) -> Result<()> {
+        requests::update(&self.layout.requests(), |r| r.stop_grace_secs = Some(grace))?;
+        signal(h, Signal::SIGTERM)
     }
 
     /// Set or clear the pause request of the running loop.
