@@ -76,8 +76,24 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
             .ok()
             .and_then(|j| serde_json::from_str(&j).ok());
     }
+    // A daemon takes its locks before anything else: the `start` that detached it checked
+    // everything it is about to read again, and waits for exactly this.
+    let early = if daemonized {
+        Some(lock_early(&opts, &home)?)
+    } else {
+        None
+    };
     let p = start::prepare(&opts, &home)?;
-    check_not_running(&p)?;
+    match &early {
+        Some(g) if g.0.path() != lock::home_lock(&p.home, p.layout.root()) => {
+            return Err(Error::runtime(format!(
+                "the artifact directory moved while the daemon started ({})",
+                p.layout.root().display()
+            )));
+        }
+        Some(_) => {}
+        None => check_not_running(&p)?,
+    }
     if !daemonized {
         print_notes(&p);
         // A daemon's files were written by the `start` that detached it, a moment ago.
@@ -86,12 +102,34 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     logging::init(&p.layout, daemonized, verbose)?;
     // People read progress lines: on stdout here, in daemon.log when detached.
     crate::ralph::progress::init(!daemonized, p.settings.defaults.max_iterations);
-    crate::sys::runtime::runtime()?.block_on(serve(p))
+    crate::sys::runtime::runtime()?.block_on(serve(p, early))
 }
 
-async fn serve(p: Prepared) -> Result<i32> {
-    let _home = lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?;
-    watch_lock(lock::acquire(&p.layout.lock(), &p.topic)?);
+/// The home lock and `wiggum/.lock` of the loop a daemon's arguments name (its `start` passes
+/// the artifact directory as an absolute path).
+fn lock_early(opts: &StartOpts, home: &std::path::Path) -> Result<(lock::Guard, lock::Guard)> {
+    let given = opts
+        .artifact_path
+        .as_ref()
+        .ok_or_else(|| Error::input("--artifact-path is required"))?;
+    let root = given
+        .canonicalize()
+        .map_err(|e| Error::input(format!("--artifact-path {}: {e}", given.display())))?;
+    let layout = crate::disk::layout::Layout::for_loop(home, root);
+    let home_lock = lock::acquire(&lock::home_lock(home, layout.root()), &opts.topic)?;
+    let artifact_lock = lock::acquire(&layout.lock(), &opts.topic)?;
+    Ok((home_lock, artifact_lock))
+}
+
+async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result<i32> {
+    let (_home, artifact_lock) = match early {
+        Some(locks) => locks,
+        None => (
+            lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?,
+            lock::acquire(&p.layout.lock(), &p.topic)?,
+        ),
+    };
+    watch_lock(artifact_lock);
     kill::become_supervisor();
     // libgit2 caches every commit and small tree it reads for the life of the process: over a
     // night of iterations that is memory that only grows. The loop reads each object about once.
