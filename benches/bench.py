@@ -174,6 +174,14 @@ def growth(b, n):
     # disk write-back swings a 40-iteration window by ±30 % from run to run.
     shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     where = tempfile.mkdtemp(prefix="studio-agents-growth-", dir=shm) if shm else b.work
+    try:
+        growth_in(b, n, where, shm)
+    finally:
+        if where != b.work:
+            shutil.rmtree(where, ignore_errors=True)
+
+
+def growth_in(b, n, where, shm):
     print("## Growth over %d iterations (10 files%s)" % (n, ", tmpfs" if shm else ""))
     base = os.path.join(where, "growth-base")
     gen_repo(base, 10, seed=10)
@@ -218,8 +226,6 @@ def growth(b, n):
     print("| supervisor peak RSS over %d iterations | %.1f MiB | |" % (n, peak / 1024))
     print()
     shutil.rmtree(base)
-    if where != b.work:
-        shutil.rmtree(where)
 
 
 def wait_agent(state):
