@@ -73,6 +73,14 @@ impl Repo {
         })
     }
 
+    /// Open the repository afresh, dropping what libgit2 keeps for the handle's life (its
+    /// attribute and ignore caches gain entries for every new directory it is asked about).
+    pub fn reopen(&mut self) -> Result<()> {
+        self.repo =
+            Repository::open(self.repo.path()).git_at(&self.workdir, "reopen the repository")?;
+        Ok(())
+    }
+
     /// The work tree's root.
     #[must_use]
     pub fn workdir(&self) -> &Path {

@@ -129,6 +129,11 @@ pub async fn commit(
     let sha = lp.repo.finish(&pending, &message, &git.name, &git.email)?;
     lp.tracker
         .committed(&lp.repo, &lp.repo.committed_paths(&pending));
+    // libgit2's caches gain entries for every new directory it is asked about (one per
+    // iteration): a fresh handle now and then keeps a long night's loop from growing.
+    if n.is_multiple_of(100) {
+        lp.repo.reopen()?;
+    }
     lp.runner.state.carried_paths.clear();
     Ok(Committed::Sha(sha))
 }
