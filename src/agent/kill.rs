@@ -70,13 +70,18 @@ pub fn descendants(all: &[Stat], root: i32) -> BTreeSet<i32> {
     out
 }
 
+/// Whether `pgid` is a run this process started and we are a subreaper: then every member and
+/// escaped helper of it is one of our descendants.
+fn is_ours(pgid: i32) -> bool {
+    SUBREAPER.load(Ordering::Relaxed) && MANAGED.lock().is_ok_and(|m| m.contains(&pgid))
+}
+
 /// The run's processes still running in one reading of the process table: members of `pgid`,
-/// and token holders — among our descendants when the run is ours and we are a subreaper (its
-/// escaped helpers cannot be anywhere else), anywhere for a run a dead supervisor left.
+/// and token holders — among our descendants when the run is ours (its escaped helpers cannot
+/// be anywhere else), anywhere for a run a dead supervisor left.
 fn survivors_in(all: &[Stat], pgid: i32, token: &str) -> Vec<Stat> {
     let me = std::process::id().cast_signed();
-    let started_here = MANAGED.lock().is_ok_and(|m| m.contains(&pgid));
-    let ours = (SUBREAPER.load(Ordering::Relaxed) && started_here).then(|| descendants(all, me));
+    let ours = is_ours(pgid).then(|| descendants(all, me));
     all.iter()
         .filter(|s| s.pid != me && s.is_running())
         .filter(|s| {
@@ -88,13 +93,12 @@ fn survivors_in(all: &[Stat], pgid: i32, token: &str) -> Vec<Stat> {
         .collect()
 }
 
-/// One reading of the processes that can belong to the run `pgid`: for a run of ours while we
-/// are a subreaper, our own descendants (every member and escaped helper is one; following
-/// the kernel's `children` lists is a few reads instead of every process in `/proc`), else
-/// every process.
+/// One reading of the processes that can belong to the run `pgid`: for a run of ours, our own
+/// descendants (following the kernel's `children` lists is a few reads instead of every
+/// process in `/proc`), else every process.
 fn reading(pgid: i32) -> Vec<Stat> {
-    let ours = SUBREAPER.load(Ordering::Relaxed) && MANAGED.lock().is_ok_and(|m| m.contains(&pgid));
-    ours.then(procs::family)
+    is_ours(pgid)
+        .then(procs::family)
         .flatten()
         .unwrap_or_else(procs::all)
 }
@@ -107,13 +111,18 @@ pub fn survivors(pgid: i32, token: &str) -> Vec<Stat> {
 
 /// Send `sig` to the group and to every token holder (and its own group, when it left ours).
 pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
+    // ESRCH (the group is already gone) is what we want: not an error.
+    let _gone = killpg(Pid::from_raw(pgid), sig);
+    signal_escaped(pgid, token, sig)
+}
+
+/// Send `sig` to the token holders that left the group `pgid` (and to their own groups).
+fn signal_escaped(pgid: i32, token: &str, sig: Signal) -> usize {
     let all = reading(pgid);
     let me_pgrp = all
         .iter()
         .find(|s| s.pid == std::process::id().cast_signed())
         .map(|s| s.pgrp);
-    // ESRCH (the group is already gone) is what we want: not an error.
-    let _gone = killpg(Pid::from_raw(pgid), sig);
     let holders: Vec<Stat> = survivors_in(&all, pgid, token)
         .into_iter()
         .filter(|s| s.pgrp != pgid)
@@ -160,23 +169,27 @@ fn settled(pgid: i32, token: &str) -> bool {
     survivors_in(&all, pgid, token).is_empty()
 }
 
-/// SIGTERM everything of the run, wait up to `grace` (polling, reaping as it goes; `force`
-/// cuts the wait short), then SIGKILL what is left and wait for it to be gone.
-/// Returns the pids that needed SIGKILL.
+/// SIGTERM everything of the run (once), wait up to `grace` — waking at once when
+/// `leader_exit` completes (the caller's wait on the group leader: an agent that obeys TERM is
+/// seen gone the moment it is), else looking again after 1, 2, 4 … 25 ms for the rest of the
+/// group, reaping as it goes; `force` cuts the wait short — then SIGKILL what is left and wait
+/// for it to be gone. Returns the pids that needed SIGKILL.
 pub async fn terminate(
     pgid: i32,
     token: &str,
     grace: Duration,
     mut force: impl FnMut() -> bool,
+    leader_exit: impl std::future::Future<Output = ()>,
 ) -> Vec<i32> {
     // The group first, before any reading of /proc: a stop takes effect at once. An empty
     // group (the agent exited and left nothing) is the common case: one reading confirms it.
     if killpg(Pid::from_raw(pgid), Signal::SIGTERM).is_err() && settled(pgid, token) {
         return Vec::new();
     }
-    signal_all(pgid, token, Signal::SIGTERM);
+    signal_escaped(pgid, token, Signal::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
-    // An agent that obeys TERM is gone within milliseconds: look again soon, then less often.
+    tokio::pin!(leader_exit);
+    let mut leader_gone = false;
     let mut pause = Duration::from_millis(1);
     loop {
         if settled(pgid, token) {
@@ -185,7 +198,15 @@ pub async fn terminate(
         if force() || tokio::time::Instant::now() >= deadline {
             break;
         }
-        tokio::time::sleep(pause).await;
+        let nap = tokio::time::sleep(pause);
+        if leader_gone {
+            nap.await;
+        } else {
+            tokio::select! {
+                () = &mut leader_exit => leader_gone = true,
+                () = nap => {}
+            }
+        }
         pause = (pause * 2).min(Duration::from_millis(25));
     }
     let killed: Vec<i32> = survivors(pgid, token).iter().map(|s| s.pid).collect();

@@ -200,7 +200,6 @@ pub async fn run(
         () = stop => Err(Ending::Stopped),
         e = watched => Err(e),
     };
-    let leader_exited = status.is_ok();
     let ending = match status {
         Ok(s) => {
             let s = s.map_err(|e| Error::runtime(format!("waiting for `{}`: {e}", job.command)))?;
@@ -217,29 +216,16 @@ pub async fn run(
         Err(other) => other,
     };
     let forced = stops.clone();
-    let mut grace = job.grace;
-    if !leader_exited {
-        // Stopped, timed out or idle: TERM the run and wait for the leader's exit itself
-        // (tokio's SIGCHLD, no polling), so an agent that obeys is seen gone the moment it is.
-        let began = Instant::now();
-        kill::signal_all(pgid, &job.token, nix::sys::signal::Signal::SIGTERM);
-        let mut force = forced.clone();
-        let forced_now = async {
-            if force.wait_for(|l| *l >= StopLevel::Force).await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            _ = leader.wait() => {}
-            () = tokio::time::sleep(grace) => {}
-            () = forced_now => {}
-        }
-        grace = grace.saturating_sub(began.elapsed());
-    }
-    // The rest of the group and the helpers that left it.
-    let killed = kill::terminate(pgid, &job.token, grace, || {
-        *forced.borrow() >= StopLevel::Force
-    })
+    let leader_exit = async {
+        let _status = leader.wait().await;
+    };
+    let killed = kill::terminate(
+        pgid,
+        &job.token,
+        job.grace,
+        || *forced.borrow() >= StopLevel::Force,
+        leader_exit,
+    )
     .await;
     // The leader is dead by now; collect its status through tokio.
     let reap = leader.wait().await;

@@ -17,11 +17,10 @@ use std::path::{Path, PathBuf};
 use git2::{Index, IndexEntry, Oid, Status};
 
 use super::Repo;
-use super::snapshot::{SKIP_WORKTREE, Snapshot};
+use super::snapshot::{GITLINK, SKIP_WORKTREE, Snapshot};
 use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
 
-const GITLINK: u32 = 0o160_000;
 const LINK: u32 = 0o120_000;
 const FILE: u32 = 0o100_644;
 const EXEC: u32 = 0o100_755;
@@ -48,7 +47,7 @@ impl Repo {
         let mut candidates = BTreeSet::new();
         for spec in specs {
             candidates.insert(spec.clone());
-            self.candidates_under(spec, index, prev, &mut candidates)?;
+            self.candidates_under(spec, index, prev, &mut candidates);
         }
         let config = self.repo.config().ok();
         let flag = |key: &str, default: bool| {
@@ -95,7 +94,7 @@ impl Repo {
         index: &Index,
         prev: &Snapshot,
         out: &mut BTreeSet<PathBuf>,
-    ) -> Result<()> {
+    ) {
         let full = self.workdir.join(spec);
         let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
         let gitlink = index.get_path(spec, 0).is_some_and(|e| e.mode == GITLINK);
@@ -122,7 +121,6 @@ impl Repo {
                 out.insert(self.scope.join(p.0));
             }
         }
-        Ok(())
     }
 
     /// The work tree's files under `dir` (repository-relative), recursively; `.git` left out,

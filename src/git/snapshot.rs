@@ -3,7 +3,7 @@
 //!
 //! A full snapshot walks the work tree (libgit2's status, using the index's stat cache as
 //! `git status` does). [`Repo::refresh`] instead updates an earlier snapshot for the paths a file
-//! watch saw touched, asking status about those paths only; it walks when it cannot be sure:
+//! watch saw touched, one path at a time (`pathstatus.rs`); it walks when it cannot be sure:
 //! the watch lost events, HEAD moved, or someone else wrote the index.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -20,6 +20,9 @@ use crate::error::{GitContext, Result};
 /// Git's "skip-worktree" index flag (sparse checkout): such files are absent from the work tree on
 /// purpose, and libgit2's status reports them as deleted.
 pub(super) const SKIP_WORKTREE: u16 = 0x4000;
+
+/// The mode of a submodule's entry (a commit in the tree).
+pub(super) const GITLINK: u32 = 0o160_000;
 
 /// Dirty paths under the artifact dir (relative to it) with the blob id of their content (`None`
 /// when deleted or unreadable), and HEAD. Two equal snapshots mean "no change".
@@ -252,6 +255,6 @@ fn submodule_of(index: &git2::Index, repo_rel: &Path) -> Option<PathBuf> {
         .ancestors()
         .skip(1)
         .filter(|a| !a.as_os_str().is_empty())
-        .find(|a| index.get_path(a, 0).is_some_and(|e| e.mode == 0o160_000))
+        .find(|a| index.get_path(a, 0).is_some_and(|e| e.mode == GITLINK))
         .map(Path::to_path_buf)
 }

@@ -42,7 +42,14 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if let Some(s) = &prev
         && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
     {
-        let left = kill::terminate(pgid, &token, std::time::Duration::from_secs(2), || false).await;
+        let left = kill::terminate(
+            pgid,
+            &token,
+            std::time::Duration::from_secs(2),
+            || false,
+            std::future::pending(),
+        )
+        .await;
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
     }
     // The records' copy of the run log starts from the loop's own (which a stopped loop's

@@ -131,7 +131,8 @@ pub fn wait_until_ready(
     what: &str,
     mut ready: impl FnMut() -> Result<bool>,
 ) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let began = Instant::now();
+    let deadline = began + Duration::from_secs(10);
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child
@@ -164,7 +165,7 @@ pub fn wait_until_ready(
         std::thread::sleep(pause); // allow: parent poll before exit
         // Every millisecond for the first 50 (a daemon is ready within a few: a doubling pause
         // would notice it up to twice as late), then less often.
-        if Instant::now() + Duration::from_secs(10) > deadline + Duration::from_millis(50) {
+        if began.elapsed() > Duration::from_millis(50) {
             pause = (pause * 2).min(Duration::from_millis(16));
         }
     }
