@@ -432,3 +432,46 @@ fn passing_hooks_see_exactly_the_commit_and_may_edit_its_message() {
         "src/lib.rs\n"
     );
 }
+
+#[test]
+fn the_loops_own_files_are_committed_even_where_a_rule_of_the_repository_ignores_them() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // A repository whose rules happen to name some of the loop's files (the plan and the
+    // iterations' artifacts must not be ignored: start refuses that).
+    std::fs::write(
+        root.join(".gitignore"),
+        "home/\npids.txt\n.fake-*\nPROMPT.md\nAGENT.md\n*.toml\n",
+    )
+    .unwrap();
+    git(&root, &["add", ".gitignore"]);
+    git(&root, &["commit", "-qm", "ignore md and toml"]);
+
+    t.start_fg("ignored", "", &[]).code(0);
+    let tracked = git(&root, &["ls-files", "art/wiggum"]);
+    for f in [
+        "art/wiggum/fix_plan.md",
+        "art/wiggum/PROMPT.md",
+        "art/wiggum/AGENT.md",
+        "art/wiggum/wiggum.toml",
+        "art/wiggum/iteration-001/artifact.md",
+        "art/wiggum/iteration-003/artifact.md",
+    ] {
+        assert!(
+            tracked.lines().any(|l| l == f),
+            "{f} not committed:\n{tracked}"
+        );
+    }
+    // The plan the agent ticked is committed as it stands: nothing of the loop's left over.
+    assert_eq!(
+        git(
+            &root,
+            &["status", "--porcelain", "--", "art/wiggum/fix_plan.md"]
+        ),
+        ""
+    );
+    assert_eq!(
+        git(&root, &["diff", "HEAD", "--name-only", "--", "art/wiggum"]),
+        ""
+    );
+}
