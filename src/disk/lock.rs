@@ -192,7 +192,16 @@ pub fn acquire(path: &Path, topic: &str) -> Result<Guard> {
 /// "loop `x` is already running: …", naming the topic that really holds it.
 #[must_use]
 pub fn already(topic: &str, h: &Holder, path: &Path) -> String {
-    let whose = if h.topic.is_empty() || h.topic == topic {
+    if h.topic.is_empty() {
+        // The holder has not written its name yet (it took the lock a moment ago) or the file
+        // is garbled: which loop it is, `list` tells.
+        return format!(
+            "another loop is already running on this artifact directory (pid {}; lock {}); see: studio-agents wiggum list",
+            h.pid,
+            path.display()
+        );
+    }
+    let whose = if h.topic == topic {
         format!("loop `{topic}` is already running")
     } else {
         format!(
@@ -209,7 +218,7 @@ pub fn already(topic: &str, h: &Holder, path: &Path) -> String {
         "{whose} (pid {}{since}; lock {}); stop it with: studio-agents wiggum stop {}",
         h.pid,
         path.display(),
-        if h.topic.is_empty() { topic } else { &h.topic }
+        h.topic
     )
 }
 
@@ -267,6 +276,36 @@ pub fn find(home: &Path, layout: &Layout) -> Result<Option<Holder>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn already_names_the_loop_that_holds_the_lock_or_none_when_unknown() {
+        let h = |topic: &str| Holder {
+            pid: 7,
+            start_ticks: 1,
+            exe: String::new(),
+            since: String::new(),
+            topic: topic.into(),
+        };
+        let p = Path::new("/l");
+        let cases = [
+            (
+                "x",
+                "loop `x` is already running (pid 7; lock /l); stop it with: studio-agents wiggum stop x",
+            ),
+            (
+                "p",
+                "loop `p` is already running on this artifact directory (asked for `q`) (pid 7; lock /l); stop it with: studio-agents wiggum stop p",
+            ),
+            (
+                "",
+                "another loop is already running on this artifact directory (pid 7; lock /l); see: studio-agents wiggum list",
+            ),
+        ];
+        for (holder, want) in cases {
+            let asked = if holder == "x" { "x" } else { "q" };
+            assert_eq!(already(asked, &h(holder), p), want, "holder {holder:?}");
+        }
+    }
 
     #[test]
     fn second_acquire_fails_with_holder_then_frees_on_drop() {
