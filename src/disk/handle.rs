@@ -62,6 +62,13 @@ impl Handle {
     /// The live holder, or exit 3 saying what the state shows.
     pub fn running(&self) -> Result<Holder> {
         if let Some(h) = self.holder()? {
+            // Another topic started on the same directory since: never act on its loop.
+            if !h.topic.is_empty() && h.topic != self.topic {
+                return Err(Error::NotRunning(format!(
+                    "loop `{}` is not running; loop `{}` runs on its artifact directory (pid {}): studio-agents wiggum stop {}",
+                    self.topic, h.topic, h.pid, h.topic
+                )));
+            }
             return Ok(h);
         }
         let st = state::read(&self.layout.state()).ok().flatten();

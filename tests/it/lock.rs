@@ -96,6 +96,30 @@ fn already_running_names_the_topic_that_holds_the_artifact_dir() {
 }
 
 #[test]
+fn stopping_a_topic_whose_directory_another_topic_now_runs_stops_nothing() {
+    let t = TestHome::new();
+    let daemon = blocked_after(&t, "later", "");
+    // `earlier` was registered on the same directory by a start long ago.
+    std::fs::write(
+        t.home().join("loops/earlier.toml"),
+        format!("artifact_path = {:?}\n", t.art().canonicalize().unwrap()),
+    )
+    .unwrap();
+    let r = t.run(&["wiggum", "stop", "earlier"]);
+    r.code(3);
+    assert!(
+        r.stderr().contains(&format!(
+            "loop `earlier` is not running; loop `later` runs on its artifact directory (pid {daemon})"
+        )),
+        "{}",
+        r.stderr()
+    );
+    let status = t.run(&["wiggum", "status", "later"]);
+    assert!(status.stdout().contains("running"), "{}", status.stdout());
+    t.run(&["wiggum", "stop", "later"]).code(0);
+}
+
+#[test]
 fn printing_into_a_closed_pipe_ends_quietly() {
     let t = TestHome::new();
     t.start_fg("pipe", "", &["--max-iterations", "1"]).code(0);
