@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::disk::handle::Handle;
+use crate::disk::lock::Holder;
 use crate::disk::records::RecordKind;
 use crate::disk::requests;
 use crate::disk::runlog::{self, RunRecord};
@@ -60,6 +61,10 @@ pub struct LoopView {
     /// Why `state.json` could not be read (garbled, not JSON, unreadable), when it exists.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub state_error: Option<String>,
+    /// The topic of the loop that has taken over this topic's artifact directory since (status
+    /// `replaced`): the lock, state and records there are that loop's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
 }
 
 impl LoopView {
@@ -72,6 +77,12 @@ impl LoopView {
     /// One line for `list`, logs and pipes.
     #[must_use]
     pub fn line(&self) -> String {
+        if let Some(o) = &self.replaced_by {
+            return format!(
+                "{:<20} replaced  by loop `{o}` on its artifact directory",
+                self.topic
+            );
+        }
         one_line(&self.topic, self.state.as_ref(), self.pid)
     }
 }
@@ -84,6 +95,14 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         Err(e) => (None, Some(e.to_string())),
     };
     let holder = h.holder()?;
+    if let Some(other) = owner(holder.as_ref(), st.as_ref()).filter(|o| *o != h.topic) {
+        return Ok(LoopView {
+            topic: h.topic.clone(),
+            status: "replaced".into(),
+            replaced_by: Some(other.to_string()),
+            ..LoopView::default()
+        });
+    }
     let running = holder.is_some();
     let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
     let (cpu, rss) = match agent_pid {
@@ -147,7 +166,18 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         open_items,
         log_tail,
         state_error,
+        replaced_by: None,
     })
+}
+
+/// The topic the artifact directory belongs to now: the lock holder's, else the state's (both
+/// are per directory; another topic may have been started on it since). `None` when neither
+/// names one.
+fn owner<'a>(holder: Option<&'a Holder>, st: Option<&'a LoopState>) -> Option<&'a str> {
+    let named = |t: &'a str| (!t.is_empty()).then_some(t);
+    holder
+        .and_then(|h| named(&h.topic))
+        .or_else(|| st.and_then(|s| named(&s.topic)))
 }
 
 impl LoopView {
@@ -176,6 +206,7 @@ impl LoopView {
             open_items: Vec::new(),
             log_tail: Vec::new(),
             state_error: None,
+            replaced_by: None,
         }
     }
 
@@ -196,6 +227,11 @@ impl LoopView {
             "unknown" => {
                 Some("it has no state yet: never started, or its state.json was removed".into())
             }
+            "replaced" => self.replaced_by.as_ref().map(|o| {
+                format!(
+                    "loop `{o}` has been started on its artifact directory since; the lock, state and run records there are `{o}`'s: studio-agents wiggum status {o}"
+                )
+            }),
             _ => None,
         }
     }

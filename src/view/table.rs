@@ -59,7 +59,9 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
             dash(),
             dash(),
             dash(),
-            dash(),
+            v.replaced_by
+                .as_ref()
+                .map_or_else(dash, |o| format!("-  by `{o}`")),
         ];
     };
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));

@@ -116,7 +116,47 @@ fn stopping_a_topic_whose_directory_another_topic_now_runs_stops_nothing() {
     );
     let status = t.run(&["wiggum", "status", "later"]);
     assert!(status.stdout().contains("running"), "{}", status.stdout());
+    // status and list never show `later`'s loop as `earlier`'s, running or not.
+    let shown = |t: &TestHome| {
+        let one = t.run(&["wiggum", "status", "earlier"]);
+        one.code(0);
+        assert!(
+            one.stdout().contains("replaced")
+                && one
+                    .stdout()
+                    .contains("loop `later` has been started on its artifact directory")
+                && !one.stdout().contains("pid"),
+            "{}",
+            one.stdout()
+        );
+        let list = t.run(&["wiggum", "list"]);
+        let row = list
+            .stdout()
+            .lines()
+            .find(|l| l.starts_with("earlier"))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            row.contains("replaced") && row.contains("by `later`") && !row.contains("pid"),
+            "{}",
+            list.stdout()
+        );
+        let json = t.run(&["wiggum", "status", "earlier", "--json"]);
+        let v: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+        assert_eq!(
+            (&v["status"], &v["replaced_by"], &v["pid"], &v["state"]),
+            (
+                &serde_json::json!("replaced"),
+                &serde_json::json!("later"),
+                &serde_json::Value::Null,
+                &serde_json::Value::Null
+            )
+        );
+    };
+    shown(&t);
     t.run(&["wiggum", "stop", "later"]).code(0);
+    t.wait_stopped("later");
+    shown(&t);
 }
 
 #[test]
