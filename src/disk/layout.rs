@@ -39,7 +39,8 @@ impl Layout {
     #[must_use]
     pub fn key(root: &Path) -> String {
         let digest = Md5::digest(root.as_os_str().as_encoded_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&digest[..8]);
         let name: String = root
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
@@ -48,7 +49,7 @@ impl Layout {
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .take(40)
             .collect();
-        format!("{name}-{}", &hex[..16])
+        format!("{name}-{:016x}", u64::from_be_bytes(head))
     }
 
     /// The loop's records directory (out of the agent's sight).
@@ -296,6 +297,15 @@ pub fn iteration_dir_name(n: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_records_key_of_a_directory_never_changes() {
+        // Records and locks of loops started by earlier versions are found under this name.
+        assert_eq!(
+            Layout::key(Path::new("/home/u/my notes")),
+            "my_notes-33b757d19a77a6e3"
+        );
+    }
 
     #[test]
     fn iteration_dirs_are_zero_padded() {

@@ -240,19 +240,14 @@ fn held_by(file: &mut File) -> Holder {
 
 /// Who holds the lock now, or `None` if no one does (or there is no lock file).
 pub fn holder(path: &Path) -> Result<Option<Holder>> {
-    if !path.exists() {
-        return Ok(None);
-    }
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).at(path, "open lock file"),
     };
     match file.try_lock() {
-        Ok(()) => {
-            file.unlock().at(path, "unlock")?;
-            Ok(None)
-        }
+        // Nobody holds it; closing the file lets it go again.
+        Ok(()) => Ok(None),
         Err(TryLockError::WouldBlock) => Ok(Some(held_by(&mut file))),
         Err(TryLockError::Error(e)) => Err(e).at(path, "probe lock"),
     }
