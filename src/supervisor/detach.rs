@@ -104,7 +104,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         .spawn()
         .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
     let pid = child.id();
-    wait_until_ready(
+    let ready = wait_until_ready(
         child.as_mut(),
         &log_path,
         "the daemon",
@@ -112,6 +112,20 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         || Ok(lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid)),
     )?;
     let t = &p.topic;
+    if ready == Ready::Finished {
+        // Nothing was left to do (an empty plan, a threshold already met …): it ended before
+        // it was seen running.
+        let st = crate::disk::state::read(&p.layout.state()).ok().flatten();
+        let why = st.map_or_else(String::new, |s| match (s.stop_reason, s.stop_detail) {
+            (Some(r), Some(d)) => format!(": {} ({}; {d})", s.status.as_str(), r.as_str()),
+            (Some(r), None) => format!(": {} ({})", s.status.as_str(), r.as_str()),
+            _ => format!(": {}", s.status.as_str()),
+        });
+        println!("loop `{t}` (pid {pid}) ended at once{why}");
+        println!("  log:      {}", log_path.display());
+        println!("  status:   studio-agents wiggum status {t}");
+        return Ok(false);
+    }
     println!("started loop `{t}` (pid {pid})");
     println!("  artifact: {}", p.layout.root().display());
     println!("  log:      {}", log_path.display());
@@ -121,8 +135,18 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
 }
 
+/// How a detached child's start ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ready {
+    /// It is running and ready.
+    Running,
+    /// It exited successfully before it was seen ready: it had nothing (left) to do.
+    Finished,
+}
+
 /// Wait for a detached `child` (writing to `log`) to be `ready`: looked at every millisecond for
-/// the first 50, then every 2, 4 … 16 ms, for at most 10 s. A child that exits first ends the wait with its own error — the last line
+/// the first 50, then every 2, 4 … 16 ms, for at most 10 s. A child that exits with success
+/// first is [`Ready::Finished`]; one that fails ends the wait with its own error — the last line
 /// it logged, as input error (2) or "already running" (3) when its exit code says so.
 pub fn wait_until_ready(
     child: &mut dyn process_wrap::std::ChildWrapper,
@@ -130,7 +154,7 @@ pub fn wait_until_ready(
     who: &str,
     what: &str,
     mut ready: impl FnMut() -> Result<bool>,
-) -> Result<()> {
+) -> Result<Ready> {
     let began = Instant::now();
     let deadline = began + Duration::from_secs(10);
     let mut pause = Duration::from_millis(1);
@@ -139,6 +163,9 @@ pub fn wait_until_ready(
             .try_wait()
             .map_err(|e| Error::runtime(format!("{who}: {e}")))?
         {
+            if status.success() {
+                return Ok(Ready::Finished);
+            }
             let last = crate::sys::fsutil::read_tail(log, 4096)?
                 .lines()
                 .rev()
@@ -153,7 +180,7 @@ pub fn wait_until_ready(
             });
         }
         if ready()? {
-            return Ok(());
+            return Ok(Ready::Running);
         }
         if Instant::now() >= deadline {
             return Err(Error::runtime(format!(
@@ -168,5 +195,50 @@ pub fn wait_until_ready(
         if began.elapsed() > Duration::from_millis(50) {
             pause = (pause * 2).min(Duration::from_millis(16));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(script: &str, log: &Path) -> Box<dyn process_wrap::std::ChildWrapper> {
+        let out = crate::sys::fsutil::open_append(log).unwrap();
+        let mut cmd = process_wrap::std::CommandWrap::with_new("sh", |c| {
+            c.args(["-c", script]).stderr(out);
+        });
+        cmd.wrap(process_wrap::std::ProcessSession);
+        cmd.spawn().unwrap()
+    }
+
+    #[test]
+    fn a_child_that_ends_well_before_it_is_ready_has_finished_and_one_that_fails_says_why() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("daemon.log");
+        let never = || Ok(false);
+        let mut done = child("exit 0", &log);
+        assert_eq!(
+            wait_until_ready(done.as_mut(), &log, "it", "start", never).unwrap(),
+            Ready::Finished
+        );
+        let mut bad = child("echo 'error: bad key `x`' >&2; exit 2", &log);
+        let e = wait_until_ready(bad.as_mut(), &log, "it", "start", never).unwrap_err();
+        assert_eq!(
+            (e.exit_code(), e.to_string()),
+            (2, "bad key `x`".to_string())
+        );
+        let mut crashed = child("exit 7", &log);
+        let e = wait_until_ready(crashed.as_mut(), &log, "it", "start", never).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("it exited at once (exit status: 7)"),
+            "{e}"
+        );
+        let mut up = child("sleep 5", &log);
+        assert_eq!(
+            wait_until_ready(up.as_mut(), &log, "it", "start", || Ok(true)).unwrap(),
+            Ready::Running
+        );
+        up.kill().unwrap();
     }
 }

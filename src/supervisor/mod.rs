@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-pub use detach::{detach, wait_until_ready};
+pub use detach::{Ready, detach, wait_until_ready};
 
 use crate::agent::kill;
 use crate::agent::process::StopLevel;

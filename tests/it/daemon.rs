@@ -470,3 +470,26 @@ fn ctrl_c_in_the_foreground_stops_cleanly_and_exits_130() {
     assert_eq!(t.state()["stop_reason"], "user_stop");
     assert_no_survivors(&t.token);
 }
+
+#[test]
+fn a_detached_start_with_nothing_left_to_do_says_the_loop_ended_and_exits_0() {
+    let t = TestHome::new();
+    t.start_fg("done", "", &[]).code(0);
+    assert_eq!(t.status_json("done")["status"], "completed");
+    // The daemon ends within milliseconds: whether start still saw it running or not, it
+    // is no error.
+    for _ in 0..3 {
+        let r = t.start_bg("done", "", "", &[]);
+        r.code(0);
+        let out = r.stdout();
+        assert!(
+            out.contains("loop `done` (pid ")
+                && out.contains("ended at once: completed (plan_empty")
+                || out.contains("started loop `done`"),
+            "{out}\n{}",
+            r.stderr()
+        );
+        t.wait_stopped("done");
+    }
+    assert_no_survivors(&t.token);
+}

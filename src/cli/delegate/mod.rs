@@ -324,7 +324,7 @@ fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i3
         .map_err(|e| Error::runtime(format!("cannot start the delegation: {e}")))?;
     let pid = child.id();
     let meta = dir.join("metadata.json");
-    crate::supervisor::wait_until_ready(
+    let ready = crate::supervisor::wait_until_ready(
         child.as_mut(),
         &log_path,
         "the delegation",
@@ -332,6 +332,12 @@ fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i3
         || Ok(delegation::read(&meta).ok().flatten().and_then(|r| r.pid) == Some(pid)),
     )?;
     let t = &a.topic;
+    if ready == crate::supervisor::Ready::Finished {
+        println!("delegation `{t}` (pid {pid}) ended at once");
+        println!("  log:      {}", log_path.display());
+        println!("  status:   studio-agents delegate status {t}");
+        return Ok(0);
+    }
     println!("started delegation `{t}` (pid {pid})");
     println!("  artifact: {}", dir.join("artifact.md").display());
     println!("  log:      {}", log_path.display());
