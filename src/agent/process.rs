@@ -16,6 +16,15 @@ use super::kill;
 pub use crate::disk::records::Ending;
 use crate::error::{Error, IoContext, Result};
 
+/// Set by a detaching `start` in its daemon's environment so it logs to `daemon.log`. No run
+/// the daemon spawns inherits it: a `studio-agents` started by an agent, a hook or a
+/// validation command is a `start` of its own, not a daemon.
+pub const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
+
+/// The harness a detaching `start` probed, handed to its daemon (JSON); never inherited by
+/// the daemon's runs either.
+pub const HARNESS_ENV: &str = "STUDIO_AGENTS_PROBED_HARNESS";
+
 /// How urgently the supervisor wants the current job gone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum StopLevel {
@@ -156,6 +165,8 @@ pub async fn run(
         c.args(&args)
             .current_dir(&job.cwd)
             .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_remove(DAEMON_ENV)
+            .env_remove(HARNESS_ENV)
             .env(kill::TOKEN_VAR, &job.token)
             .stdin(Stdio::from(gate_out))
             .stdout(out)

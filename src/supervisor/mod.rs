@@ -24,11 +24,7 @@ use crate::disk::state::Status;
 use crate::error::{Error, Result};
 use crate::ralph::start::{self, Prepared, StartOpts};
 
-/// Set in the detached child so it logs to `daemon.log`.
-const DAEMON_ENV: &str = "STUDIO_AGENTS_DAEMON";
-
-/// The harness the detaching `start` probed, handed to its daemon (JSON).
-const HARNESS_ENV: &str = "STUDIO_AGENTS_PROBED_HARNESS";
+use crate::agent::process::{DAEMON_ENV, HARNESS_ENV};
 
 pub(crate) fn check_not_running(p: &Prepared) -> Result<()> {
     if let Some(h) = lock::find(&p.home, &p.layout)? {

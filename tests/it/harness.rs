@@ -64,6 +64,31 @@ fn the_agent_sees_only_the_allowed_environment() {
 }
 
 #[test]
+fn runs_of_a_detached_loop_do_not_inherit_the_daemons_own_markers() {
+    // A `studio-agents` that an agent or a validation command starts must be a start of its
+    // own, not believe it is the daemon.
+    let t = TestHome::new();
+    let checked = t.root().join("validation-env");
+    t.write_home_config(&format!(
+        "[validation]\ncommands = [\"env > {}\"]\n",
+        checked.display()
+    ));
+    t.start_bg("markers", "dump-env", "", &["--max-iterations", "1"])
+        .code(0);
+    t.wait_stopped("markers");
+    for file in [t.root().join("env-1"), checked] {
+        let env = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            !env.contains("STUDIO_AGENTS_DAEMON") && !env.contains("STUDIO_AGENTS_PROBED_HARNESS"),
+            "{}: {env}",
+            file.display()
+        );
+    }
+    let status = t.run(&["wiggum", "status", "markers"]).stdout();
+    assert!(!status.contains("STUDIO_AGENTS_DAEMON"), "{status}");
+}
+
+#[test]
 fn writes_outside_the_repository_are_refused_by_the_kernel() {
     let t = TestHome::new();
     if landlock_abi(&t) == 0 {

@@ -18,8 +18,13 @@ const BASE: [&str; 11] = [
 ];
 
 /// Never passed, whatever matches: the supervisor's home holds the loop's records and locks,
-/// which are no business of the agent's.
-const NEVER: [&str; 1] = ["STUDIO_AGENTS_HOME"];
+/// which are no business of the agent's; the daemon's own markers would make a `studio-agents`
+/// the agent starts believe it is a daemon.
+const NEVER: [&str; 3] = [
+    "STUDIO_AGENTS_HOME",
+    crate::agent::process::DAEMON_ENV,
+    crate::agent::process::HARNESS_ENV,
+];
 
 /// The keys a known agent CLI needs, by the command's program name.
 #[must_use]
@@ -106,13 +111,22 @@ mod tests {
             "MY_OTHER",
             "DB_PASSWORD",
             "STUDIO_AGENTS_HOME",
+            "STUDIO_AGENTS_DAEMON",
+            "STUDIO_AGENTS_PROBED_HARNESS",
+            "STUDIO_AGENTS_LOG",
             "LD_PRELOAD",
         ]);
         let cases: [(&str, &[String], &[&str]); 3] = [
             (
                 "claude",
                 &[],
-                &["ANTHROPIC_API_KEY", "HOME", "LC_ALL", "PATH"],
+                &[
+                    "ANTHROPIC_API_KEY",
+                    "HOME",
+                    "LC_ALL",
+                    "PATH",
+                    "STUDIO_AGENTS_LOG",
+                ],
             ),
             (
                 "codex",
@@ -125,9 +139,10 @@ mod tests {
                     "MY_OTHER",
                     "OPENAI_API_KEY",
                     "PATH",
+                    "STUDIO_AGENTS_LOG",
                 ],
             ),
-            ("sh", &[], &["HOME", "LC_ALL", "PATH"]),
+            ("sh", &[], &["HOME", "LC_ALL", "PATH", "STUDIO_AGENTS_LOG"]),
         ];
         for (program, allow, want) in cases {
             let got = allowed(parent.clone(), program, allow);
