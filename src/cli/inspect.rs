@@ -102,7 +102,17 @@ fn latest_iteration(layout: &Layout) -> Option<u32> {
 pub fn logs(a: &LogsArgs) -> Result<i32> {
     let layout = Handle::open(&a.topic)?.layout;
     let pinned = a.iteration.or(a.planning.then_some(0));
-    let mut n = pinned.or_else(|| latest_iteration(&layout)).unwrap_or(0);
+    // Unpinned: the newest iteration, by its directory or by the state (a stopped or crashed
+    // iteration's directory is moved to the discarded attempts, whose logs are shown).
+    let current = || {
+        crate::disk::state::read(&layout.state())
+            .ok()
+            .flatten()
+            .map(|s| s.current_iteration)
+    };
+    let mut n = pinned
+        .or_else(|| latest_iteration(&layout).max(current()))
+        .unwrap_or(0);
     let mut path = layout.agent_log(n);
     let discarded = if a.follow {
         Vec::new()
