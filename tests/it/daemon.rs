@@ -207,18 +207,7 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
     let daemon = st["pid"].as_i64().unwrap();
     let agent = st["agent_pid"].as_i64().unwrap();
     // Its helpers are up once it blocks (it starts them first).
-    wait_for(
-        "iteration 2's agent to block",
-        Duration::from_secs(10),
-        || {
-            let p = std::fs::read_to_string(t.pids_file()).unwrap_or_default();
-            if p.contains("blocked ") {
-                Ok(())
-            } else {
-                Err(p)
-            }
-        },
-    );
+    t.wait_blocked();
     let before = t.git_log();
     assert_eq!(before.len(), 2, "planning and iteration 1: {before:?}");
     std::process::Command::new("kill")

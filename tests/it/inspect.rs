@@ -250,22 +250,7 @@ fn logs_of_an_iteration_show_its_discarded_attempts_marked() {
 #[test]
 fn logs_without_an_iteration_show_the_stopped_iterations_output() {
     let t = TestHome::new();
-    let env = format!(
-        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
-        t.release_file().display()
-    );
-    t.start_bg("cut", "err,block", &env, &[]).code(0);
-    t.wait_state("iteration 1 to run", |s| {
-        s["current_iteration"] == 1 && s["agent_pid"].is_number()
-    });
-    crate::support::wait_for("the agent to print", Duration::from_secs(10), || {
-        let p = std::fs::read_to_string(t.pids_file()).unwrap_or_default();
-        if p.contains("blocked") {
-            Ok(())
-        } else {
-            Err(p)
-        }
-    });
+    t.blocked_at_first("cut", "err");
     t.run(&["wiggum", "stop", "cut"]).code(0);
     t.wait_stopped("cut");
     // The stopped iteration's directory went to the discarded attempts; its log is the newest.

@@ -5,28 +5,6 @@ use std::time::Duration;
 
 use crate::support::{TestHome, assert_no_survivors, wait_for};
 
-/// A loop blocked in iteration 1 after its agent did `fake` to the lock file.
-fn blocked_after(t: &TestHome, topic: &str, fake: &str) -> i64 {
-    let env = format!(
-        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
-        t.release_file().display()
-    );
-    t.start_bg(topic, &format!("{fake},block"), &env, &[])
-        .code(0);
-    let st = t.wait_state("iteration 1's agent", |s| {
-        s["current_iteration"] == 1 && s["agent_pid"].is_number()
-    });
-    wait_for("the agent to block", Duration::from_secs(10), || {
-        let p = std::fs::read_to_string(t.pids_file()).unwrap_or_default();
-        if p.contains("blocked") {
-            Ok(())
-        } else {
-            Err(p)
-        }
-    });
-    st["pid"].as_i64().unwrap()
-}
-
 fn second_start_is_refused(t: &TestHome, topic: &str, daemon: i64) {
     let again = t.start_fg(topic, "", &[]);
     again.code(3);
@@ -43,7 +21,7 @@ fn second_start_is_refused(t: &TestHome, topic: &str, daemon: i64) {
 #[test]
 fn an_agent_that_deletes_the_lock_file_lets_no_second_supervisor_in() {
     let t = TestHome::new();
-    let daemon = blocked_after(&t, "del", "lock-delete");
+    let daemon = t.blocked_at_first("del", "lock-delete");
     second_start_is_refused(&t, "del", daemon);
     // The supervisor puts the file back.
     wait_for("the lock file to be back", Duration::from_secs(10), || {
@@ -64,7 +42,7 @@ fn an_agent_that_deletes_the_lock_file_lets_no_second_supervisor_in() {
 #[test]
 fn a_garbled_lock_file_still_lets_stop_and_status_find_the_supervisor() {
     let t = TestHome::new();
-    let daemon = blocked_after(&t, "garble", "lock-garble");
+    let daemon = t.blocked_at_first("garble", "lock-garble");
     second_start_is_refused(&t, "garble", daemon);
     let r = t.run(&["wiggum", "status", "garble"]);
     r.code(0);
@@ -81,7 +59,7 @@ fn a_garbled_lock_file_still_lets_stop_and_status_find_the_supervisor() {
 #[test]
 fn already_running_names_the_topic_that_holds_the_artifact_dir() {
     let t = TestHome::new();
-    let daemon = blocked_after(&t, "first", "");
+    let daemon = t.blocked_at_first("first", "");
     let other = t.start_fg("second", "", &[]);
     other.code(3);
     assert!(
@@ -98,7 +76,7 @@ fn already_running_names_the_topic_that_holds_the_artifact_dir() {
 #[test]
 fn stopping_a_topic_whose_directory_another_topic_now_runs_stops_nothing() {
     let t = TestHome::new();
-    let daemon = blocked_after(&t, "later", "");
+    let daemon = t.blocked_at_first("later", "");
     // `earlier` was registered on the same directory by a start long ago.
     std::fs::write(
         t.home().join("loops/earlier.toml"),

@@ -361,6 +361,39 @@ impl TestHome {
         self.start_with(topic, fake, env, extra)
     }
 
+    /// Start `topic` detached with the fake agent `fake` blocked in iteration 1 (after what
+    /// `fake` does) until [`Self::release_file`] appears; returns the supervisor's pid once the
+    /// agent blocks.
+    pub fn blocked_at_first(&self, topic: &str, fake: &str) -> i64 {
+        let env = format!(
+            "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+            self.release_file().display()
+        );
+        self.start_bg(topic, &format!("{fake},block"), &env, &[])
+            .code(0);
+        let st = self.wait_state("iteration 1's agent", |s| {
+            s["current_iteration"] == 1 && s["agent_pid"].is_number()
+        });
+        self.wait_blocked();
+        st["pid"].as_i64().unwrap()
+    }
+
+    /// Wait until a blocked fake agent says it blocks (it starts its helpers before).
+    pub fn wait_blocked(&self) {
+        super::wait_for(
+            "the agent to block",
+            std::time::Duration::from_secs(10),
+            || {
+                let p = std::fs::read_to_string(self.pids_file()).unwrap_or_default();
+                if p.contains("blocked ") {
+                    Ok(())
+                } else {
+                    Err(p)
+                }
+            },
+        );
+    }
+
     /// The release file blocked fake agents wait for.
     pub fn release_file(&self) -> PathBuf {
         self.root().join("release")
