@@ -8,7 +8,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use git2::build::TreeUpdateBuilder;
-use git2::{FileMode, IndexEntry, IndexTime, Oid, Signature};
+use git2::{ErrorCode, FileMode, IndexEntry, IndexTime, Oid, Signature};
 
 use super::Repo;
 use crate::disk::layout::Layout;
@@ -22,60 +22,94 @@ pub struct Pending {
     /// The committed paths (repository-relative) with what the tree holds for each (`None`:
     /// removed), so the index is set without reading the tree back.
     paths: Vec<(PathBuf, Option<(Oid, FileMode)>)>,
+    /// The commit made of it, once made.
+    made: Option<Oid>,
 }
+
+impl Pending {
+    /// The commit it was put on top of (after any rebuild on a moved HEAD).
+    #[must_use]
+    pub fn parent(&self) -> Option<Oid> {
+        self.parent
+    }
+
+    /// The commit made of it, once [`Repo::finish`] made it.
+    #[must_use]
+    pub fn made(&self) -> Option<Oid> {
+        self.made
+    }
+}
+
+/// How many times a commit is rebuilt on a HEAD that another writer moved meanwhile.
+const REBUILDS: u32 = 10;
 
 impl Repo {
     /// Build the tree HEAD + `paths` (relative to the artifact dir; the runtime files are left
     /// out). `None` when it equals HEAD's tree: nothing to commit.
     pub fn stage_tree(&self, paths: &[PathBuf]) -> Result<Option<Pending>> {
-        let wd = &self.workdir;
-        let parent = self.head();
-        let base = match parent {
-            Some(oid) => self
-                .repo
-                .find_commit(oid)
-                .and_then(|c| c.tree())
-                .git_at(wd, "read HEAD's tree")?,
-            None => {
-                let empty = self
-                    .repo
-                    .treebuilder(None)
-                    .and_then(|b| b.write())
-                    .git_at(wd, "write an empty tree")?;
-                self.repo.find_tree(empty).git_at(wd, "read a tree")?
-            }
-        };
-        let mut update = TreeUpdateBuilder::new();
-        let mut repo_paths = Vec::new();
+        let mut entries = Vec::new();
         for rel in paths {
             if Layout::is_runtime_path(rel) {
                 continue;
             }
             let repo_rel = self.scope.join(rel);
             let entry = self.work_entry(&repo_rel)?;
-            match entry {
-                Some((oid, mode)) => {
-                    update.upsert(&repo_rel, oid, mode);
-                }
-                None if base.get_path(&repo_rel).is_ok() => {
-                    update.remove(&repo_rel);
-                }
-                None => continue,
-            }
-            repo_paths.push((repo_rel, entry));
+            entries.push((repo_rel, entry));
+        }
+        let (pending, base) = self.on_head(entries)?;
+        crate::sys::failpoint::hit("commit-after-stage")?;
+        if pending.parent.is_some() && base == pending.tree {
+            return Ok(None);
+        }
+        Ok(Some(pending))
+    }
+
+    /// HEAD's tree with `entries` put in (or removed where `None`), and HEAD's tree itself;
+    /// entries to remove that HEAD does not hold are dropped.
+    fn on_head(
+        &self,
+        mut entries: Vec<(PathBuf, Option<(Oid, FileMode)>)>,
+    ) -> Result<(Pending, Oid)> {
+        let parent = self.head();
+        let base = self.tree_of(parent)?;
+        entries.retain(|(p, e)| e.is_some() || base.get_path(p).is_ok());
+        let mut update = TreeUpdateBuilder::new();
+        for (p, e) in &entries {
+            match e {
+                Some((oid, mode)) => update.upsert(p, *oid, *mode),
+                None => update.remove(p),
+            };
         }
         let tree = update
             .create_updated(&self.repo, &base)
-            .git_at(wd, "build the commit's tree")?;
-        crate::sys::failpoint::hit("commit-after-stage")?;
-        if tree == base.id() && parent.is_some() {
-            return Ok(None);
-        }
-        Ok(Some(Pending {
+            .git_at(&self.workdir, "build the commit's tree")?;
+        let pending = Pending {
             tree,
             parent,
-            paths: repo_paths,
-        }))
+            paths: entries,
+            made: None,
+        };
+        Ok((pending, base.id()))
+    }
+
+    /// The tree of commit `at` (the empty tree for none).
+    fn tree_of(&self, at: Option<Oid>) -> Result<git2::Tree<'_>> {
+        let wd = &self.workdir;
+        let id = match at {
+            Some(oid) => {
+                return self
+                    .repo
+                    .find_commit(oid)
+                    .and_then(|c| c.tree())
+                    .git_at(wd, "read HEAD's tree");
+            }
+            None => self
+                .repo
+                .treebuilder(None)
+                .and_then(|b| b.write())
+                .git_at(wd, "write an empty tree")?,
+        };
+        self.repo.find_tree(id).git_at(wd, "read a tree")
     }
 
     /// The paths `pending` commits, relative to the artifact dir.
@@ -133,29 +167,56 @@ impl Repo {
     }
 
     /// Commit `pending` under the given identity and point the user's index at it for the
-    /// committed paths. Returns the new commit's sha.
+    /// committed paths. Returns the new commit's sha. When another writer (a loop on another
+    /// directory of the repository, the user in another shell) moved HEAD since the tree was
+    /// built, the same entries are put on the new HEAD and the commit is made there, as
+    /// `git commit` of those paths would; `pending` then names the new parent.
     pub fn finish(
         &self,
-        pending: &Pending,
+        pending: &mut Pending,
         message: &str,
         name: &str,
         email: &str,
     ) -> Result<String> {
         let wd = &self.workdir;
-        let tree = self
-            .repo
-            .find_tree(pending.tree)
-            .git_at(wd, "read the tree")?;
-        let parent = match pending.parent {
-            Some(oid) => Some(self.repo.find_commit(oid).git_at(wd, "read HEAD")?),
-            None => None,
-        };
         let sig = Signature::now(name, email).git_at(wd, "make a signature")?;
-        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        let oid = self
-            .repo
-            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-            .git_at(wd, "commit")?;
+        let mut rebuilt = 0;
+        let oid = loop {
+            let tree = self
+                .repo
+                .find_tree(pending.tree)
+                .git_at(wd, "read the tree")?;
+            let parent = match pending.parent {
+                Some(oid) => Some(self.repo.find_commit(oid).git_at(wd, "read HEAD")?),
+                None => None,
+            };
+            let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+            match self
+                .repo
+                .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            {
+                Ok(oid) => break oid,
+                // HEAD moved, or its branch is locked by the writer moving it right now.
+                Err(e)
+                    if matches!(e.code(), ErrorCode::Modified | ErrorCode::Locked)
+                        && rebuilt < REBUILDS =>
+                {
+                    rebuilt += 1;
+                    tracing::info!(
+                        "HEAD moved while committing (another writer in {}: {}); committing on the new HEAD",
+                        wd.display(),
+                        e.message()
+                    );
+                    if e.code() == ErrorCode::Locked {
+                        let pause = std::time::Duration::from_millis(1 << rebuilt.min(8));
+                        std::thread::sleep(pause); // allow: another writer holds HEAD's lock
+                    }
+                    *pending = self.on_head(std::mem::take(&mut pending.paths))?.0;
+                }
+                Err(e) => return Err(e).git_at(wd, "commit"),
+            }
+        };
+        pending.made = Some(oid);
         if let Err(e) = self.sync_index(&pending.paths) {
             tracing::warn!(
                 "committed {oid}, but the index was not updated ({e}); `git status` may list the committed paths until `git reset -q -- <path>`"
@@ -165,27 +226,41 @@ impl Repo {
     }
 
     /// Set the index entries of `paths` to what the commit holds for them; leave every other
-    /// entry.
+    /// entry. While another writer holds the index's lock (a loop on another directory of the
+    /// repository, `git add` in another shell), it waits a little and applies them again to
+    /// what that writer wrote.
     fn sync_index(&self, paths: &[(PathBuf, Option<(Oid, FileMode)>)]) -> Result<()> {
         let wd = &self.workdir;
         let mut index = self.repo.index().git_at(wd, "open the index")?;
-        // Re-read only when someone else wrote it since (libgit2 compares the file's stamp).
-        index.read(false).git_at(wd, "reload the index")?;
-        for (p, entry) in paths {
-            let old = index.get_path(p, 0);
-            match entry {
-                Some((id, mode)) => {
-                    let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
-                    let e = index_entry(p, *id, i32::from(*mode), meta.as_ref(), old);
-                    index.add(&e).git_at(wd, "update the index")?;
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            // Re-read only when someone else wrote it since (libgit2 compares the file's stamp).
+            index.read(false).git_at(wd, "reload the index")?;
+            for (p, entry) in paths {
+                let old = index.get_path(p, 0);
+                match entry {
+                    Some((id, mode)) => {
+                        let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
+                        let e = index_entry(p, *id, i32::from(*mode), meta.as_ref(), old);
+                        index.add(&e).git_at(wd, "update the index")?;
+                    }
+                    None if old.is_some() => {
+                        index.remove_path(p).git_at(wd, "update the index")?;
+                    }
+                    None => {}
                 }
-                None if old.is_some() => {
-                    index.remove_path(p).git_at(wd, "update the index")?;
+            }
+            match index.write() {
+                Err(e)
+                    if e.code() == ErrorCode::Locked
+                        && pause < std::time::Duration::from_millis(500) =>
+                {
+                    std::thread::sleep(pause); // allow: another writer holds index.lock
+                    pause *= 2;
                 }
-                None => {}
+                other => return other.git_at(wd, "write the index"),
             }
         }
-        index.write().git_at(wd, "write the index")
     }
 }
 

@@ -143,7 +143,7 @@ impl Repo {
     ) -> Result<Option<String>> {
         match self.stage_tree(paths)? {
             None => Ok(None),
-            Some(p) => self.finish(&p, message, name, email).map(Some),
+            Some(mut p) => self.finish(&mut p, message, name, email).map(Some),
         }
     }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Status, StatusOptions, Statuses};
 
 use super::Repo;
+use super::commit::Pending;
 use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
 
@@ -170,10 +171,15 @@ impl Repo {
         Ok(snap)
     }
 
-    /// `snap` after a commit of `paths` (relative to the artifact dir) that this process made:
-    /// HEAD and the index moved for those paths only.
-    pub fn after_commit(&self, snap: &Snapshot, paths: &[PathBuf]) -> Result<Snapshot> {
-        let touched: BTreeSet<PathBuf> = paths.iter().cloned().collect();
+    /// `snap` after the commit `pending` that this process made on top of it: HEAD and the index
+    /// moved for its paths only. `None` when that is not so — the commit went on a HEAD another
+    /// writer had moved, or HEAD moved again since — and only a walk can tell.
+    pub fn after_commit(&self, snap: &Snapshot, pending: &Pending) -> Result<Option<Snapshot>> {
+        let ours = pending.made().is_some_and(|m| self.head() == Some(m));
+        if !ours || pending.parent() != snap.head {
+            return Ok(None);
+        }
+        let touched: BTreeSet<PathBuf> = self.committed_paths(pending).into_iter().collect();
         let base = Snapshot {
             head: self.head(),
             files: snap.files.clone(),
@@ -181,7 +187,7 @@ impl Repo {
             // The committed paths' index entries are now HEAD's.
             staged: snap.staged.difference(&touched).cloned().collect(),
         };
-        self.refresh(&base, Some(&touched))
+        self.refresh(&base, Some(&touched)).map(Some)
     }
 
     /// Fold status entries into `snap`, leaving out the supervisor's own files, paths outside

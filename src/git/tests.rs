@@ -309,12 +309,50 @@ fn after_our_own_commit_the_snapshot_needs_no_walk_and_is_exact() {
     std::fs::write(art.join("a.md"), "one").unwrap();
     std::fs::write(art.join("docs/b.md"), "two").unwrap();
     let snap = repo.snapshot().unwrap();
-    repo.commit_paths(&paths(&["a.md"]), "m", "w", "w@x")
-        .unwrap()
-        .unwrap();
-    let after = repo.after_commit(&snap, &paths(&["a.md"])).unwrap();
+    let mut pending = repo.stage_tree(&paths(&["a.md"])).unwrap().unwrap();
+    repo.finish(&mut pending, "m", "w", "w@x").unwrap();
+    let after = repo.after_commit(&snap, &pending).unwrap().unwrap();
     assert_eq!(after, repo.snapshot().unwrap());
     assert_eq!(after.paths().collect::<Vec<_>>(), [Path::new("docs/b.md")]);
+}
+
+#[test]
+fn a_commit_whose_head_another_writer_moved_goes_on_the_new_head_and_keeps_both() {
+    let (d, repo) = refresh_repo();
+    let root = d.path();
+    std::fs::write(root.join("art/a.md"), "ours").unwrap();
+    let snap = repo.snapshot().unwrap();
+    let mut pending = repo.stage_tree(&paths(&["a.md"])).unwrap().unwrap();
+    // Another loop (or the user) commits in the same repository meanwhile.
+    std::fs::write(root.join("outside.md"), "theirs").unwrap();
+    git(root, &["commit", "-qm", "theirs", "--", "outside.md"]);
+    let theirs = git(root, &["rev-parse", "HEAD"]).trim().to_string();
+    let sha = repo.finish(&mut pending, "ours", "w", "w@x").unwrap();
+    assert_eq!(git(root, &["rev-parse", "HEAD^"]).trim(), theirs);
+    assert_eq!(git(root, &["rev-parse", "HEAD"]).trim(), sha);
+    assert_eq!(git(root, &["show", "HEAD:art/a.md"]), "ours");
+    assert_eq!(git(root, &["show", "HEAD:outside.md"]), "theirs");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+    // The snapshot before cannot be carried over: the next one walks.
+    assert_eq!(repo.after_commit(&snap, &pending).unwrap(), None);
+}
+
+#[test]
+fn a_commit_waits_for_another_writers_index_lock_and_leaves_the_index_right() {
+    let (d, repo) = refresh_repo();
+    let root = d.path().to_path_buf();
+    std::fs::write(root.join("art/a.md"), "ours").unwrap();
+    let mut pending = repo.stage_tree(&paths(&["a.md"])).unwrap().unwrap();
+    // Another writer holds the index for a moment (as `git add` does).
+    let lock = root.join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let other = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30)); // the other writer's work
+        std::fs::remove_file(lock).unwrap();
+    });
+    repo.finish(&mut pending, "ours", "w", "w@x").unwrap();
+    other.join().unwrap();
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
 }
 
 /// A differential check of [`Repo::refresh`] against a full walk over many random changes, in

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::disk::layout::Layout;
 use crate::error::Result;
-use crate::git::{Repo, Snapshot};
+use crate::git::{Pending, Repo, Snapshot};
 use crate::sys::watch::{Changes, Shared, TreeWatch};
 
 /// The loop's change tracker.
@@ -71,10 +71,11 @@ impl Tracker {
         Ok(snap)
     }
 
-    /// The loop committed `paths` (relative to the artifact dir) on top of the last snapshot.
-    pub fn committed(&mut self, repo: &Repo, paths: &[PathBuf]) {
+    /// The loop made the commit `pending`, on top of the last snapshot unless another writer
+    /// moved HEAD meanwhile (then the next snapshot walks).
+    pub fn committed(&mut self, repo: &Repo, pending: &Pending) {
         self.last = match self.last.take() {
-            Some(last) => repo.after_commit(&last, paths).ok(),
+            Some(last) => repo.after_commit(&last, pending).ok().flatten(),
             None => None,
         };
     }

@@ -114,7 +114,7 @@ pub async fn commit(
             .filter(|p| now.holds(p) || Layout::is_supervisor_path(p) || lp.repo.is_ignored(p)),
     );
     let paths: Vec<PathBuf> = paths.into_iter().collect();
-    let Some(pending) = lp.repo.stage_tree(&paths)? else {
+    let Some(mut pending) = lp.repo.stage_tree(&paths)? else {
         lp.runner.state.carried_paths.clear();
         return Ok(Committed::Nothing);
     };
@@ -126,9 +126,10 @@ pub async fn commit(
         }
     }
     let git = &lp.settings.git;
-    let sha = lp.repo.finish(&pending, &message, &git.name, &git.email)?;
-    lp.tracker
-        .committed(&lp.repo, &lp.repo.committed_paths(&pending));
+    let sha = lp
+        .repo
+        .finish(&mut pending, &message, &git.name, &git.email)?;
+    lp.tracker.committed(&lp.repo, &pending);
     // libgit2's caches gain entries for every new directory it is asked about (one per
     // iteration): a fresh handle now and then keeps a long night's loop from growing.
     if n.is_multiple_of(100) {

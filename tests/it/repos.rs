@@ -475,3 +475,35 @@ fn the_loops_own_files_are_committed_even_where_a_rule_of_the_repository_ignores
         ""
     );
 }
+
+#[test]
+fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    let art2 = root.join("art2");
+    std::fs::create_dir_all(&art2).unwrap();
+    std::fs::write(art2.join("artifact.md"), "# Other\n\nA second document.\n").unwrap();
+    git(&root, &["add", "art2"]);
+    git(&root, &["commit", "-qm", "second"]);
+    let cmd = t.agent_cmd("", "FAKE_ITEMS=12");
+    for (topic, art) in [("one", t.art()), ("two", art2.clone())] {
+        let args = t.start_args(topic, &art, &cmd, &["--max-iterations", "20"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        t.run(&args).code(0);
+    }
+    for topic in ["one", "two"] {
+        let st = t.wait_stopped(topic);
+        assert_eq!(st["status"], "completed", "{topic}: {st}");
+    }
+    // Every accepted iteration of both is a commit; nothing of theirs is left differing.
+    assert_eq!(
+        loop_commits(&root).len(),
+        2 * 13,
+        "{}",
+        git(&root, &["log", "--oneline"])
+    );
+    assert_eq!(
+        git(&root, &["status", "--porcelain", "--", "art", "art2"]),
+        ""
+    );
+}
