@@ -289,7 +289,7 @@ fn index_entry(
         });
     // Keep only the sparse-checkout bit of the old entry (never intent-to-add); an extended
     // flag needs the entry's "extended" bit.
-    let extended = old.map_or(0, |o| o.flags_extended & super::snapshot::SKIP_WORKTREE);
+    let extended = old.map_or(0, |o| o.flags_extended & super::SKIP_WORKTREE);
     let mut flags = bytes.len().min(0xfff) as u16;
     if extended != 0 {
         flags |= 0x4000;

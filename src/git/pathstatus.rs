@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use git2::{Index, IndexEntry, Oid, Status};
 
 use super::Repo;
-use super::snapshot::{GITLINK, SKIP_WORKTREE, Snapshot};
+use super::snapshot::Snapshot;
+use super::{GITLINK, SKIP_WORKTREE};
 use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
 

@@ -13,17 +13,10 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Status, StatusOptions, Statuses};
 
-use super::Repo;
 use super::commit::Pending;
+use super::{GITLINK, Repo, SKIP_WORKTREE};
 use crate::disk::layout::Layout;
 use crate::error::{GitContext, Result};
-
-/// Git's "skip-worktree" index flag (sparse checkout): such files are absent from the work tree on
-/// purpose, and libgit2's status reports them as deleted.
-pub(super) const SKIP_WORKTREE: u16 = 0x4000;
-
-/// The mode of a submodule's entry (a commit in the tree).
-pub(super) const GITLINK: u32 = 0o160_000;
 
 /// Dirty paths under the artifact dir (relative to it) with the blob id of their content (`None`
 /// when deleted or unreadable), and HEAD. Two equal snapshots mean "no change".
