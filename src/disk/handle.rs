@@ -128,17 +128,26 @@ impl Handle {
             drop(tx);
         }
         let mut pause = Duration::from_millis(1);
+        // Once the home lock is free, the supervisor is gone or going: look closely after it.
+        let mut home_free = false;
         loop {
             let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-            let woke = match left {
-                Some(l) if l.is_zero() => false,
-                Some(l) => rx.recv_timeout(l.min(pause)).is_ok(),
-                None => rx.recv_timeout(pause).is_ok(),
-            };
-            if (woke || pause >= Duration::from_millis(25)) && self.holder()?.is_none() {
+            let wait = left.map_or(pause, |l| l.min(pause));
+            match rx.recv_timeout(wait) {
+                Ok(()) => {
+                    home_free = true;
+                    pause = Duration::from_millis(1);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                // Nothing left to wake this thread (the waiter is done, or never was): pause.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(wait), // allow: poll
+            }
+            let late = deadline.is_some_and(|d| Instant::now() >= d);
+            if (home_free || late || pause >= Duration::from_millis(25)) && self.holder()?.is_none()
+            {
                 return Ok(true);
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if late {
                 return Ok(false);
             }
             pause = (pause * 2).min(Duration::from_millis(25));

@@ -161,9 +161,9 @@ fn write_holder(file: &mut File, path: &Path, h: &Holder) -> Result<()> {
     let json = serde_json::to_string(h).unwrap_or_default();
     file.set_len(0).at(path, "truncate lock file")?;
     file.rewind().at(path, "rewind lock file")?;
-    file.write_all(json.as_bytes())
-        .at(path, "write lock file")?;
-    file.sync_data().at(path, "fsync lock file")
+    // Not fsync'd: after a crash the kernel's lock is gone with its holder, and a stale text is
+    // never trusted on its own (`held_by`).
+    file.write_all(json.as_bytes()).at(path, "write lock file")
 }
 
 /// Take the lock for loop `topic` or say who has it (exit code 3).
@@ -172,13 +172,22 @@ pub fn acquire(path: &Path, topic: &str) -> Result<Guard> {
         crate::sys::fsutil::create_dir_all(dir)?;
     }
     let mut file = open(path)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let h = held_by(&mut file);
-            return Err(Error::AlreadyRunning(already(topic, &h, path)));
+    // A reader finding out whether the lock is held (`holder`) takes it for a few microseconds:
+    // a lock still held after some milliseconds is held by a loop.
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(TryLockError::WouldBlock) if pause <= std::time::Duration::from_millis(8) => {
+                std::thread::sleep(pause); // allow: a probe's moment
+                pause *= 2;
+            }
+            Err(TryLockError::WouldBlock) => {
+                let h = held_by(&mut file);
+                return Err(Error::AlreadyRunning(already(topic, &h, path)));
+            }
+            Err(TryLockError::Error(e)) => return Err(e).at(path, "lock"),
         }
-        Err(TryLockError::Error(e)) => return Err(e).at(path, "lock"),
     }
     let me = me(topic);
     write_holder(&mut file, path, &me)?;
@@ -222,12 +231,18 @@ pub fn already(topic: &str, h: &Holder, path: &Path) -> String {
     )
 }
 
-/// The holder of a locked file: the kernel's pid, the text's details when they agree.
+/// The holder of a locked file: the kernel's pid, the text's details when they agree. The pid
+/// the text names is asked first whether it holds the lock (its own open files say so, cheaply);
+/// only when it does not — a garbled or stale text — is the kernel's whole lock table read.
 fn held_by(file: &mut File) -> Holder {
     let text = read_holder(file);
-    let kernel = file
-        .metadata()
-        .ok()
+    let meta = file.metadata().ok();
+    if let (Some(t), Some(m)) = (&text, &meta)
+        && procs::holds_flock(t.pid, m.dev(), m.ino())
+    {
+        return t.clone();
+    }
+    let kernel = meta
         .and_then(|m| procs::flock_holder(m.dev(), m.ino()))
         .and_then(|p| u32::try_from(p).ok());
     match (kernel, text) {
@@ -236,6 +251,20 @@ fn held_by(file: &mut File) -> Holder {
         (None, Some(t)) => t,
         (None, None) => Holder::from_proc(0, None),
     }
+}
+
+/// Whether process `pid` holds the lock at `path` (and says so in it), found without probing
+/// the lock, so a process about to take it is never in the way.
+#[must_use]
+pub fn held_by_pid(path: &Path, pid: u32) -> bool {
+    let Ok(mut file) = File::open(path) else {
+        return false;
+    };
+    let named = read_holder(&mut file).is_some_and(|h| h.pid == pid);
+    named
+        && file
+            .metadata()
+            .is_ok_and(|m| procs::holds_flock(pid, m.dev(), m.ino()))
 }
 
 /// Who holds the lock now, or `None` if no one does (or there is no lock file).
@@ -300,6 +329,26 @@ mod tests {
             let asked = if holder == "x" { "x" } else { "q" };
             assert_eq!(already(asked, &h(holder), p), want, "holder {holder:?}");
         }
+    }
+
+    #[test]
+    fn a_probe_holding_the_lock_for_a_moment_does_not_keep_a_loop_out() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        std::fs::write(&p, "").unwrap();
+        // What `holder` does: take the lock to see whether it is free, then let it go.
+        let probe = File::open(&p).unwrap();
+        probe.try_lock().unwrap();
+        let prober = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(2)); // the probe's moment
+            drop(probe);
+        });
+        let g = acquire(&p, "t").unwrap();
+        prober.join().unwrap();
+        assert!(held_by_pid(&p, std::process::id()));
+        assert!(!held_by_pid(&p, std::process::id() + 1));
+        drop(g);
+        assert!(!held_by_pid(&p, std::process::id()), "released");
     }
 
     #[test]

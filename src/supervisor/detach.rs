@@ -109,7 +109,13 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         &log_path,
         "the daemon",
         "take its lock",
-        || Ok(lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid)),
+        // Read, never probed: a probe takes the lock for a moment, and the daemon could meet it.
+        || {
+            Ok(lock::held_by_pid(
+                &lock::home_lock(&p.home, p.layout.root()),
+                pid,
+            ))
+        },
     )?;
     let t = &p.topic;
     if ready == Ready::Finished {
