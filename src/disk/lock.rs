@@ -6,8 +6,12 @@
 //! garbles `wiggum/.lock` cannot let a second supervisor in. `wiggum/.lock` is kept for people
 //! and tools that look beside the loop; the supervisor re-establishes it when it disappears.
 //!
-//! Who holds a lock is the kernel's word (`/proc/locks`); the pid, start time, topic and exe
-//! written inside are for display and for an identity check before any signal is sent.
+//! Who holds a lock is the kernel's word: the pid written inside counts only when that
+//! process's own open files show it holding the lock (`/proc/<pid>/fdinfo`), else the kernel's
+//! lock table (`/proc/locks`, slow: reading it waits out an RCU grace period) names the holder.
+//! The start time, topic and exe written inside are for display and for an identity check
+//! before any signal is sent. Finding out whether a lock is free takes it for a moment, so a
+//! supervisor taking its lock tries again for a few milliseconds before it calls it held.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
@@ -349,6 +353,19 @@ mod tests {
         assert!(!held_by_pid(&p, std::process::id() + 1));
         drop(g);
         assert!(!held_by_pid(&p, std::process::id()), "released");
+    }
+
+    #[test]
+    fn a_lock_text_naming_another_live_process_is_not_believed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join(".lock");
+        let _g = acquire(&p, "t").unwrap();
+        // Rewritten (through another descriptor) to name a live process that holds nothing.
+        let forged = r#"{"pid":1,"start_ticks":1,"exe":"/sbin/init","since":"","topic":"x"}"#;
+        std::fs::write(&p, forged).unwrap();
+        let h = holder(&p).unwrap().unwrap();
+        assert_eq!(h.pid, std::process::id());
+        assert!(!held_by_pid(&p, 1));
     }
 
     #[test]
