@@ -326,8 +326,14 @@ fn local_report(a: &ReportArgs, agg: &mut report::Aggregator) -> Result<usize> {
     for (_, path) in &topics {
         let runs = Layout::for_loop(&home, path).runs();
         if let Ok(f) = std::fs::File::open(&runs) {
-            fsutil::stream_lines(std::io::BufReader::new(f), 1 << 20, |l| agg.add_line(l))
-                .at(&runs, "read")?;
+            fsutil::stream_lines(
+                std::io::BufReader::with_capacity(1 << 18, f),
+                1 << 20,
+                |l| {
+                    agg.add_line(l);
+                },
+            )
+            .at(&runs, "read")?;
         }
     }
     Ok(topics.len())

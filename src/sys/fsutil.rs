@@ -96,18 +96,23 @@ pub fn stream_lines(
             }
             return Ok(());
         }
-        let (chunk, ends_line) = match buf.iter().position(|b| *b == b'\n') {
+        let (chunk, ends_line) = match memchr::memchr(b'\n', buf) {
             Some(i) => (&buf[..i], Some(i + 1)),
             None => (buf, None),
         };
-        let room = max_line.saturating_sub(line.len());
-        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
         let used = ends_line.unwrap_or(buf.len());
-        r.consume(used);
-        if ends_line.is_some() {
-            each(&line);
-            line.clear();
+        if ends_line.is_some() && line.is_empty() {
+            // A whole line in the buffer: handed over where it lies, not copied.
+            each(&chunk[..chunk.len().min(max_line)]);
+        } else {
+            let room = max_line.saturating_sub(line.len());
+            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if ends_line.is_some() {
+                each(&line);
+                line.clear();
+            }
         }
+        r.consume(used);
     }
 }
 
@@ -279,6 +284,21 @@ mod tests {
         assert_eq!(got[0].len(), 100);
         assert_eq!(got[1], b"short");
         assert_eq!(got[2], b"last");
+    }
+
+    #[test]
+    fn lines_across_buffer_boundaries_come_whole_and_cut_at_the_cap() {
+        let input = b"ab\n\ncdefghij\nk\nlmnopqrstuvw\nxy";
+        for cap in [1, 2, 3, 5, 64] {
+            let mut got = Vec::new();
+            let r = std::io::BufReader::with_capacity(cap, &input[..]);
+            stream_lines(r, 8, |l| got.push(String::from_utf8_lossy(l).into_owned())).unwrap();
+            assert_eq!(
+                got,
+                ["ab", "", "cdefghij", "k", "lmnopqrs", "xy"],
+                "buffer of {cap}"
+            );
+        }
     }
 
     #[test]

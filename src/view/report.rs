@@ -142,8 +142,10 @@ impl Aggregator {
     /// Count one line of `runs.jsonl` (anything but an iteration record is skipped before it is
     /// parsed).
     pub fn add_line(&mut self, line: &[u8]) {
-        const KIND: &[u8] = br#""record":"iteration""#;
-        if !line.windows(KIND.len()).any(|w| w == KIND) {
+        static KIND: std::sync::OnceLock<memchr::memmem::Finder<'static>> =
+            std::sync::OnceLock::new();
+        let kind = KIND.get_or_init(|| memchr::memmem::Finder::new(br#""record":"iteration""#));
+        if kind.find(line).is_none() {
             return;
         }
         if let Ok(row) = serde_json::from_slice::<Row>(line) {
