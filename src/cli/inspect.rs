@@ -292,9 +292,12 @@ pub fn sign(s: &Sign) -> Result<i32> {
     Ok(0)
 }
 
+/// Dimension scores under this count as weak in `report` (the gate's focus threshold).
+const WEAK_BELOW: f64 = 7.0;
+
 /// `report`.
 pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
-    let mut agg = report::Aggregator::new(7.0);
+    let mut agg = report::Aggregator::new(WEAK_BELOW);
     let loops = match &a.remote {
         Some(url) => {
             let mut n = 0;
@@ -322,18 +325,20 @@ fn local_report(a: &ReportArgs, agg: &mut report::Aggregator) -> Result<usize> {
             .map(|t| Ok((t.clone(), registry::require(&home, t)?)))
             .collect::<Result<_>>()?
     };
-    // Streamed: a run log of any length is read one line at a time into sums and counts.
+    // Streamed: a run log of any length is read one line at a time into sums and counts, a
+    // long one in pieces on every core at once.
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     for (_, path) in &topics {
         let runs = Layout::for_loop(&home, path).runs();
-        if let Ok(f) = std::fs::File::open(&runs) {
-            fsutil::stream_lines(
-                std::io::BufReader::with_capacity(1 << 18, f),
-                1 << 20,
-                |l| {
-                    agg.add_line(l);
-                },
-            )
-            .at(&runs, "read")?;
+        let pieces = fsutil::stream_lines_parallel(
+            &runs,
+            1 << 20,
+            cores.min(4),
+            || report::Aggregator::new(WEAK_BELOW),
+            report::Aggregator::add_line,
+        )?;
+        for piece in pieces {
+            agg.merge(piece);
         }
     }
     Ok(topics.len())

@@ -5,7 +5,7 @@
 //! files and agents' output may hold any bytes and any amount of them.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
@@ -113,6 +113,96 @@ pub fn stream_lines(
             }
         }
         r.consume(used);
+    }
+}
+
+/// [`stream_lines`] over the file at `path`, cut at line starts into up to `parts` pieces of
+/// about equal size that are read at once, one thread each; `init` makes each piece's state and
+/// `each` feeds it a line. Returns the states in file order (none when the file is missing). A
+/// file under 32 MiB is read in one piece.
+pub fn stream_lines_parallel<T: Send>(
+    path: &Path,
+    max_line: usize,
+    parts: usize,
+    init: impl Fn() -> T + Sync,
+    each: impl Fn(&mut T, &[u8]) + Sync,
+) -> Result<Vec<T>> {
+    stream_pieces(path, max_line, parts, 32 << 20, init, each)
+}
+
+/// [`stream_lines_parallel`] with the size under which a file is read in one piece.
+fn stream_pieces<T: Send>(
+    path: &Path,
+    max_line: usize,
+    parts: usize,
+    whole_below: u64,
+    init: impl Fn() -> T + Sync,
+    each: impl Fn(&mut T, &[u8]) + Sync,
+) -> Result<Vec<T>> {
+    let size = match fs::metadata(path) {
+        Ok(m) => m.len(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).at(path, "read"),
+    };
+    let parts = if size < whole_below {
+        1
+    } else {
+        parts.max(1) as u64
+    };
+    let mut bounds = vec![0];
+    for k in 1..parts {
+        let at = line_start_after(path, size * k / parts)?;
+        if at > *bounds.last().unwrap_or(&0) && at < size {
+            bounds.push(at);
+        }
+    }
+    bounds.push(size);
+    let (init, each) = (&init, &each);
+    std::thread::scope(|scope| {
+        let pieces: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                scope.spawn(move || -> Result<T> {
+                    let mut f = File::open(path).at(path, "read")?;
+                    f.seek(SeekFrom::Start(start)).at(path, "seek in")?;
+                    let r = std::io::BufReader::with_capacity(1 << 18, f.take(end - start));
+                    let mut state = init();
+                    stream_lines(r, max_line, |l| each(&mut state, l)).at(path, "read")?;
+                    Ok(state)
+                })
+            })
+            .collect();
+        pieces
+            .into_iter()
+            .map(|p| {
+                p.join()
+                    .unwrap_or_else(|_| Err(Error::runtime("a reading thread panicked")))
+            })
+            .collect()
+    })
+}
+
+/// The offset of the first line that starts at or after `at` (the file's size when none does).
+fn line_start_after(path: &Path, at: u64) -> Result<u64> {
+    if at == 0 {
+        return Ok(0);
+    }
+    let mut f = File::open(path).at(path, "read")?;
+    f.seek(SeekFrom::Start(at - 1)).at(path, "seek in")?;
+    let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+    let mut pos = at - 1;
+    loop {
+        let buf = r.fill_buf().at(path, "read")?;
+        if buf.is_empty() {
+            return Ok(pos);
+        }
+        if let Some(i) = memchr::memchr(b'\n', buf) {
+            return Ok(pos + i as u64 + 1);
+        }
+        let n = buf.len();
+        pos += n as u64;
+        r.consume(n);
     }
 }
 
@@ -299,6 +389,27 @@ mod tests {
                 "buffer of {cap}"
             );
         }
+    }
+
+    #[test]
+    fn a_file_read_in_pieces_yields_every_line_once_in_order() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("runs.jsonl");
+        // Lines of many lengths, so the cuts fall everywhere: mid-line, on a newline, at a start.
+        let lines: Vec<String> = (0..500)
+            .map(|i| "x".repeat(i % 37) + &i.to_string())
+            .collect();
+        fs::write(&p, lines.join("\n") + "\n").unwrap();
+        for parts in 1..=7 {
+            let got = stream_pieces(&p, 1 << 20, parts, 0, Vec::new, |v: &mut Vec<String>, l| {
+                v.push(String::from_utf8_lossy(l).into_owned());
+            })
+            .unwrap();
+            assert_eq!(got.len(), parts, "pieces");
+            assert_eq!(got.concat(), lines, "{parts} pieces");
+        }
+        let none = stream_pieces(&d.path().join("none"), 1, 2, 0, || 0, |_, _| {}).unwrap();
+        assert!(none.is_empty());
     }
 
     #[test]

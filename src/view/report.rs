@@ -199,6 +199,29 @@ impl Aggregator {
         }
     }
 
+    /// Add what `other` counted (a piece of the same logs read alongside).
+    pub fn merge(&mut self, other: Aggregator) {
+        let sum = |a: &mut (f64, usize), b: (f64, usize)| {
+            a.0 += b.0;
+            a.1 += b.1;
+        };
+        self.iterations += other.iterations;
+        self.gated += other.gated;
+        self.passes += other.passes;
+        sum(&mut self.r1, other.r1);
+        sum(&mut self.fin, other.fin);
+        sum(&mut self.rounds, other.rounds);
+        for (mine, theirs) in [
+            (&mut self.weak, other.weak),
+            (&mut self.issues, other.issues),
+            (&mut self.outcomes, other.outcomes),
+        ] {
+            for (k, n) in theirs {
+                *mine.entry(k).or_insert(0) += n;
+            }
+        }
+    }
+
     /// The report.
     #[must_use]
     pub fn finish(self) -> Report {
@@ -226,6 +249,29 @@ impl Aggregator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn logs_counted_in_pieces_and_merged_report_what_one_pass_does() {
+        let log = include_str!("../../tests/fixtures/v0.1.0/runs.jsonl").repeat(7);
+        let lines: Vec<&str> = log.lines().collect();
+        let whole = {
+            let mut a = Aggregator::new(7.0);
+            lines.iter().for_each(|l| a.add_line(l.as_bytes()));
+            a.finish()
+        };
+        assert!(whole.gated > 0 && !whole.top_issues.is_empty(), "{whole:?}");
+        for cut in [1, lines.len() / 3, lines.len() - 1] {
+            let (mut first, mut second) = (Aggregator::new(7.0), Aggregator::new(7.0));
+            lines[..cut]
+                .iter()
+                .for_each(|l| first.add_line(l.as_bytes()));
+            lines[cut..]
+                .iter()
+                .for_each(|l| second.add_line(l.as_bytes()));
+            first.merge(second);
+            assert_eq!(first.finish(), whole, "cut at {cut}");
+        }
+    }
 
     #[test]
     fn issues_of_one_kind_count_together() {
