@@ -159,7 +159,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         None => model::load(&Handle::open(topic)?, usage)?,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        print_json(&v);
     } else {
         let mut text = detail(&v);
         if a.color.on()
@@ -195,6 +195,16 @@ fn completion(h: &Handle, v: &LoopView) -> Option<String> {
         .map(|c| progress::completion_block(&c))
 }
 
+/// Pretty JSON on stdout, written as it is made (no copy of the whole text first).
+fn print_json(value: &impl serde::Serialize) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    // A closed pipe ends the process quietly (SIGPIPE); nothing else can fail here.
+    if serde_json::to_writer_pretty(&mut out, value).is_ok() {
+        let _done = writeln!(out).and_then(|()| out.flush());
+    }
+}
+
 /// `list`.
 pub fn list(a: &ListArgs) -> Result<i32> {
     let mut views = all_views()?;
@@ -202,10 +212,7 @@ pub fn list(a: &ListArgs) -> Result<i32> {
         views.extend(super::remote::remote_views(url, REMOTE_STALE)?);
     }
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&views).unwrap_or_default()
-        );
+        print_json(&views);
     } else if views.is_empty() {
         println!(
             "no loops registered (start one with: studio-agents wiggum start <topic> --artifact-path <dir>)"
