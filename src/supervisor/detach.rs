@@ -104,17 +104,19 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         .spawn()
         .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
     let pid = child.id();
+    let spawned = Instant::now();
     let ready = wait_until_ready(
         child.as_mut(),
         &log_path,
         "the daemon",
         "take its lock",
         // Read, never probed: a probe takes the lock for a moment, and the daemon could meet it.
+        // Where a process's open files cannot be read, after a second the probe it is.
         || {
-            Ok(lock::held_by_pid(
-                &lock::home_lock(&p.home, p.layout.root()),
-                pid,
-            ))
+            let home_lock = lock::home_lock(&p.home, p.layout.root());
+            Ok(lock::held_by_pid(&home_lock, pid)
+                || (spawned.elapsed() > Duration::from_secs(1)
+                    && lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid)))
         },
     )?;
     let t = &p.topic;
