@@ -140,8 +140,8 @@ pub fn holds_flock(pid: u32, dev: u64, ino: u64) -> bool {
     })
 }
 
-/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` ("lock:\t1: FLOCK  ADVISORY  WRITE
-/// <pid> <maj:min:ino> 0 EOF"; a waiter has "->" after the id).
+/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` (`lock:\t1: FLOCK  ADVISORY  WRITE
+/// <pid> <maj:min:ino> 0 EOF`; a waiter has `->` after the id).
 fn fdinfo_has_flock(info: &str, pid: u32) -> bool {
     let pid = pid.to_string();
     info.lines()
