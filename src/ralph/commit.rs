@@ -14,6 +14,10 @@ use crate::disk::layout::Layout;
 use crate::error::{Error, IoContext, Result};
 use crate::git::{Pending, preflight};
 
+/// How long a commit waits for a git operation someone else has in progress (a rebase, a
+/// merge) before the loop gives up.
+const BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 /// How a commit attempt ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Committed {
@@ -21,7 +25,8 @@ pub enum Committed {
     Sha(String),
     /// Nothing differs from HEAD (or committing is off).
     Nothing,
-    /// A hook refused it; the reason, for the run record.
+    /// A hook refused it, or a stop came while it waited for a git operation; the reason, for
+    /// the run record.
     Rejected(String),
 }
 
@@ -96,9 +101,27 @@ pub async fn commit(
         return Ok(Committed::Nothing);
     }
     if let Some(busy) = lp.repo.busy() {
-        return Err(Error::runtime(format!(
-            "{busy}; the iteration's work is left uncommitted in the work tree"
-        )));
+        // Someone is rebasing or merging in another shell: the commit waits for them (status
+        // `waiting`), as long as BUSY_WAIT; a stop meanwhile carries the work to the next one.
+        let until = chrono::Utc::now() + chrono::Duration::from_std(BUSY_WAIT).unwrap_or_default();
+        let reason = format!("{busy}; the commit waits for it to finish");
+        let repo = &lp.repo;
+        if lp
+            .runner
+            .wait_while(until, &reason, || repo.busy().is_some())
+            .await?
+        {
+            carry(lp, changed);
+            return Ok(Committed::Rejected(format!(
+                "stopped while {busy}; the work is left in the work tree and carried to the next commit"
+            )));
+        }
+        if let Some(busy) = lp.repo.busy() {
+            return Err(Error::runtime(format!(
+                "{busy} for over {} minutes; the iteration's work is left uncommitted in the work tree",
+                BUSY_WAIT.as_secs() / 60
+            )));
+        }
     }
     let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();
     paths.extend(lp.runner.state.carried_paths.iter().cloned());

@@ -66,6 +66,17 @@ impl Runner {
         until: chrono::DateTime<chrono::Utc>,
         reason: &str,
     ) -> Result<bool> {
+        self.wait_while(until, reason, || true).await
+    }
+
+    /// [`Self::wait_until`], ending early (with `false`) as soon as `still()` says the reason
+    /// to wait is gone.
+    pub async fn wait_while(
+        &mut self,
+        until: chrono::DateTime<chrono::Utc>,
+        reason: &str,
+        mut still: impl FnMut() -> bool,
+    ) -> Result<bool> {
         let before = self.state.status;
         self.state.status = Status::Waiting;
         self.state.waiting_until = Some(until);
@@ -86,7 +97,7 @@ impl Runner {
             if req.stop_after_iteration {
                 break true;
             }
-            if chrono::Utc::now() >= until && !req.pause {
+            if !still() || (chrono::Utc::now() >= until && !req.pause) {
                 break false;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;

@@ -507,3 +507,58 @@ fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() 
         ""
     );
 }
+
+#[test]
+fn a_rebase_begun_in_another_shell_mid_iteration_makes_the_commit_wait_not_the_loop_fail() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    let daemon = t.blocked_at_first("rb", "");
+    // The user starts an operation git must finish alone (as an interrupted rebase leaves it).
+    let marker = root.join(".git/rebase-merge");
+    std::fs::create_dir_all(&marker).unwrap();
+    std::fs::write(t.release_file(), "").unwrap();
+    let st = t.wait_state("the commit to wait", |s| s["status"] == "waiting");
+    let why = st["waiting_reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        why.contains("RebaseMerge") && why.contains("waits"),
+        "{why}"
+    );
+    let before = loop_commits(&root).len();
+    // The user is done; the loop commits and goes on.
+    std::fs::remove_dir_all(&marker).unwrap();
+    let st = t.wait_stopped("rb");
+    assert_eq!(st["status"], "completed", "{st}");
+    assert!(loop_commits(&root).len() > before);
+    assert_eq!(st["state"]["pid"], daemon);
+    assert_eq!(git(&root, &["status", "--porcelain", "--", "art"]), "");
+}
+
+#[test]
+fn a_stop_while_the_commit_waits_for_a_rebase_stops_cleanly_and_keeps_the_work() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    t.blocked_at_first("rbs", "");
+    let marker = root.join(".git/rebase-merge");
+    std::fs::create_dir_all(&marker).unwrap();
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_state("the commit to wait", |s| s["status"] == "waiting");
+    t.run(&["wiggum", "stop", "rbs"]).code(0);
+    let st = t.wait_stopped("rbs");
+    assert_eq!(
+        (&st["status"], &st["state"]["stop_reason"]),
+        (
+            &serde_json::json!("stopped"),
+            &serde_json::json!("user_stop")
+        ),
+        "{st}"
+    );
+    // The agent's work is still in the work tree, uncommitted.
+    assert!(
+        !git(&root, &["status", "--porcelain", "--", "art"]).is_empty(),
+        "the iteration's work is kept"
+    );
+    std::fs::remove_dir_all(&marker).unwrap();
+}
