@@ -31,13 +31,14 @@ fn header(s: &LoopView) -> Vec<Line<'static>> {
             .map_or("-".to_string(), |n| n.to_string())
     )));
     lines.push(Line::from(format!(
-        "Quality: {} → {:.2} (target)   Gate: {}   Cost: ${:.4}",
+        "Quality: {} → {:.2} (target)   Gate: {}   Cost: {}",
         st.last_quality
             .map_or("-".to_string(), |q| format!("{q:.2}")),
         st.quality_threshold,
         st.last_gate_score
             .map_or("-".to_string(), |g| format!("{g:.2}")),
-        st.cost_usd
+        // As `status` says it: never `$0.0000` for spend nobody reported.
+        st.spend.shown()
     )));
     if let Some(r) = &s.pause_reason {
         lines.push(Line::from(format!("Paused: {r}")));
@@ -202,6 +203,31 @@ mod tests {
             assert!(out.contains(want), "missing {want:?} in\n{out}");
         }
         assert!(screen(&s, "What went wrong? > links").contains("What went wrong? > links"));
+    }
+
+    #[test]
+    fn spend_nobody_reported_reads_unknown_as_status_says_it() {
+        let view = |known: u32, unknown: u32, cost_usd: f64| LoopView {
+            status: "running".into(),
+            state: Some(crate::disk::state::LoopState {
+                spend: crate::disk::state::Spend {
+                    cost_usd,
+                    known,
+                    unknown,
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            ..LoopView::default()
+        };
+        for (v, want) in [
+            (view(0, 2, 0.0), "Cost: unknown"),
+            (view(2, 1, 0.42), "Cost: $0.4200 + unknown"),
+            (view(3, 0, 1.5), "Cost: $1.5000"),
+        ] {
+            let out = screen(&v, "");
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
     }
 
     #[test]
