@@ -173,6 +173,13 @@ impl Loop {
                     match super::commit::commit(self, crate::git::subject::PLANNING, &changed, 0)
                         .await?
                     {
+                        // A stop while the commit waited for someone's rebase is a stop.
+                        super::commit::Committed::Rejected(why)
+                            if self.runner.stop_level() >= StopLevel::Now =>
+                        {
+                            self.runner.save()?;
+                            return Ok(Some((StopReason::UserStop, format!("planning: {why}"))));
+                        }
                         super::commit::Committed::Rejected(why) => {
                             return Ok(Some((StopReason::Error, format!("planning: {why}"))));
                         }
