@@ -113,40 +113,45 @@ pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
 #[must_use]
 pub fn flock_holder(dev: u64, ino: u64) -> Option<i32> {
     let text = fs::read_to_string("/proc/locks").ok()?;
-    let want = format!(
-        "{:02x}:{:02x}:{ino}",
-        nix::sys::stat::major(dev),
-        nix::sys::stat::minor(dev)
-    );
-    parse_locks(&text, &want)
+    parse_locks(&text, &dev_ino(dev, ino))
 }
 
 /// Whether process `pid` holds a `flock` on the file with device `dev` and inode `ino`, asked
-/// of the process's own open files (`/proc/<pid>/fd`, then that descriptor's `fdinfo`, which
-/// lists the locks it holds). Unlike reading `/proc/locks` — which takes the kernel's global
-/// file-lock semaphore for writing and so waits out an RCU grace period, ~10 ms on an idle
-/// machine — this costs a directory listing and a few small reads. `false` when it cannot tell.
+/// of the process's own open files: each descriptor's `/proc/<pid>/fdinfo` lists the locks it
+/// holds, with the locked file's device and inode (no open file of the process is touched).
+/// Unlike reading `/proc/locks` — which takes the kernel's global file-lock semaphore for
+/// writing and so waits out an RCU grace period, ~10 ms on an idle machine — this costs a
+/// directory listing and a few small reads. `false` when it cannot tell.
 #[must_use]
 pub fn holds_flock(pid: u32, dev: u64, ino: u64) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return false;
     };
+    let dev_ino = dev_ino(dev, ino);
     fds.flatten().any(|fd| {
-        // The descriptor's link, followed: the open file itself.
-        let same = fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino);
-        same && fs::read_to_string(format!("/proc/{pid}/fdinfo/{}", fd.file_name().display()))
-            .is_ok_and(|info| fdinfo_has_flock(&info, pid))
+        fs::read_to_string(fd.path()).is_ok_and(|info| fdinfo_has_flock(&info, pid, &dev_ino))
     })
 }
 
-/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` (`lock:\t1: FLOCK  ADVISORY  WRITE
-/// <pid> <maj:min:ino> 0 EOF`; a waiter has `->` after the id).
-fn fdinfo_has_flock(info: &str, pid: u32) -> bool {
+/// `maj:min:inode` as the kernel prints a lock's file.
+fn dev_ino(dev: u64, ino: u64) -> String {
+    format!(
+        "{:02x}:{:02x}:{ino}",
+        nix::sys::stat::major(dev),
+        nix::sys::stat::minor(dev)
+    )
+}
+
+/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` on `dev_ino` (`lock:\t1: FLOCK
+/// ADVISORY  WRITE <pid> <maj:min:ino> 0 EOF`; a waiter has `->` after the id).
+fn fdinfo_has_flock(info: &str, pid: u32, dev_ino: &str) -> bool {
     let pid = pid.to_string();
     info.lines()
         .filter_map(|l| l.strip_prefix("lock:"))
-        .any(|l| matches!(l.split_whitespace().collect::<Vec<_>>().as_slice(), [_, "FLOCK", _, _, p, ..] if *p == pid))
+        .any(|l| {
+            matches!(l.split_whitespace().collect::<Vec<_>>().as_slice(),
+            [_, "FLOCK", _, _, p, id, ..] if *p == pid && *id == dev_ino)
+        })
 }
 
 /// The pid of the granted `FLOCK` on `dev_ino` (`maj:min:inode`, as in `/proc/locks`).
@@ -234,17 +239,23 @@ mod tests {
 
     #[test]
     fn fdinfo_lock_lines_name_the_holder() {
+        let id = "fe:00:10928453";
         let held = "pos:\t0\nflags:\t02100000\nmnt_id:\t30\nino:\t10928453\nlock:\t1: FLOCK  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\n";
         let waiting = "pos:\t0\nlock:\t1: FLOCK  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\nlock:\t1: -> FLOCK  ADVISORY  WRITE 99 fe:00:10928453 0 EOF\n";
         let posix = "lock:\t1: POSIX  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\n";
-        for (info, pid, want) in [
-            (held, 16584, true),
-            (held, 1658, false),
-            (waiting, 99, false),
-            (posix, 16584, false),
-            ("pos:\t0\n", 16584, false),
+        for (info, pid, file, want) in [
+            (held, 16584, id, true),
+            (held, 1658, id, false),
+            (held, 16584, "fe:00:1092845", false),
+            (waiting, 99, id, false),
+            (posix, 16584, id, false),
+            ("pos:\t0\n", 16584, id, false),
         ] {
-            assert_eq!(fdinfo_has_flock(info, pid), want, "{pid} in {info:?}");
+            assert_eq!(
+                fdinfo_has_flock(info, pid, file),
+                want,
+                "{pid} {file} in {info:?}"
+            );
         }
     }
 
