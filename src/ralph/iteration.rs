@@ -35,7 +35,8 @@ fn stopped_now(lp: &Loop) -> bool {
 }
 
 /// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not
-/// done, as far as the loop is concerned). Returns whether anything changed.
+/// done, as far as the loop is concerned). The version it replaces — which may hold edits a
+/// person made meanwhile — is kept in `wiggum/discarded/`. Returns whether anything changed.
 pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
     let Some(before) = fsutil::read_opt(&layout.plan_backup())? else {
         return Ok(false);
@@ -43,8 +44,16 @@ pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
     let now = fsutil::read_opt(&layout.fix_plan())?;
     let changed = now.as_deref() != Some(before.as_str());
     if changed {
+        let mut kept = String::new();
+        if let Some(now) = &now {
+            let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f");
+            let aside = layout.discarded().join(format!("fix_plan.md.{stamp}"));
+            fsutil::create_dir_all(&layout.discarded())?;
+            fsutil::atomic_write(&aside, now.as_bytes())?;
+            kept = format!("; the version it replaced is kept as {}", aside.display());
+        }
         fsutil::atomic_write(&layout.fix_plan(), before.as_bytes())?;
-        tracing::warn!("restored fix_plan.md as it was before the discarded attempt");
+        tracing::warn!("restored fix_plan.md as it was before the discarded attempt{kept}");
     }
     fsutil::remove_file_opt(&layout.plan_backup())?;
     Ok(changed)

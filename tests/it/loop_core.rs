@@ -398,3 +398,33 @@ fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records
         again.stdout()
     );
 }
+
+#[test]
+fn a_plan_edited_during_an_attempt_that_is_discarded_is_kept_beside_the_restored_one() {
+    let t = TestHome::new();
+    t.blocked_at_first("edit", "");
+    // The user adds an item while the agent works, then stops the loop.
+    let plan = t.wiggum("fix_plan.md");
+    let mut text = std::fs::read_to_string(&plan).unwrap();
+    text.push_str("- [ ] an item the user added\n");
+    std::fs::write(&plan, &text).unwrap();
+    t.run(&["wiggum", "stop", "edit"]).code(0);
+    t.wait_stopped("edit");
+    // The interrupted attempt's plan is put back as it began; the edited one is not lost.
+    assert!(
+        !std::fs::read_to_string(&plan)
+            .unwrap()
+            .contains("the user added")
+    );
+    let kept: Vec<String> = std::fs::read_dir(t.wiggum("discarded"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("fix_plan.md."))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        kept.iter()
+            .any(|k| k.contains("- [ ] an item the user added")),
+        "{kept:?}"
+    );
+}
