@@ -76,13 +76,27 @@ impl Before {
     /// `state_json` is what the supervisor last wrote to `state.json` (its next save restores it).
     pub fn restore_changes(&self, layout: &Layout, state_json: &[u8]) -> Result<Vec<String>> {
         let mut changed = Vec::new();
-        if let Some((path, was)) = &self.git_config
-            && read_small(path) != *was
-        {
-            if let Some(bytes) = was {
-                fsutil::atomic_write(path, bytes)?;
+        // What is replaced is kept, not lost: the change may be a person's (`git push -u` and
+        // `git remote add` write `.git/config`), not the agent's.
+        let aside = layout.discarded().join(format!(
+            "protected.{}",
+            chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f")
+        ));
+        let keep = |name: &str, bytes: &[u8]| -> Result<()> {
+            fsutil::create_dir_all(aside.join(name).parent().unwrap_or(&aside))?;
+            fsutil::atomic_write(&aside.join(name), bytes)
+        };
+        if let Some((path, was)) = &self.git_config {
+            let now = read_small(path);
+            if now != *was {
+                if let Some(bytes) = &now {
+                    keep("config", bytes)?;
+                }
+                if let Some(bytes) = was {
+                    fsutil::atomic_write(path, bytes)?;
+                }
+                changed.push(".git/config".to_string());
             }
-            changed.push(".git/config".to_string());
         }
         if let Some((dir, was)) = &self.hooks {
             let now = files_of(dir);
@@ -90,6 +104,7 @@ impl Before {
                 for (name, bytes) in &now {
                     if was.get(name) != Some(bytes) {
                         changed.push(format!("hooks/{name}"));
+                        keep(&format!("hooks/{name}"), bytes)?;
                         match was.get(name) {
                             Some(old) => fsutil::atomic_write(&dir.join(name), old)?,
                             None => fsutil::remove_file_opt(&dir.join(name))?,
@@ -114,6 +129,12 @@ impl Before {
         }
         if std::fs::read(layout.state()).ok().as_deref() != Some(state_json) {
             changed.push("wiggum/state.json".to_string());
+        }
+        if aside.exists() {
+            tracing::warn!(
+                "what replaced the protected files is kept in {} (a person's change is not lost)",
+                aside.display()
+            );
         }
         Ok(changed)
     }
@@ -189,6 +210,28 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(layout.runs()).unwrap(),
             "{\"a\":1}\n"
+        );
+        // What was replaced is kept aside (not executable, never committed).
+        let kept: Vec<_> = std::fs::read_dir(layout.discarded())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert_eq!(
+            std::fs::read_to_string(kept[0].join("config")).unwrap(),
+            "[core]\nhooksPath = /tmp\n"
+        );
+        let hook = kept[0].join("hooks/pre-commit");
+        assert_eq!(
+            std::fs::read_to_string(&hook).unwrap(),
+            "#!/bin/sh\ncurl evil\n"
+        );
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(
+                &std::fs::metadata(&hook).unwrap().permissions()
+            ) & 0o111,
+            0
         );
     }
 }
