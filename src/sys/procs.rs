@@ -113,7 +113,7 @@ pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
 #[must_use]
 pub fn flock_holder(dev: u64, ino: u64) -> Option<i32> {
     let text = fs::read_to_string("/proc/locks").ok()?;
-    parse_locks(&text, &dev_ino(dev, ino))
+    flock_pid(text.lines(), &dev_ino(dev, ino))
 }
 
 /// Whether process `pid` holds a `flock` on the file with device `dev` and inode `ino`, asked
@@ -142,21 +142,16 @@ fn dev_ino(dev: u64, ino: u64) -> String {
     )
 }
 
-/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` on `dev_ino` (`lock:\t1: FLOCK
-/// ADVISORY  WRITE <pid> <maj:min:ino> 0 EOF`; a waiter has `->` after the id).
+/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` on `dev_ino`: its `lock:` lines
+/// are lines of `/proc/locks`.
 fn fdinfo_has_flock(info: &str, pid: u32, dev_ino: &str) -> bool {
-    let pid = pid.to_string();
-    info.lines()
-        .filter_map(|l| l.strip_prefix("lock:"))
-        .any(|l| {
-            matches!(l.split_whitespace().collect::<Vec<_>>().as_slice(),
-            [_, "FLOCK", _, _, p, id, ..] if *p == pid && *id == dev_ino)
-        })
+    let locks = info.lines().filter_map(|l| l.strip_prefix("lock:"));
+    flock_pid(locks, dev_ino).is_some_and(|p| u32::try_from(p) == Ok(pid))
 }
 
-/// The pid of the granted `FLOCK` on `dev_ino` (`maj:min:inode`, as in `/proc/locks`).
-fn parse_locks(text: &str, dev_ino: &str) -> Option<i32> {
-    text.lines().find_map(|l| {
+/// The pid of the granted `FLOCK` on `dev_ino` (`maj:min:inode`) among lines of `/proc/locks`.
+fn flock_pid<'a>(lines: impl Iterator<Item = &'a str>, dev_ino: &str) -> Option<i32> {
+    lines.map(str::trim).find_map(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
         // "1: FLOCK ADVISORY WRITE <pid> <maj:min:ino> 0 EOF"; waiters have "->" after the id.
         match f.as_slice() {
@@ -337,8 +332,8 @@ mod tests {
         let locks = "1: POSIX  ADVISORY  WRITE 10 fe:00:42 0 EOF\n\
                      2: FLOCK  ADVISORY  WRITE 77 fe:00:42 0 EOF\n\
                      2: -> FLOCK  ADVISORY  WRITE 78 fe:00:42 0 EOF\n";
-        assert_eq!(parse_locks(locks, "fe:00:42"), Some(77));
-        assert_eq!(parse_locks(locks, "fe:00:43"), None);
+        assert_eq!(flock_pid(locks.lines(), "fe:00:42"), Some(77));
+        assert_eq!(flock_pid(locks.lines(), "fe:00:43"), None);
     }
 
     #[test]
