@@ -54,7 +54,7 @@ pub fn parse(format: OutputFormat, text: &str) -> Report {
 pub fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<Report> {
     let mut s = Scanner::new(format, promise, TAIL_BYTES);
     match std::fs::File::open(path) {
-        Ok(f) => crate::sys::fsutil::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
+        Ok(f) => crate::sys::lines::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
             s.line(l);
         })
         .at(path, "read")?,

@@ -330,7 +330,7 @@ fn local_report(a: &ReportArgs, agg: &mut report::Aggregator) -> Result<usize> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     for (_, path) in &topics {
         let runs = Layout::for_loop(&home, path).runs();
-        let pieces = fsutil::stream_lines_parallel(
+        let pieces = crate::sys::lines::stream_lines_parallel(
             &runs,
             1 << 20,
             cores.min(4),

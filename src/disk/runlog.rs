@@ -43,7 +43,7 @@ pub fn for_each(path: &Path, mut each: impl FnMut(RunRecord)) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).at(path, "read"),
     };
-    fsutil::stream_lines(std::io::BufReader::new(f), 1024 * 1024, |l| {
+    crate::sys::lines::stream_lines(std::io::BufReader::new(f), 1024 * 1024, |l| {
         if let Ok(r) = serde_json::from_slice::<RunRecord>(l) {
             each(r);
         }

@@ -1,11 +1,12 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
-//! file IO (`fsutil`), the `/proc` reader (`procs`), the async runtime (`runtime`), the file
-//! watch that tells which paths changed (`watch`), test failpoints (`failpoint`), and the one
-//! module with `unsafe` code (`kernel`).
+//! file IO (`fsutil`), reading text line by line (`lines`), the `/proc` reader (`procs`), the
+//! async runtime (`runtime`), the file watch that tells which paths changed (`watch`), test
+//! failpoints (`failpoint`), and the one module with `unsafe` code (`kernel`).
 
 pub mod failpoint;
 pub mod fsutil;
 pub mod kernel;
+pub mod lines;
 pub mod procs;
 pub mod runtime;
 pub mod watch;
