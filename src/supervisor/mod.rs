@@ -17,14 +17,12 @@ use tokio::sync::watch;
 pub use detach::{Ready, detach, wait_until_ready};
 
 use crate::agent::kill;
-use crate::agent::process::StopLevel;
+use crate::agent::process::{DAEMON_ENV, HARNESS_ENV, StopLevel};
 use crate::config;
 use crate::disk::lock;
 use crate::disk::state::Status;
 use crate::error::{Error, Result};
 use crate::ralph::start::{self, Prepared, StartOpts};
-
-use crate::agent::process::{DAEMON_ENV, HARNESS_ENV};
 
 pub(crate) fn check_not_running(p: &Prepared) -> Result<()> {
     if let Some(h) = lock::find(&p.home, &p.layout)? {
@@ -111,19 +109,27 @@ fn lock_early(opts: &StartOpts, home: &std::path::Path) -> Result<(lock::Guard, 
     let root = given
         .canonicalize()
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", given.display())))?;
-    let layout = crate::disk::layout::Layout::for_loop(home, root);
-    let home_lock = lock::acquire(&lock::home_lock(home, layout.root()), &opts.topic)?;
-    let artifact_lock = lock::acquire(&layout.lock(), &opts.topic)?;
-    Ok((home_lock, artifact_lock))
+    take_locks(
+        home,
+        &crate::disk::layout::Layout::for_loop(home, root),
+        &opts.topic,
+    )
+}
+
+/// The loop's two locks, the home one (the one that counts) first.
+fn take_locks(
+    home: &std::path::Path,
+    layout: &crate::disk::layout::Layout,
+    topic: &str,
+) -> Result<(lock::Guard, lock::Guard)> {
+    let home_lock = lock::acquire(&lock::home_lock(home, layout.root()), topic)?;
+    Ok((home_lock, lock::acquire(&layout.lock(), topic)?))
 }
 
 async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result<i32> {
     let (_home, artifact_lock) = match early {
         Some(locks) => locks,
-        None => (
-            lock::acquire(&lock::home_lock(&p.home, p.layout.root()), &p.topic)?,
-            lock::acquire(&p.layout.lock(), &p.topic)?,
-        ),
+        None => take_locks(&p.home, &p.layout, &p.topic)?,
     };
     watch_lock(artifact_lock);
     kill::become_supervisor();
