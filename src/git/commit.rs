@@ -93,7 +93,7 @@ impl Repo {
     }
 
     /// The tree of commit `at` (the empty tree for none).
-    fn tree_of(&self, at: Option<Oid>) -> Result<git2::Tree<'_>> {
+    pub(super) fn tree_of(&self, at: Option<Oid>) -> Result<git2::Tree<'_>> {
         let wd = &self.workdir;
         let id = match at {
             Some(oid) => {

@@ -17,14 +17,14 @@ use git2::{Oid, Repository};
 pub use commit::Pending;
 pub use snapshot::Snapshot;
 
+use crate::error::{Error, GitContext, Result};
+
 /// Git's "skip-worktree" index flag (sparse checkout): such files are absent from the work tree on
 /// purpose, and libgit2's status reports them as deleted.
 const SKIP_WORKTREE: u16 = 0x4000;
 
 /// The mode of a submodule's entry (a commit in the tree).
 const GITLINK: u32 = 0o160_000;
-
-use crate::error::{Error, GitContext, Result};
 
 /// The iteration number and sha of HEAD when it is one of our iteration commits
 /// (`Wiggum iteration N: …`). Never creates a repository.

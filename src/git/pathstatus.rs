@@ -258,15 +258,10 @@ impl Repo {
 
     /// HEAD's entry for `p`, if any.
     fn head_entry(&self, p: &Path) -> Result<Option<Entry>> {
-        let Some(head) = self.head() else {
+        if self.head().is_none() {
             return Ok(None);
-        };
-        let tree = self
-            .repo
-            .find_commit(head)
-            .and_then(|c| c.tree())
-            .git_at(&self.workdir, "read HEAD's tree")?;
-        Ok(tree.get_path(p).ok().map(|e| {
+        }
+        Ok(self.tree_of(self.head())?.get_path(p).ok().map(|e| {
             let mode = u32::try_from(e.filemode()).unwrap_or(FILE);
             (e.id(), mode)
         }))
