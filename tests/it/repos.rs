@@ -508,16 +508,31 @@ fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() 
     );
 }
 
-#[test]
-fn a_rebase_begun_in_another_shell_mid_iteration_makes_the_commit_wait_not_the_loop_fail() {
-    let t = TestHome::new();
-    let root = repo_with_art(&t);
-    let daemon = t.blocked_at_first("rb", "");
-    // The user starts an operation git must finish alone (as an interrupted rebase leaves it).
+/// A loop whose first iteration's commit waits for a rebase the user began in another shell
+/// (as an interrupted rebase leaves the repository): the repository, the rebase's marker, the
+/// supervisor's pid and the state while it waits.
+fn waiting_on_a_rebase(
+    t: &TestHome,
+    topic: &str,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    i64,
+    serde_json::Value,
+) {
+    let root = repo_with_art(t);
+    let daemon = t.blocked_at_first(topic, "");
     let marker = root.join(".git/rebase-merge");
     std::fs::create_dir_all(&marker).unwrap();
     std::fs::write(t.release_file(), "").unwrap();
     let st = t.wait_state("the commit to wait", |s| s["status"] == "waiting");
+    (root, marker, daemon, st)
+}
+
+#[test]
+fn a_rebase_begun_in_another_shell_mid_iteration_makes_the_commit_wait_not_the_loop_fail() {
+    let t = TestHome::new();
+    let (root, marker, daemon, st) = waiting_on_a_rebase(&t, "rb");
     let why = st["waiting_reason"]
         .as_str()
         .unwrap_or_default()
@@ -539,12 +554,7 @@ fn a_rebase_begun_in_another_shell_mid_iteration_makes_the_commit_wait_not_the_l
 #[test]
 fn a_stop_while_the_commit_waits_for_a_rebase_stops_cleanly_and_keeps_the_work() {
     let t = TestHome::new();
-    let root = repo_with_art(&t);
-    t.blocked_at_first("rbs", "");
-    let marker = root.join(".git/rebase-merge");
-    std::fs::create_dir_all(&marker).unwrap();
-    std::fs::write(t.release_file(), "").unwrap();
-    t.wait_state("the commit to wait", |s| s["status"] == "waiting");
+    let (root, marker, _, _) = waiting_on_a_rebase(&t, "rbs");
     t.run(&["wiggum", "stop", "rbs"]).code(0);
     let st = t.wait_stopped("rbs");
     assert_eq!(
