@@ -93,8 +93,15 @@ impl Launch {
     /// The run's private temp dir (`TMPDIR`), writable to it, removed after the run.
     #[must_use]
     pub fn tmp(&self) -> PathBuf {
-        std::env::temp_dir().join(format!("studio-agents-{}", self.token))
+        tmp_dir(&self.token)
     }
+}
+
+/// The private temp dir of the run with `token` (removed after the run, or by the recovery of a
+/// supervisor that died during it).
+#[must_use]
+pub fn tmp_dir(token: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("studio-agents-{token}"))
 }
 
 /// The repository's work tree holding `dir` (the directory itself when there is none): where an

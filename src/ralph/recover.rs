@@ -51,6 +51,9 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         )
         .await;
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
+        if !token.is_empty() {
+            fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(&token))?;
+        }
     }
     // The records' copy of the run log starts from the loop's own (which a stopped loop's
     // users may have kept, moved or trimmed).

@@ -206,8 +206,13 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
     });
     let daemon = st["pid"].as_i64().unwrap();
     let agent = st["agent_pid"].as_i64().unwrap();
+    let scratch = std::env::temp_dir().join(format!(
+        "studio-agents-{}",
+        st["agent_token"].as_str().unwrap()
+    ));
     // Its helpers are up once it blocks (it starts them first).
     t.wait_blocked();
+    assert!(scratch.is_dir(), "the run's TMPDIR {}", scratch.display());
     let before = t.git_log();
     assert_eq!(before.len(), 2, "planning and iteration 1: {before:?}");
     std::process::Command::new("kill")
@@ -254,6 +259,11 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
             "the restart killed helper {h} the dead run left"
         );
     }
+    assert!(
+        !scratch.exists(),
+        "the dead run's TMPDIR {} is removed",
+        scratch.display()
+    );
     assert_ne!(fresh["pid"], daemon);
     std::fs::write(t.release_file(), "").unwrap();
     t.wait_stopped("crashy");
