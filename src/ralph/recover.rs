@@ -51,9 +51,12 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         )
         .await;
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
-        if !token.is_empty() {
-            fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(&token))?;
-        }
+    }
+    // Its private temp dir too (its token is on disk before its spawn, its group only after).
+    if let Some(token) = prev.as_ref().and_then(|s| s.agent_token.as_deref())
+        && !token.is_empty()
+    {
+        fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(token))?;
     }
     // The records' copy of the run log starts from the loop's own (which a stopped loop's
     // users may have kept, moved or trimmed).

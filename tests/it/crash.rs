@@ -81,6 +81,13 @@ fn a_crash_between_spawning_the_agent_and_recording_it_runs_none_of_the_agent() 
     assert!(!pids.contains("iteration 1"), "{pids}");
     t.start_fg("gap", "", &[]).code(0);
     assert_eq!(t.state()["stop_reason"], "plan_empty");
+    // Nor is its private temp dir (recorded only by its token).
+    let left: Vec<_> = std::fs::read_dir(t.tmp())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]

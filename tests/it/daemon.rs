@@ -206,7 +206,7 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
     });
     let daemon = st["pid"].as_i64().unwrap();
     let agent = st["agent_pid"].as_i64().unwrap();
-    let scratch = std::env::temp_dir().join(format!(
+    let scratch = t.tmp().join(format!(
         "studio-agents-{}",
         st["agent_token"].as_str().unwrap()
     ));

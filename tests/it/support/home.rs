@@ -80,9 +80,18 @@ impl TestHome {
             .env("STUDIO_AGENTS_HOME", self.home())
             .env("STUDIO_AGENTS_TEST_TOKEN", &self.token)
             .env("STUDIO_AGENTS_LOG", "debug")
+            // Runs' private temp dirs go with the test's own directory, whatever a test kills.
+            .env("TMPDIR", self.tmp())
             .current_dir(self.root())
             .stdin(Stdio::null());
         c
+    }
+
+    /// The temp dir the binary and its runs use (`TMPDIR`).
+    pub fn tmp(&self) -> PathBuf {
+        let t = self.root().join("tmp");
+        std::fs::create_dir_all(&t).unwrap();
+        t
     }
 
     /// An `--agent-cmd` running the fake agent with behaviours.
