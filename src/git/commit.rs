@@ -144,7 +144,10 @@ impl Repo {
         if meta.is_dir() {
             return Ok(self.content_id(repo_rel).map(|oid| (oid, FileMode::Commit)));
         }
-        let oid = self.repo.blob_path(&full).git_at(&full, "store a file")?;
+        let oid = match super::filters::external(&self.repo, repo_rel) {
+            Some(why) => super::filters::hash_with_git(&self.repo, &self.workdir, repo_rel, &why)?,
+            None => self.repo.blob_path(&full).git_at(&full, "store a file")?,
+        };
         let mode = if meta.permissions().mode() & 0o111 != 0 {
             FileMode::BlobExecutable
         } else {

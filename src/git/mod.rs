@@ -4,6 +4,7 @@
 //! `config` and `sys`.
 
 mod commit;
+mod filters;
 mod pathstatus;
 pub mod preflight;
 mod snapshot;

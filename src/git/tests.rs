@@ -501,3 +501,36 @@ fn refreshes_over_random_changes_agree_with_full_walks() {
         prev = got;
     }
 }
+
+/// A working-tree encoding and a filter driver are git's conversions, not libgit2's: the commit
+/// stores what `git add` would, and the files are clean afterwards.
+#[test]
+fn conversions_only_git_runs_are_applied_to_committed_files() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "filter.upper.clean", "tr a-z A-Z"]);
+    std::fs::write(
+        root.join(".gitattributes"),
+        "*.u16 working-tree-encoding=UTF-16LE\n*.up filter=upper\n*.raw -filter\n",
+    )
+    .unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    std::fs::write(root.join("wide.u16"), b"h\0i\0\n\0").unwrap();
+    std::fs::write(root.join("loud.up"), "quiet\n").unwrap();
+    std::fs::write(root.join("plain.raw"), "as is\n").unwrap();
+    let repo = Repo::open(root).unwrap();
+    repo.commit_paths(
+        &paths(&["wide.u16", "loud.up", "plain.raw"]),
+        "c",
+        "w",
+        "w@x",
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(git(root, &["show", "HEAD:wide.u16"]), "hi\n");
+    assert_eq!(git(root, &["show", "HEAD:loud.up"]), "QUIET\n");
+    assert_eq!(git(root, &["show", "HEAD:plain.raw"]), "as is\n");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}

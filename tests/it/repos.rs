@@ -476,6 +476,28 @@ fn the_loops_own_files_are_committed_even_where_a_rule_of_the_repository_ignores
     );
 }
 
+/// What a filter driver of the user's config (git-lfs's kind) converts is committed as `git add`
+/// stores it, not as the bytes on disk.
+#[test]
+fn files_under_a_filter_driver_are_committed_as_git_add_would_store_them() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    git(&root, &["config", "filter.upper.clean", "tr a-z A-Z"]);
+    git(&root, &["config", "filter.upper.smudge", "cat"]);
+    std::fs::write(root.join(".gitattributes"), "art/notes.md filter=upper\n").unwrap();
+    git(&root, &["add", "--renormalize", "."]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "filters"]);
+
+    t.start_fg("filtered", "edit-notes", &[]).code(0);
+    let notes = git(&root, &["show", "HEAD:art/notes.md"]);
+    assert!(
+        notes.starts_with("USER NOTES\n") && notes.contains("NOTES OF ITERATION 3"),
+        "the clean filter was not run: {notes:?}"
+    );
+    assert_eq!(git(&root, &["status", "--porcelain"]), "");
+}
+
 #[test]
 fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() {
     let t = TestHome::new();
