@@ -5,6 +5,9 @@
 use crate::disk::layout::Layout;
 use crate::error::Result;
 
+/// The terminal's default leaves out the file watch's own warnings (they stay in `daemon.log`).
+const QUIET_NOTIFY: &str = "notify=error";
+
 /// Install the subscriber (once per process). Detached, every record goes to `daemon.log`. In
 /// the foreground too, and stderr shows warnings and errors (everything with `verbose` or
 /// `STUDIO_AGENTS_LOG` set), so the terminal shows the progress lines, not log records.
@@ -32,7 +35,11 @@ pub fn init(layout: &Layout, daemonized: bool, verbose: bool) -> Result<()> {
         let level = if loud {
             filter()
         } else {
-            EnvFilter::default().add_directive(LevelFilter::WARN.into())
+            // notify warns of its own watch bookkeeping (a watched directory the agent
+            // deleted); the loop handles what the watch cannot vouch for itself.
+            EnvFilter::default()
+                .add_directive(LevelFilter::WARN.into())
+                .add_directive(QUIET_NOTIFY.parse().expect("a valid directive"))
         };
         fmt::layer()
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
