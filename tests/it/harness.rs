@@ -255,15 +255,7 @@ fn a_silent_agent_ends_as_idle() {
 #[test]
 fn an_agent_that_deletes_wiggum_ends_the_loop_with_a_reason() {
     let t = TestHome::new();
-    // The terminal as a user has it (no log filter set).
-    let args = t.start_args(
-        "gone",
-        &t.art(),
-        &t.agent_cmd("rm-wiggum", ""),
-        &["--foreground"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    let r = t.start_fg_plain("gone", "rm-wiggum");
     r.code(1);
     assert!(r.stderr().contains("the agent deleted"), "{}", r.stderr());
     // The file watch's own complaints about the vanished directories stay in the log.

@@ -348,14 +348,7 @@ fn redact(text: &str, t: &crate::support::TestHome) -> String {
 #[test]
 fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records() {
     let t = TestHome::new();
-    let args = t.start_args(
-        "progress",
-        &t.art(),
-        &t.agent_cmd("", ""),
-        &["--foreground"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    let r = t.start_fg_plain("progress", "");
     r.code(0);
     insta::assert_snapshot!(redact(&r.stdout(), &t), @r#"
     Planning ✓ planned · <time> · 3 items in fix_plan.md

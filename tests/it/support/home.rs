@@ -173,6 +173,19 @@ impl TestHome {
         self.start_with(topic, fake, "", &args)
     }
 
+    /// [`Self::start_fg`] with the terminal as a user has it: no log filter set, so stderr
+    /// shows only warnings, errors and what the loop prints for people.
+    pub fn start_fg_plain(&self, topic: &str, fake: &str) -> Run {
+        let args = self.start_args(
+            topic,
+            &self.art(),
+            &self.agent_cmd(fake, ""),
+            &["--foreground"],
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        self.run_with(&args, &[("STUDIO_AGENTS_LOG", "")])
+    }
+
     /// `start <topic> --artifact-path <art> --agent-cmd <fake agent> <extra…>`.
     fn start_with(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
         let args = self.start_args(topic, &self.art(), &self.agent_cmd(fake, env), extra);
