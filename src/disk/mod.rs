@@ -5,6 +5,7 @@
 
 pub mod delegation;
 pub mod handle;
+pub mod kept;
 pub mod layout;
 pub mod lock;
 pub mod records;

@@ -121,7 +121,7 @@ impl Before {
         }
         if stat(&layout.runs()) != self.runs
             && layout.runs_copy() != layout.runs()
-            && !same_content(&layout.runs(), &layout.runs_copy())?
+            && !fsutil::same_content(&layout.runs(), &layout.runs_copy())?
         {
             let copy = layout.runs_copy();
             std::fs::copy(&copy, layout.runs()).at(&copy, "restore runs.jsonl from")?;
@@ -137,29 +137,6 @@ impl Before {
             );
         }
         Ok(changed)
-    }
-}
-
-/// Whether two files hold the same bytes (streamed, bounded memory).
-fn same_content(a: &Path, b: &Path) -> Result<bool> {
-    use std::io::Read;
-    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
-        return Ok(false);
-    };
-    if fa.metadata().at(a, "stat")?.len() != fb.metadata().at(b, "stat")?.len() {
-        return Ok(false);
-    }
-    let (mut ra, mut rb) = (std::io::BufReader::new(fa), std::io::BufReader::new(fb));
-    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
-    loop {
-        let n = ra.read(&mut ba).at(a, "read")?;
-        if n == 0 {
-            return Ok(true);
-        }
-        rb.read_exact(&mut bb[..n]).at(b, "read")?;
-        if ba[..n] != bb[..n] {
-            return Ok(false);
-        }
     }
 }
 

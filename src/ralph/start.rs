@@ -17,7 +17,7 @@ use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
 
 use crate::disk::state::{Harness, LoopState, Status};
-use crate::disk::{registry, requests};
+use crate::disk::{kept, registry, requests};
 use crate::git::Repo;
 use crate::quality::types::{self, ArtifactType};
 use crate::sys::fsutil;
@@ -75,6 +75,9 @@ pub struct Prepared {
     pub home: PathBuf,
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
+    /// The user's uncommitted files under the artifact dir (relative to it), left out of the
+    /// loop's commits; `init` keeps a copy of them.
+    pub theirs: Vec<PathBuf>,
     /// What confines the agents.
     pub harness: Harness,
     /// Forget the breakers' history.
@@ -253,7 +256,8 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         ));
     }
     notes.extend(type_warning);
-    notes.extend(uncommitted_note(&layout)?);
+    let theirs = uncommitted(&layout)?;
+    notes.extend(uncommitted_note(&layout, &theirs));
     let harness = match &opts.probed {
         Some(h) => h.clone(),
         None => harness(&settings, &agent, &layout)?,
@@ -267,6 +271,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         evaluator,
         home: home.to_path_buf(),
         notes,
+        theirs,
         harness,
         reset_breaker: opts.reset_breaker,
         artifact_type,
@@ -320,14 +325,14 @@ fn delegated(layout: &Layout, key: &str) -> Option<String> {
     meta.get(key)?.as_str().map(str::to_string)
 }
 
-/// Uncommitted changes under the artifact dir that are not the loop's: they stay out of its
-/// commits, and `start` says so.
-fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
+/// Uncommitted changes under the artifact dir that are not the loop's (relative to it): they
+/// stay out of its commits.
+fn uncommitted(layout: &Layout) -> Result<Vec<PathBuf>> {
     let Ok(repo) = Repo::open(layout.root()) else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
     if repo.head().is_none() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let carried = crate::disk::state::read(&layout.state())
         .ok()
@@ -335,17 +340,25 @@ fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
         .map(|s| s.carried_paths)
         .unwrap_or_default();
     let snap = repo.snapshot()?;
-    let theirs: Vec<String> = snap
+    Ok(snap
         .paths()
         .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
+        .map(Path::to_path_buf)
+        .collect())
+}
+
+/// What `start` says about [`uncommitted`] work.
+fn uncommitted_note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
+    if theirs.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = theirs
+        .iter()
+        .take(8)
         .map(|p| p.display().to_string())
         .collect();
-    if theirs.is_empty() {
-        return Ok(None);
-    }
-    let shown: Vec<&str> = theirs.iter().take(8).map(String::as_str).collect();
     let more = theirs.len().saturating_sub(shown.len());
-    Ok(Some(format!(
+    Some(format!(
         "{} uncommitted change(s) under {} will be left out of the loop's commits: {}{}",
         theirs.len(),
         layout.root().display(),
@@ -355,7 +368,30 @@ fn uncommitted_note(layout: &Layout) -> Result<Option<String>> {
         } else {
             String::new()
         }
-    )))
+    ))
+}
+
+/// Keep a copy of the user's uncommitted files out of the agents' reach (`disk::kept`), before
+/// any agent runs. Returns what to tell the user.
+pub fn keep_theirs(p: &Prepared) -> Result<Option<String>> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
+    let k = kept::keep(
+        p.layout.root(),
+        &p.theirs,
+        &kept::topic_dir(&p.home, &p.topic),
+        &stamp,
+    )?;
+    let mut parts = Vec::new();
+    if let Some(dir) = k.dir {
+        parts.push(format!(
+            "a copy of that work, out of the agent's reach, is in {}",
+            dir.display()
+        ));
+    }
+    if !k.skipped.is_empty() {
+        parts.push(format!("not copied: {}", k.skipped.join(", ")));
+    }
+    Ok((!parts.is_empty()).then(|| parts.join("; ")))
 }
 
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.

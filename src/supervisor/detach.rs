@@ -80,7 +80,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     let home = config::home_dir()?;
     let p = start::prepare(opts, &home)?;
     check_not_running(&p)?;
-    print_notes(&p);
+    print_notes(&p)?;
     start::init(&p)?;
     let log_path = p.layout.daemon_log();
     rotate_log(&log_path)?;

@@ -53,11 +53,16 @@ fn watch_lock(mut guard: lock::Guard) {
     });
 }
 
-pub(crate) fn print_notes(p: &Prepared) {
+/// Say what `start` found, and keep a copy of the user's uncommitted work before any agent runs.
+pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     eprintln!("{}", p.harness.sandbox);
     for n in &p.notes {
         eprintln!("warning: {n}");
     }
+    if let Some(n) = start::keep_theirs(p)? {
+        eprintln!("note: {n}");
+    }
+    Ok(())
 }
 
 /// Run the loop in this process. Returns the exit code.
@@ -89,7 +94,7 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
         None => check_not_running(&p)?,
     }
     if !daemonized {
-        print_notes(&p);
+        print_notes(&p)?;
         // A daemon's files were written by the `start` that detached it, a moment ago.
         start::init(&p)?;
     }

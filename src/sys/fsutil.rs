@@ -179,6 +179,28 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
+/// Whether two files hold the same bytes (streamed, bounded memory).
+pub fn same_content(a: &Path, b: &Path) -> Result<bool> {
+    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+        return Ok(false);
+    };
+    if fa.metadata().at(a, "stat")?.len() != fb.metadata().at(b, "stat")?.len() {
+        return Ok(false);
+    }
+    let (mut ra, mut rb) = (std::io::BufReader::new(fa), std::io::BufReader::new(fb));
+    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = ra.read(&mut ba).at(a, "read")?;
+        if n == 0 {
+            return Ok(true);
+        }
+        rb.read_exact(&mut bb[..n]).at(b, "read")?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
+}
+
 /// Remove a directory tree if it exists.
 pub fn remove_dir_all_opt(path: &Path) -> Result<()> {
     match fs::remove_dir_all(path) {

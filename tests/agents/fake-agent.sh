@@ -15,6 +15,8 @@
 #   block        wait until the file $FAKE_RELEASE exists before working (only at iteration
 #                $FAKE_BLOCK_AT when that is set)
 #   edit-notes   also append a line to $ARTIFACT_PATH/notes.md in each iteration
+#   discard-user iteration 1: throw away the user's uncommitted work (`git checkout -- .` of
+#                notes.md, rm draft.md), as an agent tidying the tree might
 #   reshape      iteration 1: a new nested directory written at once, a tracked directory
 #                renamed, a tracked file deleted, an exec bit set; iteration 2: edit inside
 #                the new directory (now watched)
@@ -131,6 +133,10 @@ planning)
     ;;
 iteration)
     has edit-notes && echo "notes of iteration $ITERATION" >> "$ARTIFACT_PATH/notes.md"
+    if has discard-user && [ "$ITERATION" = 1 ]; then
+        git -C "$ARTIFACT_PATH" checkout -q -- notes.md
+        rm -f "$ARTIFACT_PATH/draft.md"
+    fi
     if has reshape; then
         case "$ITERATION" in
         1)

@@ -77,6 +77,53 @@ fn the_users_staged_and_untracked_work_is_never_committed_and_stays_as_it_was() 
     );
 }
 
+/// An agent that throws the user's uncommitted work away cannot lose it: `start` kept a copy out
+/// of its reach, and says where; a restart with the same work makes no second copy.
+#[test]
+fn the_users_uncommitted_work_is_copied_out_of_the_agents_reach_before_it_runs() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    std::fs::write(t.art().join("notes.md"), "user notes, edited\n").unwrap();
+    std::fs::write(t.art().join("draft.md"), "the user's draft\n").unwrap();
+
+    let r = t.start_fg("careless", "discard-user", &["--max-iterations", "1"]);
+    r.code(0);
+    let kept = t.home().join("kept/careless");
+    let dirs: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let dir = dirs[0].path();
+    assert!(
+        r.stderr().contains(&format!("is in {}", dir.display())),
+        "{}",
+        r.stderr()
+    );
+    // The agent did throw it away...
+    assert!(!t.art().join("draft.md").exists());
+    assert_eq!(git(&root, &["show", "HEAD:art/notes.md"]), "user notes\n");
+    // ...and the copy holds it as it was.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.md")).unwrap(),
+        "user notes, edited\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("draft.md")).unwrap(),
+        "the user's draft\n"
+    );
+
+    // Restarted with the same work again: the copy is named, not made twice.
+    std::fs::write(t.art().join("draft.md"), "the user's draft\n").unwrap();
+    std::fs::write(t.art().join("notes.md"), "user notes, edited\n").unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] again\n").unwrap();
+    let again = t.start_fg("careless", "", &["--max-iterations", "1"]);
+    again.code(0);
+    assert_eq!(std::fs::read_dir(&kept).unwrap().count(), 1);
+    assert!(
+        again.stderr().contains(&dir.display().to_string()),
+        "{}",
+        again.stderr()
+    );
+}
+
 #[test]
 fn new_trees_renames_deletions_and_modes_are_committed_exactly_as_a_walk_would_see_them() {
     let t = TestHome::new();
