@@ -13,6 +13,8 @@ use crate::error::{Error, Result};
 pub struct Findings {
     /// Executable hooks the loop would run with `[git] hooks = "run"` (`pre-commit`, `commit-msg`).
     pub hooks: Vec<String>,
+    /// `commit.gpgsign` is on: the loop's commits will not be signed (libgit2 has no signing).
+    pub signing: bool,
 }
 
 /// Refuse a repository the loop cannot commit in: a merge, rebase or cherry-pick in progress, a
@@ -78,6 +80,10 @@ pub fn check(artifact: &Path) -> Result<Findings> {
             .filter(|h| hook_path(&repo, &workdir, h).is_some())
             .map(str::to_string)
             .collect(),
+        signing: repo
+            .config()
+            .and_then(|c| c.get_bool("commit.gpgsign"))
+            .unwrap_or(false),
     })
 }
 

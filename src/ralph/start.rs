@@ -255,6 +255,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             findings.hooks.join(", ")
         ));
     }
+    if findings.signing {
+        notes.push(
+            "commit.gpgsign is set, but the loop's commits are not signed (the git library cannot run a signing program); sign them afterwards with `git rebase --exec 'git commit --amend --no-edit -n -S' <the commit before the loop>`"
+                .to_string(),
+        );
+    }
     notes.extend(type_warning);
     let theirs = uncommitted(&layout)?;
     notes.extend(uncommitted_note(&layout, &theirs));

@@ -397,6 +397,24 @@ fn hooks_are_skipped_by_default_and_start_says_so() {
     assert_eq!(loop_commits(&root).len(), 4);
 }
 
+/// A repository that signs its commits: the loop's commits cannot be, and `start` says so with
+/// the way to sign them afterwards (the loop still runs).
+#[test]
+fn start_says_that_the_loops_commits_are_not_signed_where_git_would_sign() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    git(&root, &["config", "commit.gpgsign", "true"]);
+    let r = t.start_fg("signed", "", &[]);
+    r.code(0);
+    assert!(
+        r.stderr().contains("commit.gpgsign is set")
+            && r.stderr().contains("git commit --amend --no-edit -n -S"),
+        "{}",
+        r.stderr()
+    );
+    assert_eq!(loop_commits(&root).len(), 4);
+}
+
 #[test]
 fn a_pre_commit_hook_that_rejects_an_iteration_rejects_it_like_a_failed_validation() {
     use std::os::unix::fs::PermissionsExt;
