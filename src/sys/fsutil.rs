@@ -38,8 +38,10 @@ pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()>
         .prefix(".")
         .suffix(".tmp")
         .tempfile_in(dir)
+        .map_err(bare)
         .at(dir, "create a temp file in")?;
-    tmp.write_all(bytes).at(tmp.path(), "write")?;
+    // The file the user knows is named, not the temp file.
+    tmp.as_file_mut().write_all(bytes).at(path, "write")?;
     // A replaced file keeps its mode; a new one stays 0600 (tempfile's).
     if let Ok(old) = fs::metadata(path) {
         let mode = old.permissions().mode() & 0o7777;
@@ -51,6 +53,19 @@ pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()>
         .map_err(|e| e.error)
         .at(path, "rename a temp file over")?;
     Ok(())
+}
+
+/// tempfile's error without the ` at path "…"` it appends to the text (the caller names the
+/// path the user knows).
+fn bare(e: std::io::Error) -> std::io::Error {
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((what, _)) => std::io::Error::new(e.kind(), what.to_string()),
+        None => e,
+    }
 }
 
 /// Append one line (a newline is added) to `path`, creating it if needed, in one write (readers
@@ -222,6 +237,26 @@ pub fn remove_file_opt(path: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_replace_names_the_file_once_and_leaves_no_temp() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("state.json");
+        std::fs::create_dir_all(target.join("inside")).unwrap();
+        let err = atomic_write(&target, b"{}").unwrap_err().to_string();
+        assert_eq!(
+            err.matches(&*target.display().to_string()).count(),
+            1,
+            "{err}"
+        );
+        assert!(!err.contains("at path"), "{err}");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        // A directory that is gone: named once too.
+        let gone = d.path().join("gone");
+        let err = atomic_write(&gone.join("x"), b"{}").unwrap_err().to_string();
+        assert_eq!(err.matches("gone").count(), 1, "{err}");
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {
