@@ -123,6 +123,66 @@ pub fn hooks_dir(repo: &Repository, workdir: &Path) -> PathBuf {
         )
 }
 
+/// The config files git reads for this repository that an agent in the work tree could write,
+/// each with the name people know it by: `.git/config`, the worktree's `config.worktree` (read
+/// when `extensions.worktreeConfig` is on, as sparse checkouts of worktrees set it), and files
+/// `include.path` / `includeIf.<cond>.path` pull in from inside the repository. Any of them can
+/// name a command git runs (`core.hooksPath`, `core.fsmonitor`, a filter driver).
+#[must_use]
+pub fn config_files(repo: &Repository, workdir: &Path) -> Vec<(String, PathBuf)> {
+    let common = repo.commondir().join("config");
+    let mut out = vec![
+        (".git/config".to_string(), common.clone()),
+        (
+            ".git/config.worktree".to_string(),
+            repo.path().join("config.worktree"),
+        ),
+    ];
+    let Ok(cfg) = git2::Config::open(&common) else {
+        return out;
+    };
+    let git_dir = repo.commondir().to_path_buf();
+    let mut includes = Vec::new();
+    if let Ok(mut entries) = cfg.entries(Some(r"^(include|includeif\..*)\.path$")) {
+        while let Some(Ok(e)) = entries.next() {
+            if let Ok(v) = e.value() {
+                includes.push(v.to_string());
+            }
+        }
+    }
+    for value in includes {
+        let path = match value.strip_prefix("~/") {
+            Some(rest) => match std::env::var_os("HOME") {
+                Some(h) => PathBuf::from(h).join(rest),
+                None => continue,
+            },
+            None => git_dir.join(&value),
+        };
+        let path = lexical(&path);
+        let inside = path.starts_with(workdir) || path.starts_with(&git_dir);
+        if inside && !out.iter().any(|(_, p)| *p == path) {
+            out.push((path.display().to_string(), path));
+        }
+    }
+    out
+}
+
+/// `path` with `.` and `..` resolved by name (the file need not exist).
+fn lexical(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// An executable hook of the repository (`core.hooksPath` honoured), if there is one.
 #[must_use]
 pub fn hook_path(repo: &Repository, workdir: &Path, name: &str) -> Option<PathBuf> {

@@ -534,3 +534,52 @@ fn conversions_only_git_runs_are_applied_to_committed_files() {
     assert_eq!(git(root, &["show", "HEAD:plain.raw"]), "as is\n");
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
+
+/// Every config file git reads that the work tree's side can write is found: `.git/config`,
+/// `config.worktree`, and included files inside the repository (not those outside it).
+#[test]
+fn config_files_include_the_worktree_config_and_included_files_inside_the_repository() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    git(&root, &["config", "include.path", "../team.gitconfig"]);
+    git(
+        &root,
+        &["config", "includeIf.onbranch:main.path", "extra.cfg"],
+    );
+    git(
+        &root,
+        &[
+            "config",
+            "--add",
+            "include.path",
+            "/etc/elsewhere.gitconfig",
+        ],
+    );
+    git(
+        &root,
+        &[
+            "config",
+            "--add",
+            "include.path",
+            "../../../outside.gitconfig",
+        ],
+    );
+    let repo = git2::Repository::open(&root).unwrap();
+    let names: Vec<String> = preflight::config_files(&repo, &root)
+        .into_iter()
+        .map(|(name, path)| {
+            assert!(path.is_absolute(), "{path:?}");
+            name.replace(&*root.display().to_string(), "<root>")
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ".git/config",
+            ".git/config.worktree",
+            "<root>/team.gitconfig",
+            "<root>/.git/extra.cfg"
+        ]
+    );
+}

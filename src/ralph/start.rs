@@ -473,7 +473,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         prices: p.settings.prices.clone(),
         hooks: p.settings.hooks.clone(),
         protected: super::guard::Protected {
-            git_config: Some(repo.git().commondir().join("config")),
+            git_configs: crate::git::preflight::config_files(repo.git(), repo.workdir()),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),
         },
     };

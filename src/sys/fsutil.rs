@@ -254,7 +254,9 @@ mod tests {
         assert_eq!(left.len(), 1, "{left:?}");
         // A directory that is gone: named once too.
         let gone = d.path().join("gone");
-        let err = atomic_write(&gone.join("x"), b"{}").unwrap_err().to_string();
+        let err = atomic_write(&gone.join("x"), b"{}")
+            .unwrap_err()
+            .to_string();
         assert_eq!(err.matches("gone").count(), 1, "{err}");
     }
 

@@ -27,7 +27,8 @@
 #   dump-env     write its environment to env-$ITERATION beside $FAKE_PIDS
 #   escape       try to write outside the repository ($HOME, /tmp) and inside; results in
 #                $ARTIFACT_PATH/escape.log
-#   tamper       write a git hook and garble wiggum/state.json (iteration $FAKE_AT, default all)
+#   tamper       write a git hook and a config.worktree naming a command, garble
+#                wiggum/state.json (iteration $FAKE_AT, default all)
 #   net          connect to each TCP port of $FAKE_PORTS on 127.0.0.1; results (errno, 0 = ok)
 #                in $ARTIFACT_PATH/net.log
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
@@ -84,6 +85,7 @@ if [ "$WIGGUM_PHASE" = iteration ]; then
         mkdir -p "$ARTIFACT_PATH/.git/hooks"
         printf '#!/bin/sh\necho owned\n' > "$ARTIFACT_PATH/.git/hooks/pre-commit"
         chmod +x "$ARTIFACT_PATH/.git/hooks/pre-commit"
+        printf '[core]\n\tfsmonitor = echo owned\n' > "$ARTIFACT_PATH/.git/config.worktree"
         echo '{"status": "completed"}' > "$WIGGUM_DIR/state.json"
     fi
     if has net; then

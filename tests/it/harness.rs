@@ -134,6 +134,10 @@ fn tamper(sandbox: &str) {
     r.code(0);
     let hook = t.art().join(".git/hooks/pre-commit");
     assert!(!hook.exists(), "the planted hook was removed");
+    assert!(
+        !t.art().join(".git/config.worktree").exists(),
+        "the planted config.worktree was removed"
+    );
     let st = t.state();
     assert_eq!(
         st["stop_reason"], "plan_empty",
@@ -151,12 +155,24 @@ fn tamper(sandbox: &str) {
     if sandbox.contains("read-only") {
         // As root the hooks are read-only to the agent: its write failed, nothing to restore;
         // the state file is replaced by the supervisor, so it is checked instead.
-        assert_eq!(changed, ["wiggum/state.json"], "{sandbox}");
+        assert_eq!(
+            changed,
+            [".git/config.worktree", "wiggum/state.json"],
+            "{sandbox}"
+        );
         let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
         assert!(log.contains("Read-only file system"), "{log}");
         return;
     }
-    assert_eq!(changed, ["hooks/pre-commit", "wiggum/state.json"]);
+    assert_eq!(
+        changed,
+        [
+            ".git/config.worktree",
+            "hooks/pre-commit",
+            "wiggum/state.json"
+        ]
+    );
+    assert!(!t.art().join(".git/config.worktree").exists());
     let status = t.run(&["wiggum", "status", "tamper"]).stdout();
     assert!(
         status.contains("caught:") && status.contains("hooks/pre-commit"),

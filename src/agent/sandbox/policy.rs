@@ -105,13 +105,14 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
     }
 }
 
-/// The protected paths of a loop that can be made read-only: the repository's hooks and config,
+/// The protected paths of a loop that can be made read-only: the repository's hooks and config
+/// (with `config.worktree`; only what exists can be bound read-only, the rest is checked),
 /// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`). The
 /// supervisor replaces `state.json` and `.lock` by rename, which would undo a bind mount: those
 /// two are checked after each run instead (`state.json`) or re-established (`.lock`).
 #[must_use]
 pub fn protected(work_root: &Path, wiggum: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = [".git/hooks", ".git/config"]
+    let mut out: Vec<PathBuf> = [".git/hooks", ".git/config", ".git/config.worktree"]
         .iter()
         .map(|r| work_root.join(r))
         .collect();
