@@ -37,6 +37,72 @@ pub fn head_iteration(dir: &Path) -> Option<(u32, String)> {
     Some((n, head.id().to_string()))
 }
 
+/// Where HEAD points: a branch (`refs/heads/main`) or a commit (detached).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadRef {
+    /// On a branch (the full ref name).
+    Branch(String),
+    /// Detached.
+    Detached,
+}
+
+impl HeadRef {
+    /// Read `<git_dir>/HEAD` (a few bytes: `ref: refs/heads/main` or a commit id).
+    #[must_use]
+    pub fn read(git_dir: &Path) -> Option<HeadRef> {
+        let text = crate::sys::fsutil::read_capped(&git_dir.join("HEAD"), 4096).ok()?;
+        Some(match text.trim().strip_prefix("ref:") {
+            Some(r) => HeadRef::Branch(r.trim().to_string()),
+            None => HeadRef::Detached,
+        })
+    }
+
+    /// For people: `main`, or `a detached HEAD`.
+    #[must_use]
+    pub fn shown(&self) -> String {
+        match self {
+            HeadRef::Branch(r) => format!("`{}`", r.strip_prefix("refs/heads/").unwrap_or(r)),
+            HeadRef::Detached => "a detached HEAD".to_string(),
+        }
+    }
+}
+
+/// Why the loop must not commit now: HEAD left the branch (or detached HEAD) the loop started
+/// on — a `git switch` or `git checkout` in another shell. `None` while it is where it was.
+#[must_use]
+pub fn head_moved(git_dir: &Path, at_start: &HeadRef) -> Option<String> {
+    let now = HeadRef::read(git_dir)?;
+    (now != *at_start).then(|| {
+        let back = match at_start {
+            HeadRef::Branch(_) => format!("`git switch {}`", at_start.shown().trim_matches('`')),
+            HeadRef::Detached => "`git switch --detach <the loop's last commit>`".to_string(),
+        };
+        let where_now = match &now {
+            HeadRef::Branch(_) => format!("HEAD is on {}", now.shown()),
+            HeadRef::Detached => "HEAD is detached".to_string(),
+        };
+        format!(
+            "{where_now} but the loop commits on {} (a `git switch` or `git checkout` in another shell?); switch back with {back}",
+            at_start.shown()
+        )
+    })
+}
+
+/// A git operation (rebase, merge, cherry-pick…) in progress in the repository of `git_dir`,
+/// for people. Opens the repository afresh: the state is read from its files.
+#[must_use]
+pub fn busy_at(git_dir: &Path) -> Option<String> {
+    let repo = Repository::open(git_dir).ok()?;
+    let state = repo.state();
+    (state != git2::RepositoryState::Clean).then(|| {
+        let shown = repo.workdir().unwrap_or(git_dir).display().to_string();
+        format!(
+            "{}: a git operation ({state:?}) is in progress",
+            shown.trim_end_matches('/')
+        )
+    })
+}
+
 /// The repository holding a loop's artifact directory.
 pub struct Repo {
     repo: Repository,
@@ -89,6 +155,12 @@ impl Repo {
         Ok(())
     }
 
+    /// Where HEAD points now.
+    #[must_use]
+    pub fn head_ref(&self) -> Option<HeadRef> {
+        HeadRef::read(self.repo.path())
+    }
+
     /// The work tree's root.
     #[must_use]
     pub fn workdir(&self) -> &Path {
@@ -131,13 +203,7 @@ impl Repo {
     /// now would land in the user's half-done operation).
     #[must_use]
     pub fn busy(&self) -> Option<String> {
-        (self.repo.state() != git2::RepositoryState::Clean).then(|| {
-            format!(
-                "{}: a git operation ({:?}) is in progress",
-                self.workdir.display(),
-                self.repo.state()
-            )
-        })
+        busy_at(self.repo.path())
     }
 
     /// Commit `paths` (relative to the artifact dir) on top of HEAD, without hooks. `None` when

@@ -583,3 +583,42 @@ fn config_files_include_the_worktree_config_and_included_files_inside_the_reposi
         ]
     );
 }
+
+#[test]
+fn head_moved_names_where_head_is_and_how_to_go_back() {
+    let d = tempfile::tempdir().unwrap();
+    let main = HeadRef::Branch("refs/heads/main".into());
+    let cases: [(&str, &HeadRef, Option<&str>); 5] = [
+        ("ref: refs/heads/main\n", &main, None),
+        (
+            "ref: refs/heads/feature/x\n",
+            &main,
+            Some(
+                "HEAD is on `feature/x` but the loop commits on `main` (a `git switch` or `git checkout` in another shell?); switch back with `git switch main`",
+            ),
+        ),
+        (
+            "0123456789abcdef0123456789abcdef01234567\n",
+            &main,
+            Some(
+                "HEAD is detached but the loop commits on `main` (a `git switch` or `git checkout` in another shell?); switch back with `git switch main`",
+            ),
+        ),
+        (
+            "0123456789abcdef0123456789abcdef01234567\n",
+            &HeadRef::Detached,
+            None,
+        ),
+        (
+            "ref: refs/heads/main\n",
+            &HeadRef::Detached,
+            Some(
+                "HEAD is on `main` but the loop commits on a detached HEAD (a `git switch` or `git checkout` in another shell?); switch back with `git switch --detach <the loop's last commit>`",
+            ),
+        ),
+    ];
+    for (head, at_start, want) in cases {
+        std::fs::write(d.path().join("HEAD"), head).unwrap();
+        assert_eq!(head_moved(d.path(), at_start).as_deref(), want, "{head}");
+    }
+}

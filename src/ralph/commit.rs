@@ -87,6 +87,39 @@ pub fn loop_paths<'a>(
     out
 }
 
+/// Wait while `why` names a reason not to commit now (at most BUSY_WAIT). `Some` when a stop
+/// came meanwhile: the work is carried to the next commit. An error when the reason outlasts
+/// the wait.
+async fn wait_out(
+    lp: &mut Loop,
+    changed: &[PathBuf],
+    waits: &str,
+    why: impl Fn() -> Option<String>,
+) -> Result<Option<Committed>> {
+    let Some(first) = why() else {
+        return Ok(None);
+    };
+    let until = chrono::Utc::now() + chrono::Duration::from_std(BUSY_WAIT).unwrap_or_default();
+    let reason = format!("{first}; the commit {waits}");
+    if lp
+        .runner
+        .wait_while(until, &reason, || why().is_some())
+        .await?
+    {
+        carry(lp, changed);
+        return Ok(Some(Committed::Rejected(format!(
+            "stopped while {first}; the work is left in the work tree and carried to the next commit"
+        ))));
+    }
+    match why() {
+        Some(still) => Err(Error::runtime(format!(
+            "{still} for over {} minutes; the iteration's work is left uncommitted in the work tree",
+            BUSY_WAIT.as_secs() / 60
+        ))),
+        None => Ok(None),
+    }
+}
+
 /// Commit `changed` (and the carried and loop-owned paths) of run `n` (0: planning) with
 /// `message`.
 pub async fn commit(
@@ -100,27 +133,22 @@ pub async fn commit(
     if !lp.settings.git.commit {
         return Ok(Committed::Nothing);
     }
-    if let Some(busy) = lp.repo.busy() {
-        // Someone is rebasing or merging in another shell: the commit waits for them (status
-        // `waiting`), as long as BUSY_WAIT; a stop meanwhile carries the work to the next one.
-        let until = chrono::Utc::now() + chrono::Duration::from_std(BUSY_WAIT).unwrap_or_default();
-        let reason = format!("{busy}; the commit waits for it to finish");
-        let repo = &lp.repo;
-        if lp
-            .runner
-            .wait_while(until, &reason, || repo.busy().is_some())
-            .await?
-        {
-            carry(lp, changed);
-            return Ok(Committed::Rejected(format!(
-                "stopped while {busy}; the work is left in the work tree and carried to the next commit"
-            )));
-        }
-        if let Some(busy) = lp.repo.busy() {
-            return Err(Error::runtime(format!(
-                "{busy} for over {} minutes; the iteration's work is left uncommitted in the work tree",
-                BUSY_WAIT.as_secs() / 60
-            )));
+    // Never commit on a branch the loop did not start on, nor in the middle of someone's rebase
+    // or merge: the commit waits (status `waiting`), as long as BUSY_WAIT; a stop meanwhile
+    // carries the work to the next commit.
+    let head = lp.runner.head.clone();
+    let moved = move || {
+        head.as_ref()
+            .and_then(|(dir, at)| crate::git::head_moved(dir, at))
+    };
+    if let Some(stopped) = wait_out(lp, changed, "waits for it", moved).await? {
+        return Ok(stopped);
+    }
+    if lp.repo.busy().is_some() {
+        let git_dir = lp.repo.git().path().to_path_buf();
+        let busy = move || crate::git::busy_at(&git_dir);
+        if let Some(stopped) = wait_out(lp, changed, "waits for it to finish", busy).await? {
+            return Ok(stopped);
         }
     }
     let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();

@@ -38,6 +38,9 @@ pub struct Runner {
     pub prices: std::collections::BTreeMap<String, crate::config::Price>,
     /// The loop's file watch: a run's file changes count as its activity.
     pub activity: Option<crate::sys::watch::Shared>,
+    /// The repository's git dir and where its HEAD pointed when the loop started: the loop
+    /// commits there only.
+    pub head: Option<(PathBuf, crate::git::HeadRef)>,
 }
 
 /// Where and how one run happens.
@@ -153,6 +156,13 @@ impl Runner {
         ))
     }
 
+    /// Why HEAD is not where the loop started (another shell switched branches), if it is not.
+    #[must_use]
+    pub fn head_moved(&self) -> Option<String> {
+        let (git_dir, at_start) = self.head.as_ref()?;
+        crate::git::head_moved(git_dir, at_start)
+    }
+
     /// Save the state (a failed save is fatal: the loop must not run blind).
     pub fn save(&mut self) -> Result<()> {
         state::save(&self.layout.state(), &mut self.state)
@@ -217,7 +227,14 @@ impl Runner {
         )
         .await;
         if !self.layout.wiggum().is_dir() || !self.layout.memory("PROMPT.md").is_file() {
-            return Err(self.rebuild_after_deletion());
+            let deleted = self.rebuild_after_deletion();
+            // Not the agent: the branch was switched under the loop, taking its memory along.
+            if let Some(moved) = self.head_moved() {
+                return Err(crate::error::Error::runtime(format!(
+                    "the loop's memory is gone from the work tree: {moved}, then start the loop again"
+                )));
+            }
+            return Err(deleted);
         }
         let written = state::to_json(&self.state)?;
         let changed = before.restore_changes(&self.layout, written.as_bytes())?;

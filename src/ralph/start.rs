@@ -467,6 +467,9 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         layout,
         safety: p.settings.safety.clone(),
         activity: None,
+        head: repo
+            .head_ref()
+            .map(|h| (repo.git().path().to_path_buf(), h)),
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),
