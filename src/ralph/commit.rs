@@ -133,9 +133,16 @@ pub async fn commit(
     if !lp.settings.git.commit {
         return Ok(Committed::Nothing);
     }
-    // Never commit on a branch the loop did not start on, nor in the middle of someone's rebase
-    // or merge: the commit waits (status `waiting`), as long as BUSY_WAIT; a stop meanwhile
-    // carries the work to the next commit.
+    // Never commit in the middle of someone's rebase or merge (a rebase detaches HEAD), nor on
+    // a branch the loop did not start on: the commit waits (status `waiting`), as long as
+    // BUSY_WAIT; a stop meanwhile carries the work to the next commit.
+    if lp.repo.busy().is_some() {
+        let git_dir = lp.repo.git().path().to_path_buf();
+        let busy = move || crate::git::busy_at(&git_dir);
+        if let Some(stopped) = wait_out(lp, changed, "waits for it to finish", busy).await? {
+            return Ok(stopped);
+        }
+    }
     let head = lp.runner.head.clone();
     let moved = move || {
         head.as_ref()
@@ -143,13 +150,6 @@ pub async fn commit(
     };
     if let Some(stopped) = wait_out(lp, changed, "waits for it", moved).await? {
         return Ok(stopped);
-    }
-    if lp.repo.busy().is_some() {
-        let git_dir = lp.repo.git().path().to_path_buf();
-        let busy = move || crate::git::busy_at(&git_dir);
-        if let Some(stopped) = wait_out(lp, changed, "waits for it to finish", busy).await? {
-            return Ok(stopped);
-        }
     }
     let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();
     paths.extend(lp.runner.state.carried_paths.iter().cloned());

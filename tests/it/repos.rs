@@ -611,6 +611,8 @@ fn waiting_on_a_rebase(
     let daemon = t.blocked_at_first(topic, "");
     let marker = root.join(".git/rebase-merge");
     std::fs::create_dir_all(&marker).unwrap();
+    // A rebase detaches HEAD while it runs.
+    git(&root, &["checkout", "-q", "--detach"]);
     std::fs::write(t.release_file(), "").unwrap();
     let st = t.wait_state("the commit to wait", |s| s["status"] == "waiting");
     (root, marker, daemon, st)
@@ -630,6 +632,7 @@ fn a_rebase_begun_in_another_shell_mid_iteration_makes_the_commit_wait_not_the_l
     );
     let before = loop_commits(&root).len();
     // The user is done; the loop commits and goes on.
+    git(&root, &["checkout", "-q", "main"]);
     std::fs::remove_dir_all(&marker).unwrap();
     let st = t.wait_stopped("rb");
     assert_eq!(st["status"], "completed", "{st}");
