@@ -104,14 +104,37 @@ pub fn tmp_dir(token: &str) -> PathBuf {
     std::env::temp_dir().join(format!("studio-agents-{token}"))
 }
 
-/// The repository's work tree holding `dir` (the directory itself when there is none): where an
-/// agent may write.
+/// Where an agent may write: the repository's work tree holding `dir` (the directory itself
+/// when there is none) — unless that tree holds the user's home or `$STUDIO_AGENTS_HOME` (a
+/// repository at `~`, as some keep their dotfiles): then `dir` alone, so the loop's locks and
+/// records, the copies of the user's work and the rest of the home stay out of reach.
 #[must_use]
 pub fn work_root(dir: &Path) -> PathBuf {
-    dir.ancestors()
+    let mut keep_out: Vec<PathBuf> = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    keep_out.extend(crate::config::home_dir().ok());
+    let keep_out: Vec<PathBuf> = keep_out
+        .into_iter()
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect();
+    writable_root(dir, &keep_out)
+}
+
+/// [`work_root`] with the directories to keep out given.
+#[must_use]
+pub fn writable_root(dir: &Path, keep_out: &[PathBuf]) -> PathBuf {
+    let tree = dir
+        .ancestors()
         .find(|d| d.join(".git").exists())
-        .unwrap_or(dir)
-        .to_path_buf()
+        .unwrap_or(dir);
+    if tree != dir && keep_out.iter().any(|k| k.starts_with(tree)) {
+        dir.to_path_buf()
+    } else {
+        tree.to_path_buf()
+    }
 }
 
 /// The job of one agent run: the one constructor every agent run goes through. The harness is
@@ -286,6 +309,26 @@ mod tests {
             safety: Safety::default(),
             activity: None,
         }
+    }
+
+    #[test]
+    fn the_writable_tree_is_the_repository_unless_it_holds_the_home() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let repo = root.join("repo");
+        let art = repo.join("docs/art");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&art).unwrap();
+        let elsewhere = [root.join("home"), root.join("home/.studio-agents")];
+        // A repository of its own: its whole work tree.
+        assert_eq!(writable_root(&art, &elsewhere), repo);
+        // A repository at ~ (dotfiles): the artifact directory alone.
+        assert_eq!(writable_root(&art, std::slice::from_ref(&repo)), art);
+        assert_eq!(writable_root(&art, &[repo.join(".studio-agents")]), art);
+        // No repository: the directory itself.
+        let plain = root.join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        assert_eq!(writable_root(&plain, &elsewhere), plain);
     }
 
     #[test]

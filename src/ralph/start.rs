@@ -156,6 +156,14 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let root = p
         .canonicalize()
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", p.display())))?;
+    let studio_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
+    if studio_home.starts_with(&root) {
+        return Err(Error::input(format!(
+            "--artifact-path {}: holds $STUDIO_AGENTS_HOME ({}), where the loop keeps its locks and records out of the agent's reach; choose a directory of its own",
+            p.display(),
+            home.display()
+        )));
+    }
     let layout = Layout::for_loop(home, root);
     let mut settings = config::load(&Sources {
         home: Some(home.join("wiggum.toml")),

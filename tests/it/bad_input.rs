@@ -119,6 +119,8 @@ fn missing_paths_topics_and_agents_are_refused() {
         &[],
         "[defaults] agent: the `claude` CLI is not on PATH",
     );
+    // The directory that holds the loop's own home (here the test's root, as `~` would).
+    refuse("x", &t.root(), "true", &[], "holds $STUDIO_AGENTS_HOME");
     std::fs::remove_file(t.art().join("artifact.md")).unwrap();
     refused_start(&t, "x", &[], "no artifact.md");
 }

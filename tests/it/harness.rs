@@ -127,6 +127,37 @@ fn writes_outside_the_repository_are_refused_by_the_kernel() {
     );
 }
 
+/// A repository at `~` (as some keep their dotfiles): the agent may write the artifact
+/// directory, not the whole home the work tree spans — nor `$STUDIO_AGENTS_HOME` in it.
+#[test]
+fn a_repository_at_home_does_not_open_the_home_to_the_agent() {
+    let t = TestHome::new();
+    if landlock_abi(&t) == 0 {
+        return;
+    }
+    t.write_home_config_raw("");
+    let root = t.root();
+    crate::support::git(&root, &["init", "-q"]);
+    std::fs::write(root.join(".gitignore"), "home/\ntmp/\npids.txt\n.fake-*\n").unwrap();
+    crate::support::git(&root, &["add", ".gitignore"]);
+    crate::support::git(&root, &["commit", "-qm", "dotfiles"]);
+    let r = t.start_fg("dots", "escape", &["--max-iterations", "1"]);
+    r.code(0);
+    let log = std::fs::read_to_string(t.art().join("escape.log")).unwrap();
+    assert!(
+        log.contains("home: denied") && log.contains("inside: written"),
+        "{log}"
+    );
+    assert!(!root.join("outside.txt").exists());
+    let st = t.status_json("dots");
+    let writable = st["state"]["harness"]["writable"].to_string();
+    assert!(
+        writable.contains(&*t.art().display().to_string())
+            && !writable.contains(&format!("\"{}\"", root.display())),
+        "{writable}"
+    );
+}
+
 fn tamper(sandbox: &str) {
     let t = TestHome::new();
     t.write_home_config(&format!("[safety]\nsandbox = \"{sandbox}\"\n"));
