@@ -162,6 +162,16 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         print_json(&v);
     } else {
         let mut text = detail(&v);
+        if a.remote.is_none()
+            && let Ok(home) = crate::config::home_dir()
+            && let Some(dir) =
+                crate::disk::kept::newest(&crate::disk::kept::topic_dir(&home, topic))
+        {
+            text.push_str(&format!(
+                "\n  kept:      {} (your uncommitted work, copied at start)",
+                dir.display()
+            ));
+        }
         if a.color.on()
             && let Some(code) = table::status_colour(&v.status)
         {

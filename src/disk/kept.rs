@@ -97,7 +97,8 @@ pub fn keep(root: &Path, paths: &[PathBuf], topic_dir: &Path, stamp: &str) -> Re
 }
 
 /// The newest copy under `topic_dir` (stamps sort by time).
-fn newest(topic_dir: &Path) -> Option<PathBuf> {
+#[must_use]
+pub fn newest(topic_dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(topic_dir)
         .ok()?
         .flatten()

@@ -122,6 +122,12 @@ fn the_users_uncommitted_work_is_copied_out_of_the_agents_reach_before_it_runs()
         "{}",
         again.stderr()
     );
+    // `status` says where the copy is.
+    let status = t.run(&["wiggum", "status", "careless"]).stdout();
+    assert!(
+        status.contains(&format!("kept:      {}", dir.display())),
+        "{status}"
+    );
 }
 
 #[test]
