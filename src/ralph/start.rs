@@ -148,10 +148,14 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         })?,
     };
     if !p.is_dir() {
-        return Err(Error::input(format!(
-            "--artifact-path {}: not a directory",
-            p.display()
-        )));
+        return Err(Error::input(match &opts.artifact_path {
+            Some(_) => format!("--artifact-path {}: not a directory", p.display()),
+            None => format!(
+                "loop `{}` is registered at {}, which is gone (moved or deleted?); pass --artifact-path <where it is now>",
+                opts.topic,
+                p.display()
+            ),
+        }));
     }
     let root = p
         .canonicalize()

@@ -33,7 +33,8 @@ pub struct Want {
 pub struct LoopView {
     /// The topic.
     pub topic: String,
-    /// State status, or `dead`, or `unknown` when there is no state yet.
+    /// State status, or `dead`, or `unknown` when there is no state yet, or `missing` when the
+    /// artifact directory is gone, or `replaced`.
     pub status: String,
     /// The supervisor's pid while it runs.
     pub pid: Option<u32>,
@@ -65,6 +66,9 @@ pub struct LoopView {
     /// `replaced`): the lock, state and records there are that loop's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced_by: Option<String>,
+    /// The registered artifact directory, when it is gone (status `missing`: moved or deleted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing_dir: Option<std::path::PathBuf>,
 }
 
 impl LoopView {
@@ -77,6 +81,9 @@ impl LoopView {
     /// One line for `list`, logs and pipes.
     #[must_use]
     pub fn line(&self) -> String {
+        if let Some(d) = &self.missing_dir {
+            return format!("{:<20} missing   {}", self.topic, d.display());
+        }
         if let Some(o) = &self.replaced_by {
             return format!(
                 "{:<20} replaced  by loop `{o}` on its artifact directory",
@@ -90,6 +97,14 @@ impl LoopView {
 /// Read one loop.
 pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     let layout = &h.layout;
+    if !layout.root().is_dir() {
+        return Ok(LoopView {
+            topic: h.topic.clone(),
+            status: "missing".into(),
+            missing_dir: Some(layout.root().to_path_buf()),
+            ..LoopView::default()
+        });
+    }
     let (st, state_error) = match state::read(&layout.state()) {
         Ok(st) => (st, None),
         Err(e) => (None, Some(e.to_string())),
@@ -167,6 +182,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         log_tail,
         state_error,
         replaced_by: None,
+        missing_dir: None,
     })
 }
 
@@ -207,6 +223,7 @@ impl LoopView {
             log_tail: Vec::new(),
             state_error: None,
             replaced_by: None,
+            missing_dir: None,
         }
     }
 
@@ -227,6 +244,13 @@ impl LoopView {
             "unknown" => {
                 Some("it has no state yet: never started, or its state.json was removed".into())
             }
+            "missing" => self.missing_dir.as_ref().map(|d| {
+                format!(
+                    "its artifact directory {} is gone (moved or deleted?); `studio-agents wiggum start {} --artifact-path <where it is now>` takes the loop up there",
+                    d.display(),
+                    self.topic
+                )
+            }),
             "replaced" => self.replaced_by.as_ref().map(|o| {
                 format!(
                     "loop `{o}` has been started on its artifact directory since; the lock, state and run records there are `{o}`'s: studio-agents wiggum status {o}"

@@ -12,7 +12,7 @@ pub fn status_colour(status: &str) -> Option<&'static str> {
     match status {
         "running" | "planning" | "starting" => Some("32"),
         "paused" | "waiting" | "stopping" => Some("33"),
-        "failed" | "dead" | "unknown" => Some("31"),
+        "failed" | "dead" | "unknown" | "missing" => Some("31"),
         _ => None,
     }
 }
@@ -59,9 +59,11 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
             dash(),
             dash(),
             dash(),
-            v.replaced_by
-                .as_ref()
-                .map_or_else(dash, |o| format!("-  by `{o}`")),
+            match (&v.replaced_by, &v.missing_dir) {
+                (Some(o), _) => format!("-  by `{o}`"),
+                (None, Some(d)) => format!("-  gone: {}", d.display()),
+                (None, None) => dash(),
+            },
         ];
     };
     let opt = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));

@@ -155,6 +155,41 @@ fn unknown_topics_exit_2() {
     }
 }
 
+/// A loop whose artifact directory was moved: `status` and `list` say `missing` and where it
+/// was, `start` by topic alone says how to take the loop up at its new place, which works.
+#[test]
+fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
+    let t = TestHome::new();
+    t.start_fg("moved", "", &["--max-iterations", "1"]).code(0);
+    let moved = t.root().join("moved-art");
+    std::fs::rename(t.art(), &moved).unwrap();
+    let status = t.run(&["wiggum", "status", "moved"]);
+    status.code(0);
+    assert!(
+        status.stdout().contains("missing")
+            && status
+                .stdout()
+                .contains(&format!("{} is gone", t.art().display())),
+        "{}",
+        status.stdout()
+    );
+    assert_eq!(t.status_json("moved")["status"], "missing");
+    assert!(t.run(&["wiggum", "list"]).stdout().contains("missing"));
+    let r = t.run(&["wiggum", "start", "moved", "--foreground"]);
+    r.code(2);
+    assert!(
+        r.stderr()
+            .contains("which is gone (moved or deleted?); pass --artifact-path"),
+        "{}",
+        r.stderr()
+    );
+    // Taken up at its new place: the loop goes on from its state there.
+    let args = t.start_args("moved", &moved, &t.agent_cmd("", ""), &["--foreground"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    assert_eq!(t.status_json("moved")["status"], "completed");
+}
+
 #[test]
 fn a_long_topic_is_too_long_and_config_is_checked_by_every_command() {
     let t = TestHome::new();
