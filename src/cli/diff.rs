@@ -37,7 +37,7 @@ const CAP: u64 = 64 << 20;
 
 /// Run `diff`.
 pub fn run(a: &DiffArgs) -> Result<i32> {
-    let layout = Handle::open(&a.topic)?.layout;
+    let layout = Handle::open_present(&a.topic)?.layout;
     // Iterations that were committed, in order (a discarded attempt has no commit).
     let mut committed: Vec<(u32, String)> = Vec::new();
     let mut seen = Vec::new();

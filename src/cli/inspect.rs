@@ -100,7 +100,7 @@ fn latest_iteration(layout: &Layout) -> Option<u32> {
 
 /// `logs`.
 pub fn logs(a: &LogsArgs) -> Result<i32> {
-    let layout = Handle::open(&a.topic)?.layout;
+    let layout = Handle::open_present(&a.topic)?.layout;
     let pinned = a.iteration.or(a.planning.then_some(0));
     // Unpinned: the newest iteration, by its directory or by the state (a stopped or crashed
     // iteration's directory is moved to the discarded attempts, whose logs are shown).
@@ -215,7 +215,7 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
             let home = tmp.path().join("home");
             (Handle::at(&home, &a.topic, art), Some(tmp))
         }
-        None => (Handle::open(&a.topic)?, None),
+        None => (Handle::open_present(&a.topic)?, None),
     };
     let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
@@ -280,7 +280,7 @@ pub fn sign(s: &Sign) -> Result<i32> {
     if what.trim().is_empty() || fix.trim().is_empty() {
         return Err(Error::input("sign add: --what and --fix must not be empty"));
     }
-    let layout = Handle::open(topic)?.layout;
+    let layout = Handle::open_present(topic)?.layout;
     let path = layout.memory("AGENT.md");
     let text = fsutil::read_opt(&path)?.unwrap_or_default();
     let new = crate::ralph::signs::add(&text, what, fix);

@@ -24,12 +24,35 @@ pub struct Handle {
     pub layout: Layout,
 }
 
+/// What to say of a loop whose artifact directory `dir` is gone, and how to go on.
+#[must_use]
+pub fn gone(topic: &str, dir: &std::path::Path) -> String {
+    format!(
+        "its artifact directory {} is gone (moved or deleted?); `studio-agents wiggum start {topic} --artifact-path <where it is now>` takes the loop up there",
+        dir.display()
+    )
+}
+
 impl Handle {
     /// The registered loop `topic` (exit 2 when unknown).
     pub fn open(topic: &str) -> Result<Handle> {
         let home = crate::config::home_dir()?;
         let root = registry::require(&home, topic)?;
         Ok(Handle::at(&home, topic, root))
+    }
+
+    /// [`Handle::open`] for a command that reads or writes the loop's directory: one whose
+    /// directory is gone (moved or deleted) is refused saying so (exit 2).
+    pub fn open_present(topic: &str) -> Result<Handle> {
+        let h = Handle::open(topic)?;
+        let root = h.layout.root();
+        if !root.is_dir() {
+            return Err(Error::input(format!(
+                "loop `{topic}`: {}",
+                gone(topic, root)
+            )));
+        }
+        Ok(h)
     }
 
     /// The loop `topic` on `root`, under `home`.

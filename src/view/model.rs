@@ -244,13 +244,10 @@ impl LoopView {
             "unknown" => {
                 Some("it has no state yet: never started, or its state.json was removed".into())
             }
-            "missing" => self.missing_dir.as_ref().map(|d| {
-                format!(
-                    "its artifact directory {} is gone (moved or deleted?); `studio-agents wiggum start {} --artifact-path <where it is now>` takes the loop up there",
-                    d.display(),
-                    self.topic
-                )
-            }),
+            "missing" => self
+                .missing_dir
+                .as_ref()
+                .map(|d| crate::disk::handle::gone(&self.topic, d)),
             "replaced" => self.replaced_by.as_ref().map(|o| {
                 format!(
                     "loop `{o}` has been started on its artifact directory since; the lock, state and run records there are `{o}`'s: studio-agents wiggum status {o}"

@@ -175,6 +175,11 @@ fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
     );
     assert_eq!(t.status_json("moved")["status"], "missing");
     assert!(t.run(&["wiggum", "list"]).stdout().contains("missing"));
+    for cmd in ["summary", "logs", "diff"] {
+        let r = t.run(&["wiggum", cmd, "moved"]);
+        r.code(2);
+        assert!(r.stderr().contains("is gone"), "{cmd}: {}", r.stderr());
+    }
     let r = t.run(&["wiggum", "start", "moved", "--foreground"]);
     r.code(2);
     assert!(
