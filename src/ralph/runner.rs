@@ -135,6 +135,11 @@ impl Runner {
     /// The agent deleted `wiggum/`: put back what the supervisor owns (the state, the run
     /// records from the records' copy) and say how to go on. The loop then ends.
     fn rebuild_after_deletion(&mut self) -> crate::error::Error {
+        if !self.layout.root().is_dir() {
+            // The whole directory went (moved or deleted while the loop ran): nothing is
+            // recreated there; the supervisor says so.
+            return crate::error::Error::runtime("the loop's directory went away");
+        }
         let wiggum = self.layout.wiggum();
         let restored = crate::sys::fsutil::create_dir_all(&wiggum).and_then(|()| {
             let copy = self.layout.runs_copy();

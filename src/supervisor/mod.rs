@@ -147,10 +147,22 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     let reason = match lp.run().await {
         Ok(r) => r,
         Err(e) => {
+            let root = lp.runner.layout.root().to_path_buf();
+            if !root.is_dir() {
+                // Moved or deleted while the loop ran: whatever failed, that is why; nothing
+                // is recreated at the old place (`status` shows the loop `missing`).
+                return Err(Error::runtime(format!(
+                    "the loop's directory went away while it ran: {}",
+                    crate::disk::handle::gone(&lp.runner.topic, &root)
+                )));
+            }
             lp.runner.state.status = Status::Failed;
             lp.runner.state.stop_reason = Some(crate::disk::state::StopReason::Error);
             lp.runner.state.stop_detail = Some(e.to_string());
-            lp.runner.save()?;
+            // The loop's own error is the one to report; a failed save is logged beside it.
+            if let Err(save) = lp.runner.save() {
+                tracing::error!("{save}");
+            }
             return Err(e);
         }
     };
