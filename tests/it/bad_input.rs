@@ -195,33 +195,6 @@ fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
     assert_eq!(t.status_json("moved")["status"], "completed");
 }
 
-/// The artifact directory moved while the loop ran: the loop ends without recreating anything at
-/// the old place, and shows `missing`.
-#[test]
-fn a_directory_moved_while_the_loop_runs_ends_it_without_recreating_the_old_place() {
-    let t = TestHome::new();
-    let daemon = t.blocked_at_first("moving", "");
-    let moved = t.root().join("moved-art");
-    std::fs::rename(t.art(), &moved).unwrap();
-    std::fs::write(t.release_file(), "").unwrap();
-    crate::support::wait_for(
-        "the supervisor to end",
-        std::time::Duration::from_secs(30),
-        || {
-            if std::path::Path::new(&format!("/proc/{daemon}")).exists() {
-                Err(daemon)
-            } else {
-                Ok(())
-            }
-        },
-    );
-    assert!(!t.art().exists(), "the old place was recreated");
-    assert_eq!(t.status_json("moving")["status"], "missing");
-    let log = std::fs::read_to_string(moved.join("wiggum/daemon.log")).unwrap();
-    assert!(log.contains("went away while it ran"), "{log}");
-    crate::support::assert_no_survivors(&t.token);
-}
-
 #[test]
 fn a_long_topic_is_too_long_and_config_is_checked_by_every_command() {
     let t = TestHome::new();

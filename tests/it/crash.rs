@@ -208,3 +208,30 @@ fn status_says_why_a_loop_is_dead_or_unreadable_and_list_has_a_header() {
         "{st}"
     );
 }
+
+/// The artifact directory moved while the loop ran: the loop ends without recreating anything at
+/// the old place, and shows `missing`.
+#[test]
+fn a_directory_moved_while_the_loop_runs_ends_it_without_recreating_the_old_place() {
+    let t = TestHome::new();
+    let daemon = t.blocked_at_first("moving", "");
+    let moved = t.root().join("moved-art");
+    std::fs::rename(t.art(), &moved).unwrap();
+    std::fs::write(t.release_file(), "").unwrap();
+    crate::support::wait_for(
+        "the supervisor to end",
+        std::time::Duration::from_secs(30),
+        || {
+            if std::path::Path::new(&format!("/proc/{daemon}")).exists() {
+                Err(daemon)
+            } else {
+                Ok(())
+            }
+        },
+    );
+    assert!(!t.art().exists(), "the old place was recreated");
+    assert_eq!(t.status_json("moving")["status"], "missing");
+    let log = std::fs::read_to_string(moved.join("wiggum/daemon.log")).unwrap();
+    assert!(log.contains("went away while it ran"), "{log}");
+    crate::support::assert_no_survivors(&t.token);
+}
