@@ -198,6 +198,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             watch: root,
             activity: l.activity.clone(),
             max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
+            max_log: safety.max_log_mb.saturating_mul(1 << 20),
             promise: None,
         }),
     }

@@ -1,7 +1,7 @@
 //! Watching a running job besides its wall limit: ending it never depends on the model's
 //! cooperation. A run that prints nothing and changes no file for `idle` ends as `idle` (real
 //! CLIs retry a dead endpoint forever); a tree whose resident memory crosses the ceiling ends as
-//! `memory_limit`. File changes come from the loop's file watch (`sys::watch`), or one of the
+//! `memory_limit`, a log that grows past its ceiling as `output_limit`. File changes come from the loop's file watch (`sys::watch`), or one of the
 //! run's own when there is no loop; the supervisor's own files and `.git/` do not count.
 
 use std::path::Path;
@@ -24,6 +24,8 @@ pub struct Liveness {
     pub activity: Option<crate::sys::watch::Shared>,
     /// End the job when its tree's resident memory crosses this many bytes (zero: never).
     pub max_memory: u64,
+    /// End the job when its log grows past this many bytes (zero: never).
+    pub max_log: u64,
     /// The completion promise, how often the prompt itself holds it (an echo is not the
     /// agent's word), and how long an agent may linger after printing it.
     pub promise: Option<PromiseWatch>,
@@ -87,7 +89,9 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
     let log_len = || std::fs::metadata(log).map_or(0, |m| m.len());
     let mut seen = log_len();
     let mut active_at = Instant::now();
-    let tick = if l.promise.is_some() {
+    // The promise and the output ceiling are looked at often: at disk speed a second of output
+    // is a gigabyte.
+    let tick = if l.promise.is_some() || l.max_log > 0 {
         tick.min(Duration::from_millis(250))
     } else {
         tick
@@ -111,10 +115,18 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
                 return Ending::MemoryLimit;
             }
         }
+        let len = log_len();
+        if l.max_log > 0 && len > l.max_log {
+            tracing::warn!(
+                "the agent printed {} MB, over the {} MB ceiling",
+                len >> 20,
+                l.max_log >> 20
+            );
+            return Ending::OutputLimit;
+        }
         if l.idle.is_zero() {
             continue;
         }
-        let len = log_len();
         let touched = files.as_ref().is_some_and(|w| {
             w.lock()
                 .is_ok_and(|mut w| w.poll().iter().any(|p| !is_supervisor_noise(p)))
@@ -127,6 +139,25 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
             return Ending::Idle;
         }
     }
+}
+
+/// Cut a log that crossed the output ceiling back to `max` bytes, saying so at its end (the run
+/// is over: nothing writes to it any more).
+pub fn cut_log(log: &Path, max: u64) -> crate::error::Result<()> {
+    use crate::error::IoContext;
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(log)
+        .at(log, "open to cut")?;
+    f.set_len(max).at(log, "cut")?;
+    let note = format!(
+        "\n[studio-agents: the output past {} MB was cut off ([safety] max_log_mb)]\n",
+        max >> 20
+    );
+    use std::io::Seek;
+    f.seek(std::io::SeekFrom::End(0)).at(log, "cut")?;
+    f.write_all(note.as_bytes()).at(log, "cut")
 }
 
 /// Reads what the log gained since the last look (bounded), counting promise lines.
@@ -170,6 +201,19 @@ impl PromiseScan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_log_keeps_its_head_and_says_where_it_was_cut() {
+        let d = tempfile::tempdir().unwrap();
+        let log = d.path().join("agent.log");
+        std::fs::write(&log, vec![b'x'; 3 << 20]).unwrap();
+        cut_log(&log, 1 << 20).unwrap();
+        let bytes = std::fs::read(&log).unwrap();
+        let note = b"\n[studio-agents: the output past 1 MB was cut off ([safety] max_log_mb)]\n";
+        assert_eq!(bytes.len(), (1 << 20) + note.len());
+        assert!(bytes.ends_with(note));
+        assert!(bytes[..1 << 20].iter().all(|b| *b == b'x'));
+    }
 
     #[test]
     fn the_supervisors_own_writes_are_not_activity() {

@@ -241,6 +241,11 @@ pub async fn run(
     // The leader is dead by now; collect its status through tokio.
     let reap = leader.wait().await;
     kill::unmanage(pgid);
+    if let (Ending::OutputLimit, Some(l)) = (ending, &job.liveness)
+        && let Err(e) = super::liveness::cut_log(&job.log, l.max_log)
+    {
+        tracing::warn!("{e}");
+    }
     if let Err(e) = reap {
         tracing::debug!("reaping {pid}: {e}");
     }

@@ -88,7 +88,7 @@ fn detail(v: &LoopView) -> String {
             let roots: Vec<String> = h.writable.iter().map(|w| w.display().to_string()).collect();
             out.push_str(&format!("\n  writable:  {}", roots.join(", ")));
             out.push_str(&format!(
-                "\n  network:   {}; limits: {} s per run, idle {}, memory {}",
+                "\n  network:   {}; limits: {} s per run, idle {}, memory {}, output {}",
                 h.network,
                 h.max_time_secs,
                 if h.max_idle_secs == 0 {
@@ -100,6 +100,11 @@ fn detail(v: &LoopView) -> String {
                     "off".to_string()
                 } else {
                     format!("{} MB", h.max_memory_mb)
+                },
+                if h.max_log_mb == 0 {
+                    "off".to_string()
+                } else {
+                    format!("{} MB", h.max_log_mb)
                 },
             ));
         }

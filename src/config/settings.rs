@@ -221,6 +221,9 @@ pub struct Safety {
     pub network: Network,
     /// Memory ceiling of an agent's whole process tree, in MB (0 = none).
     pub max_memory_mb: u64,
+    /// Ceiling of one run's output (its log), in MB (0 = none): past it the run is killed and
+    /// its log cut back, so a runaway agent cannot fill the disk overnight.
+    pub max_log_mb: u64,
     /// End a run that printed nothing and changed no file for this long, in seconds (0 = never).
     pub max_idle_secs: u64,
     /// Stop an agent that printed the completion promise and lingers this long, in seconds.
@@ -261,6 +264,7 @@ impl Default for Safety {
             readable: Vec::new(),
             network: Network::default(),
             max_memory_mb: 0,
+            max_log_mb: 1024,
             max_idle_secs: 300,
             promise_grace_secs: 10,
             max_calls_per_hour: 0,

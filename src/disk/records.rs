@@ -30,6 +30,8 @@ pub enum Ending {
     Idle,
     /// Its process tree crossed `[safety] max_memory_mb`; killed.
     MemoryLimit,
+    /// Its log crossed `[safety] max_log_mb`; killed, the log cut back to the ceiling.
+    OutputLimit,
     /// It printed the completion promise and lingered past `[safety] promise_grace_secs`;
     /// stopped, and counted as finished.
     Finished,
@@ -44,6 +46,7 @@ impl std::fmt::Display for Ending {
             Ending::Stopped => write!(f, "was stopped"),
             Ending::Idle => write!(f, "was idle too long and was killed"),
             Ending::MemoryLimit => write!(f, "crossed the memory ceiling and was killed"),
+            Ending::OutputLimit => write!(f, "printed past the output ceiling and was killed"),
             Ending::Finished => write!(f, "printed the promise and was stopped after the grace"),
         }
     }

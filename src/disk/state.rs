@@ -311,6 +311,8 @@ pub struct Harness {
     pub network: String,
     /// Memory ceiling of an agent's tree, MB (0: none).
     pub max_memory_mb: u64,
+    /// Output ceiling of one run, MB (0: none).
+    pub max_log_mb: u64,
     /// Idle limit, seconds (0: none).
     pub max_idle_secs: u64,
     /// Wall limit of a run, seconds.

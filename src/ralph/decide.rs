@@ -600,6 +600,7 @@ mod tests {
             (Ending::Idle, false, RunKind::Crashed),
             (Ending::Signaled { signal: 9 }, true, RunKind::Crashed),
             (Ending::MemoryLimit, true, RunKind::OverCeiling),
+            (Ending::OutputLimit, true, RunKind::Crashed),
         ] {
             assert_eq!(classify(ending, changed), want, "{ending:?} {changed}");
         }

@@ -94,7 +94,7 @@ pub fn plan(p: &Prepared) -> Result<DryRun> {
 pub fn text(d: &DryRun) -> String {
     let h = &d.harness;
     let mut out = format!(
-        "dry run of loop `{}` (nothing run, nothing written)\n  artifact:  {}\n  agent:     {} ({})\n  evaluator: {}\n  {}\n  writable:  {}\n  network:   {}; limits: {} s per run, idle {} s, memory {} MB (0 = none)\n  budgets:   ${:.2} cost, {} tokens, {} s (0 = none)\n  agent env: {}\n",
+        "dry run of loop `{}` (nothing run, nothing written)\n  artifact:  {}\n  agent:     {} ({})\n  evaluator: {}\n  {}\n  writable:  {}\n  network:   {}; limits: {} s per run, idle {} s, memory {} MB, output {} MB (0 = none)\n  budgets:   ${:.2} cost, {} tokens, {} s (0 = none)\n  agent env: {}\n",
         d.topic,
         d.artifact_path.display(),
         d.agent,
@@ -110,6 +110,7 @@ pub fn text(d: &DryRun) -> String {
         h.max_time_secs,
         h.max_idle_secs,
         h.max_memory_mb,
+        h.max_log_mb,
         d.settings.safety.max_cost_per_loop,
         d.settings.safety.max_tokens_per_loop,
         d.settings.safety.max_time_per_loop,

@@ -331,6 +331,7 @@ fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Ha
                 .join(","),
         },
         max_memory_mb: safety.max_memory_mb,
+        max_log_mb: safety.max_log_mb,
         max_idle_secs: safety.max_idle_secs,
         max_time_secs: safety.max_time_per_iteration,
     })

@@ -22,6 +22,7 @@
 #                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   bad-bytes    print bytes that are not UTF-8
+#   spew         print without end (a runaway test suite's output)
 #   envi         start a grandchild with a cleared environment (env -i), same process group
 #   lock-delete  delete wiggum/.lock;  lock-garble  fill it with garbage
 #   dump-env     write its environment to env-$ITERATION beside $FAKE_PIDS
@@ -93,6 +94,7 @@ if [ "$WIGGUM_PHASE" = iteration ]; then
             python3 -c "import socket,sys; s=socket.socket(); s.settimeout(2); print(sys.argv[1], s.connect_ex(('127.0.0.1', int(sys.argv[1]))))" "$port"
         done > "$ARTIFACT_PATH/net.log" 2>&1
     fi
+    has spew && yes "runaway output of iteration $ITERATION"
     has hog && python3 -c "import time; b = bytearray(${FAKE_MB:-300} * 1024 * 1024); time.sleep(30)"
     if has rm-wiggum; then rm -rf "$WIGGUM_DIR"; exit 0; fi
     if has marker; then

@@ -280,6 +280,40 @@ fn a_memory_hog_is_killed_at_the_ceiling_and_not_retried() {
 }
 
 #[test]
+fn a_run_printing_past_the_output_ceiling_is_killed_and_its_log_cut() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_log_mb = 1\nmax_crash_retries = 1\n");
+    t.start_fg("spew", "spew", &[]).code(1);
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 2, "retried once, then the breaker: {iters:?}");
+    assert!(
+        iters
+            .iter()
+            .all(|i| i["agent_exit"]["kind"] == "output_limit"),
+        "{iters:?}"
+    );
+    assert_eq!(t.state()["stop_reason"], "breaker");
+    // Each discarded attempt's log: cut back to the ceiling, with the note at its end.
+    let note = b"[studio-agents: the output past 1 MB was cut off ([safety] max_log_mb)]\n";
+    let attempts: Vec<_> = std::fs::read_dir(t.records("discarded"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("agent.log"))
+        .collect();
+    assert_eq!(attempts.len(), 2, "{attempts:?}");
+    for a in attempts {
+        let log = std::fs::read(&a).unwrap();
+        assert!(log.ends_with(note), "{a:?}");
+        assert!(
+            log.len() <= (1 << 20) + note.len() + 1,
+            "{a:?}: {}",
+            log.len()
+        );
+    }
+    assert_no_survivors(&t.token);
+}
+
+#[test]
 fn a_silent_agent_ends_as_idle() {
     let t = TestHome::new();
     t.write_home_config(
