@@ -68,7 +68,13 @@ pub fn tree_rss(pgid: i32, token: &str) -> u64 {
 }
 
 /// Resolve when the job should end for being idle or too big; pending otherwise.
-pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
+pub async fn watch(
+    l: &Liveness,
+    log: &Path,
+    stdout: Option<&Path>,
+    pgid: i32,
+    token: &str,
+) -> Ending {
     // The loop's watch when it has one; else one of this run's own (delegations, `gate`).
     let own = (l.activity.is_none() && !l.idle.is_zero())
         .then(|| TreeWatch::start(&l.watch, &l.watch, Box::new(|_: &Path| false)))
@@ -116,10 +122,12 @@ pub async fn watch(l: &Liveness, log: &Path, pgid: i32, token: &str) -> Ending {
             }
         }
         let len = log_len();
-        if l.max_log > 0 && len > l.max_log {
+        // A separate stdout (a revision's answer) counts towards the ceiling too.
+        let out_len = stdout.map_or(0, |p| std::fs::metadata(p).map_or(0, |m| m.len()));
+        if l.max_log > 0 && len.max(out_len) > l.max_log {
             tracing::warn!(
                 "the agent printed {} MB, over the {} MB ceiling",
-                len >> 20,
+                len.max(out_len) >> 20,
                 l.max_log >> 20
             );
             return Ending::OutputLimit;

@@ -201,7 +201,9 @@ pub async fn run(
     };
     let watched = async {
         match &job.liveness {
-            Some(l) => super::liveness::watch(l, &job.log, pgid, &job.token).await,
+            Some(l) => {
+                super::liveness::watch(l, &job.log, job.stdout.as_deref(), pgid, &job.token).await
+            }
             None => std::future::pending().await,
         }
     };
@@ -241,10 +243,13 @@ pub async fn run(
     // The leader is dead by now; collect its status through tokio.
     let reap = leader.wait().await;
     kill::unmanage(pgid);
-    if let (Ending::OutputLimit, Some(l)) = (ending, &job.liveness)
-        && let Err(e) = super::liveness::cut_log(&job.log, l.max_log)
-    {
-        tracing::warn!("{e}");
+    if let (Ending::OutputLimit, Some(l)) = (ending, &job.liveness) {
+        for file in std::iter::once(&job.log).chain(job.stdout.as_ref()) {
+            let over = std::fs::metadata(file).is_ok_and(|m| m.len() > l.max_log);
+            if over && let Err(e) = super::liveness::cut_log(file, l.max_log) {
+                tracing::warn!("{e}");
+            }
+        }
     }
     if let Err(e) = reap {
         tracing::debug!("reaping {pid}: {e}");

@@ -22,7 +22,8 @@
 #                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   bad-bytes    print bytes that are not UTF-8
-#   spew         print without end (a runaway test suite's output)
+#   spew         print without end (a runaway test suite's output); spew-revision: in
+#                revision rounds (their stdout is the answer)
 #   envi         start a grandchild with a cleared environment (env -i), same process group
 #   lock-delete  delete wiggum/.lock;  lock-garble  fill it with garbage
 #   dump-env     write its environment to env-$ITERATION beside $FAKE_PIDS
@@ -167,6 +168,7 @@ iteration)
     fi
     ;;
 revision)
+    has spew-revision && yes "a runaway revision"
     cat "$ITERATION_DIR/artifact.md"
     ;;
 esac

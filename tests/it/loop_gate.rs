@@ -245,3 +245,34 @@ fn the_standalone_panel_prints_each_persona() {
         "the panel never edits"
     );
 }
+
+/// A revision round whose answer (its stdout) runs away is ended at the output ceiling too, and
+/// the answer cut back: no file of the loop's records grows past it.
+#[test]
+fn a_runaway_revision_answer_is_cut_at_the_output_ceiling() {
+    let t = TestHome::new();
+    // Idle after 3 s: without the ceiling the answer alone would not end the run for minutes.
+    t.write_home_config("[safety]\nmax_log_mb = 1\nmax_idle_secs = 3\n");
+    let r = t.start_fg(
+        "spewrev",
+        "spew-revision",
+        &["--pass-threshold", "10", "--max-iterations", "1"],
+    );
+    let listing = crate::support::home::walk(&t.records(""));
+    let answer = t.records("iteration-001/revision-r2.md");
+    let text = std::fs::read(&answer).expect(&listing);
+    assert!(
+        text.ends_with(b"([safety] max_log_mb)]\n"),
+        "{listing}\n{}",
+        r.stderr()
+    );
+    for line in listing.lines() {
+        let size: u64 = line
+            .rsplit_once(" (")
+            .and_then(|(_, s)| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        assert!(size <= (1 << 20) + 200, "{line}\n{}", r.stderr());
+    }
+    crate::support::assert_no_survivors(&t.token);
+}
