@@ -23,8 +23,11 @@ pub enum Limit {
     Fatal(String),
 }
 
-const FATAL: [&str; 7] = [
+const FATAL: [&str; 9] = [
     r"(?i)access (has been |was )?disabled",
+    // A CLI whose login lapsed overnight (claude: "OAuth token has expired", "Please run /login").
+    r"(?i)oauth token (has )?expired",
+    r"(?i)please run /login",
     r"(?i)account (has been |was )?(disabled|suspended|deactivated)",
     r"(?i)invalid[ _-]?(x-)?api[ _-]?key",
     r"(?i)incorrect api key",
@@ -219,6 +222,9 @@ mod tests {
             "API Error: 401 {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key\"}}",
             "Incorrect API key provided: sk-...",
             "You exceeded your current quota (insufficient_quota)",
+            "API Error: 401 OAuth token has expired. Please obtain a new token or refresh your existing token.",
+            "Invalid API key · Please run /login",
+            "Not logged in · Please run /login",
         ] {
             assert_eq!(
                 recognise(line, &[], &[], now()),
