@@ -113,7 +113,7 @@ async fn wait_out(
     }
     match why() {
         Some(still) => Err(Error::runtime(format!(
-            "{still} for over {} minutes; the iteration's work is left uncommitted in the work tree",
+            "{still} — still so after {} minutes; the iteration's work is left uncommitted in the work tree",
             BUSY_WAIT.as_secs() / 60
         ))),
         None => Ok(None),
