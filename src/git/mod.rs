@@ -116,7 +116,13 @@ impl Repo {
     pub fn open_or_init(artifact: &Path) -> Result<Repo> {
         let repo = match Repository::discover(artifact) {
             Ok(r) if !r.is_bare() => r,
-            _ => Repository::init(artifact).git_at(artifact, "init a repository")?,
+            // Only where there is no repository: one that is there but refused (another
+            // user's) must not get a second one inside it.
+            Err(e) => {
+                preflight::refused_discovery(artifact, &e)?;
+                Repository::init(artifact).git_at(artifact, "init a repository")?
+            }
+            Ok(_) => Repository::init(artifact).git_at(artifact, "init a repository")?,
         };
         Self::wrap(repo, artifact)
     }

@@ -21,8 +21,9 @@ pub struct Findings {
 /// held `index.lock`, an index the git library cannot write, an artifact dir git ignores.
 /// A directory outside any repository passes (the loop creates one there).
 pub fn check(artifact: &Path) -> Result<Findings> {
-    let Ok(repo) = Repository::discover(artifact) else {
-        return Ok(Findings::default());
+    let repo = match Repository::discover(artifact) {
+        Ok(r) => r,
+        Err(e) => return refused_discovery(artifact, &e).map(|()| Findings::default()),
     };
     let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(Findings::default());
@@ -85,6 +86,25 @@ pub fn check(artifact: &Path) -> Result<Findings> {
             .and_then(|c| c.get_bool("commit.gpgsign"))
             .unwrap_or(false),
     })
+}
+
+/// A repository that is there but cannot be opened is refused, never taken for "no repository"
+/// (the loop would then create one inside it): one owned by another user, which git refuses too
+/// ("dubious ownership"), or one libgit2 cannot read. `Ok` when there is simply none.
+pub fn refused_discovery(artifact: &Path, e: &git2::Error) -> Result<()> {
+    match e.code() {
+        git2::ErrorCode::NotFound => Ok(()),
+        git2::ErrorCode::Owner => Err(Error::input(format!(
+            "--artifact-path {}: the repository holding it belongs to another user, and git refuses such a repository ({}); if you trust it: git config --global --add safe.directory <its work tree>",
+            artifact.display(),
+            e.message()
+        ))),
+        _ => Err(Error::input(format!(
+            "--artifact-path {}: the repository holding it cannot be opened: {}",
+            artifact.display(),
+            e.message()
+        ))),
+    }
 }
 
 /// The operation a repository is in the middle of, if any.

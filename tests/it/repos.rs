@@ -341,6 +341,26 @@ fn a_repository_mid_rebase_is_refused_before_any_agent_runs() {
     refused(&t, "a rebase is in progress");
 }
 
+/// A repository owned by another user (a checkout mounted into a container, say): git refuses it
+/// ("dubious ownership"), and so does the loop — it must not take the directory for one outside
+/// any repository and create a repository of its own inside it.
+#[test]
+fn a_repository_of_another_user_is_refused_not_nested() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    for dir in [root.clone(), root.join(".git")] {
+        if let Err(e) = std::os::unix::fs::chown(&dir, Some(4321), Some(4321)) {
+            eprintln!("SKIPPED: changing the owner needs root ({e})");
+            return;
+        }
+    }
+    refused(&t, "belongs to another user");
+    assert!(
+        !t.art().join(".git").exists(),
+        "no repository made inside it"
+    );
+}
+
 #[test]
 fn a_held_index_lock_is_refused() {
     let t = TestHome::new();
