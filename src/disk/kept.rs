@@ -3,7 +3,7 @@
 //! commits, but an agent may still run `git checkout -- .`, `git stash` or `rm`; the copy is out
 //! of its reach (the sandbox writes only the repository). A start whose files are the same as
 //! the newest copy's makes no new one. Ignored files are not copied (build output, caches), nor
-//! files past the size caps below (named instead).
+//! files past the caps below (named or counted instead).
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +14,9 @@ use crate::sys::fsutil;
 pub const MAX_FILE: u64 = 64 << 20;
 /// Past this many bytes in one copy the remaining files are named, not copied.
 pub const MAX_TOTAL: u64 = 256 << 20;
+/// Past this many files in one copy the remaining ones are counted, not copied (`start` stays
+/// quick on a tree of untracked build output nobody ignored).
+pub const MAX_FILES: usize = 10_000;
 
 /// What [`keep`] did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -70,7 +73,12 @@ pub fn keep(root: &Path, paths: &[PathBuf], topic_dir: &Path, stamp: &str) -> Re
     // Each copy is whole on its own: the unchanged files are copied again with the changed.
     let dir = topic_dir.join(stamp);
     let mut total = 0u64;
+    let mut over = 0usize;
     for (rel, from, meta) in todo {
+        if out.copied >= MAX_FILES {
+            over += 1;
+            continue;
+        }
         let to = dir.join(rel);
         if meta.is_file() && total + meta.len() > MAX_TOTAL {
             out.skipped.push(format!(
@@ -91,6 +99,10 @@ pub fn keep(root: &Path, paths: &[PathBuf], topic_dir: &Path, stamp: &str) -> Re
         }
         total += meta.len();
         out.copied += 1;
+    }
+    if over > 0 {
+        out.skipped
+            .push(format!("{over} more files (past {MAX_FILES} in all)"));
     }
     out.dir = (out.copied > 0).then_some(dir);
     Ok(out)
@@ -164,6 +176,23 @@ mod tests {
         );
         assert!(dir2.join("docs/draft.md").is_file());
         assert_eq!(std::fs::read(dir.join("notes.md")).unwrap(), b"mine\n");
+    }
+
+    #[test]
+    fn past_the_file_cap_the_rest_is_counted_not_copied() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("repo");
+        std::fs::create_dir_all(&root).unwrap();
+        let all: Vec<PathBuf> = (0..MAX_FILES + 2)
+            .map(|i| {
+                let p = PathBuf::from(format!("f{i}"));
+                std::fs::write(root.join(&p), "x").unwrap();
+                p
+            })
+            .collect();
+        let k = keep(&root, &all, &d.path().join("kept/t"), "s").unwrap();
+        assert_eq!(k.copied, MAX_FILES);
+        assert_eq!(k.skipped, ["2 more files (past 10000 in all)"]);
     }
 
     #[test]
