@@ -82,6 +82,17 @@ impl Handle {
         lock::find(&self.home, &self.layout)
     }
 
+    /// [`Handle::holder`] for a reader that has read the state: when it says the loop ended,
+    /// only the home lock is asked (a supervisor of this home takes it before anything else;
+    /// one of another home writes a live state at its start), one lock probe instead of two.
+    pub fn holder_after(&self, ended: bool) -> Result<Option<Holder>> {
+        if ended {
+            lock::holder(&lock::home_lock(&self.home, self.layout.root()))
+        } else {
+            self.holder()
+        }
+    }
+
     /// The live holder, or exit 3 saying what the state shows.
     pub fn running(&self) -> Result<Holder> {
         if let Some(h) = self.holder()? {

@@ -109,7 +109,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         Ok(st) => (st, None),
         Err(e) => (None, Some(e.to_string())),
     };
-    let holder = h.holder()?;
+    let holder = h.holder_after(st.as_ref().is_some_and(|s| !s.status.is_live()))?;
     if let Some(other) = owner(holder.as_ref(), st.as_ref()).filter(|o| *o != h.topic) {
         return Ok(LoopView {
             topic: h.topic.clone(),
