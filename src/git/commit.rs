@@ -73,6 +73,23 @@ impl Repo {
         let parent = self.head();
         let base = self.tree_of(parent)?;
         entries.retain(|(p, e)| e.is_some() || base.get_path(p).is_ok());
+        // `core.fileMode = false` (a file system whose exec bits mean nothing, as NTFS under
+        // WSL): a file keeps the mode git has for it, a new one is not executable — as git does.
+        let filemode = self
+            .repo
+            .config()
+            .and_then(|c| c.get_bool("core.filemode"))
+            .unwrap_or(true);
+        if !filemode {
+            for (p, e) in &mut entries {
+                if let Some((_, mode @ (FileMode::Blob | FileMode::BlobExecutable))) = e {
+                    *mode = match base.get_path(p).map(|t| t.filemode()) {
+                        Ok(0o100_755) => FileMode::BlobExecutable,
+                        _ => FileMode::Blob,
+                    };
+                }
+            }
+        }
         let mut update = TreeUpdateBuilder::new();
         for (p, e) in &entries {
             match e {

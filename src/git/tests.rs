@@ -622,3 +622,44 @@ fn head_moved_names_where_head_is_and_how_to_go_back() {
         assert_eq!(head_moved(d.path(), at_start).as_deref(), want, "{head}");
     }
 }
+
+/// `core.fileMode = false`: the exec bits on disk mean nothing (NTFS under WSL); a committed file
+/// keeps the mode git has for it and a new one is not executable, as `git add` does.
+#[test]
+fn without_file_modes_a_commit_keeps_the_modes_git_has() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("plain.sh"), "a\n").unwrap();
+    std::fs::write(root.join("tool.sh"), "b\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["update-index", "--chmod=+x", "tool.sh"]);
+    git(root, &["commit", "-qm", "base"]);
+    git(root, &["config", "core.fileMode", "false"]);
+    let set = |name: &str, mode: u32, text: &str| {
+        let p = root.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    set("plain.sh", 0o755, "a2\n");
+    set("tool.sh", 0o644, "b2\n");
+    set("new.sh", 0o755, "c\n");
+    let repo = Repo::open(root).unwrap();
+    repo.commit_paths(&paths(&["plain.sh", "tool.sh", "new.sh"]), "c", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let tree = git(root, &["ls-tree", "HEAD"]);
+    for (mode, name) in [
+        ("100644", "plain.sh"),
+        ("100755", "tool.sh"),
+        ("100644", "new.sh"),
+    ] {
+        assert!(
+            tree.lines()
+                .any(|l| l.starts_with(mode) && l.ends_with(name)),
+            "{name}: {tree}"
+        );
+    }
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}
