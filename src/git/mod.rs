@@ -57,14 +57,19 @@ impl HeadRef {
         })
     }
 
-    /// For people: `main`, or `a detached HEAD`.
+    /// For people: `` `main` ``, or `a detached HEAD`.
     #[must_use]
     pub fn shown(&self) -> String {
         match self {
-            HeadRef::Branch(r) => format!("`{}`", r.strip_prefix("refs/heads/").unwrap_or(r)),
+            HeadRef::Branch(r) => format!("`{}`", short(r)),
             HeadRef::Detached => "a detached HEAD".to_string(),
         }
     }
+}
+
+/// A branch's name as people type it (`main` for `refs/heads/main`).
+fn short(r: &str) -> &str {
+    r.strip_prefix("refs/heads/").unwrap_or(r)
 }
 
 /// Why the loop must not commit now: HEAD left the branch (or detached HEAD) the loop started
@@ -74,7 +79,7 @@ pub fn head_moved(git_dir: &Path, at_start: &HeadRef) -> Option<String> {
     let now = HeadRef::read(git_dir)?;
     (now != *at_start).then(|| {
         let back = match at_start {
-            HeadRef::Branch(_) => format!("`git switch {}`", at_start.shown().trim_matches('`')),
+            HeadRef::Branch(r) => format!("`git switch {}`", short(r)),
             HeadRef::Detached => "`git switch --detach <the loop's last commit>`".to_string(),
         };
         let where_now = match &now {
@@ -88,19 +93,26 @@ pub fn head_moved(git_dir: &Path, at_start: &HeadRef) -> Option<String> {
     })
 }
 
-/// A git operation (rebase, merge, cherry-pick…) in progress in the repository of `git_dir`,
-/// for people. Opens the repository afresh: the state is read from its files.
+/// A git operation (rebase, merge, cherry-pick…) in progress in `repo`, for people (libgit2
+/// reads the state from the repository's files at each call).
+fn busy_in(repo: &Repository, workdir: &Path) -> Option<String> {
+    let state = repo.state();
+    (state != git2::RepositoryState::Clean).then(|| {
+        format!(
+            "{}: a git operation ({state:?}) is in progress",
+            workdir.display()
+        )
+    })
+}
+
+/// [`Repo::busy`] for a caller that holds only the git dir (a wait that must not borrow the
+/// loop's handle): opens the repository for the question.
 #[must_use]
 pub fn busy_at(git_dir: &Path) -> Option<String> {
     let repo = Repository::open(git_dir).ok()?;
-    let state = repo.state();
-    (state != git2::RepositoryState::Clean).then(|| {
-        let shown = repo.workdir().unwrap_or(git_dir).display().to_string();
-        format!(
-            "{}: a git operation ({state:?}) is in progress",
-            shown.trim_end_matches('/')
-        )
-    })
+    let workdir = repo.workdir().map(Path::to_path_buf)?;
+    let workdir = workdir.canonicalize().unwrap_or(workdir);
+    busy_in(&repo, &workdir)
 }
 
 /// The repository holding a loop's artifact directory.
@@ -209,7 +221,7 @@ impl Repo {
     /// now would land in the user's half-done operation).
     #[must_use]
     pub fn busy(&self) -> Option<String> {
-        busy_at(self.repo.path())
+        busy_in(&self.repo, &self.workdir)
     }
 
     /// Commit `paths` (relative to the artifact dir) on top of HEAD, without hooks. `None` when

@@ -76,7 +76,7 @@ pub struct Prepared {
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
     /// The user's uncommitted files under the artifact dir (relative to it), left out of the
-    /// loop's commits; `init` keeps a copy of them.
+    /// loop's commits; `keep_theirs` copies them (empty in the daemon: its `start` did both).
     pub theirs: Vec<PathBuf>,
     /// What confines the agents.
     pub harness: Harness,
@@ -274,7 +274,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         );
     }
     notes.extend(type_warning);
-    let theirs = uncommitted(&layout)?;
+    // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
+    let theirs = if opts.probed.is_some() {
+        Vec::new()
+    } else {
+        uncommitted(&layout)?
+    };
     notes.extend(uncommitted_note(&layout, &theirs));
     let harness = match &opts.probed {
         Some(h) => h.clone(),
