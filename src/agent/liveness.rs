@@ -1,8 +1,9 @@
 //! Watching a running job besides its wall limit: ending it never depends on the model's
 //! cooperation. A run that prints nothing and changes no file for `idle` ends as `idle` (real
 //! CLIs retry a dead endpoint forever); a tree whose resident memory crosses the ceiling ends as
-//! `memory_limit`, a log that grows past its ceiling as `output_limit`. File changes come from the loop's file watch (`sys::watch`), or one of the
-//! run's own when there is no loop; the supervisor's own files and `.git/` do not count.
+//! `memory_limit`, a log that grows past its ceiling as `output_limit`. File changes come from
+//! the loop's file watch (`sys::watch`), or one of the run's own when there is no loop; the
+//! supervisor's own files and `.git/` do not count.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

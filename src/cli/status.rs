@@ -43,6 +43,15 @@ pub struct ListArgs {
     pub color: Color,
 }
 
+/// A limit for people: `300 s`, or `off` for zero.
+fn or_off(v: u64, unit: &str) -> String {
+    if v == 0 {
+        "off".to_string()
+    } else {
+        format!("{v} {unit}")
+    }
+}
+
 fn detail(v: &LoopView) -> String {
     let mut out = v.line();
     if let Some(r) = v.reason() {
@@ -91,21 +100,9 @@ fn detail(v: &LoopView) -> String {
                 "\n  network:   {}; limits: {} s per run, idle {}, memory {}, output {}",
                 h.network,
                 h.max_time_secs,
-                if h.max_idle_secs == 0 {
-                    "off".to_string()
-                } else {
-                    format!("{} s", h.max_idle_secs)
-                },
-                if h.max_memory_mb == 0 {
-                    "off".to_string()
-                } else {
-                    format!("{} MB", h.max_memory_mb)
-                },
-                if h.max_log_mb == 0 {
-                    "off".to_string()
-                } else {
-                    format!("{} MB", h.max_log_mb)
-                },
+                or_off(h.max_idle_secs, "s"),
+                or_off(h.max_memory_mb, "MB"),
+                or_off(h.max_log_mb, "MB"),
             ));
         }
         if !s.agent_env.is_empty() {
