@@ -1,7 +1,8 @@
 //! The outer (Ralph) loop: pure decisions (`decide`: exit conditions, breakers, the after-run
 //! policy; `fix_plan`, `promise`, `signs`) and the code that performs them, one way down:
 //! `start` → `driver` → `iteration` → `accept` (plan guard, validate, gate, `commit`), all on
-//! the loop held in `context`, agents run through `runner`; `recover` after a crash. May import
+//! the loop held in `context`, agents run through `runner`; `recover` after a crash; `theirs`:
+//! the user's uncommitted work at start. May import
 //! `gate`, `agent`, `git`, `quality`, `disk`, `config` and `sys`.
 
 pub mod accept;
@@ -24,3 +25,4 @@ pub mod runner;
 pub mod signs;
 pub mod start;
 pub mod templates;
+pub mod theirs;

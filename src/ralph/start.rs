@@ -10,6 +10,7 @@ use super::context::Loop;
 use super::decide::Breaker;
 use super::runner::Runner;
 use super::templates;
+use super::theirs;
 use crate::agent::process::StopLevel;
 use crate::agent::spec::{self, AgentSpec};
 use crate::config::{self, Settings, Sources};
@@ -17,7 +18,7 @@ use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
 
 use crate::disk::state::{Harness, LoopState, Status};
-use crate::disk::{kept, registry, requests};
+use crate::disk::{registry, requests};
 use crate::git::Repo;
 use crate::quality::types::{self, ArtifactType};
 use crate::sys::fsutil;
@@ -76,7 +77,7 @@ pub struct Prepared {
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
     /// The user's uncommitted files under the artifact dir (relative to it), left out of the
-    /// loop's commits; `keep_theirs` copies them (empty in the daemon: its `start` did both).
+    /// loop's commits; `theirs::keep` copies them (empty in the daemon: its `start` did both).
     pub theirs: Vec<PathBuf>,
     /// What confines the agents.
     pub harness: Harness,
@@ -278,9 +279,9 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let theirs = if opts.probed.is_some() {
         Vec::new()
     } else {
-        uncommitted(&layout)?
+        theirs::uncommitted(&layout)?
     };
-    notes.extend(uncommitted_note(&layout, &theirs));
+    notes.extend(theirs::note(&layout, &theirs));
     let harness = match &opts.probed {
         Some(h) => h.clone(),
         None => harness(&settings, &agent, &layout)?,
@@ -347,75 +348,6 @@ fn delegated(layout: &Layout, key: &str) -> Option<String> {
     let text = fsutil::read_opt(&layout.metadata()).ok()??;
     let meta: serde_json::Value = serde_json::from_str(&text).ok()?;
     meta.get(key)?.as_str().map(str::to_string)
-}
-
-/// Uncommitted changes under the artifact dir that are not the loop's (relative to it): they
-/// stay out of its commits.
-fn uncommitted(layout: &Layout) -> Result<Vec<PathBuf>> {
-    let Ok(repo) = Repo::open(layout.root()) else {
-        return Ok(Vec::new());
-    };
-    if repo.head().is_none() {
-        return Ok(Vec::new());
-    }
-    let carried = crate::disk::state::read(&layout.state())
-        .ok()
-        .flatten()
-        .map(|s| s.carried_paths)
-        .unwrap_or_default();
-    let snap = repo.snapshot()?;
-    Ok(snap
-        .paths()
-        .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
-        .map(Path::to_path_buf)
-        .collect())
-}
-
-/// What `start` says about [`uncommitted`] work.
-fn uncommitted_note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
-    if theirs.is_empty() {
-        return None;
-    }
-    let shown: Vec<String> = theirs
-        .iter()
-        .take(8)
-        .map(|p| p.display().to_string())
-        .collect();
-    let more = theirs.len().saturating_sub(shown.len());
-    Some(format!(
-        "{} uncommitted change(s) under {} will be left out of the loop's commits: {}{}",
-        theirs.len(),
-        layout.root().display(),
-        shown.join(", "),
-        if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        }
-    ))
-}
-
-/// Keep a copy of the user's uncommitted files out of the agents' reach (`disk::kept`), before
-/// any agent runs. Returns what to tell the user.
-pub fn keep_theirs(p: &Prepared) -> Result<Option<String>> {
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
-    let k = kept::keep(
-        p.layout.root(),
-        &p.theirs,
-        &kept::topic_dir(&p.home, &p.topic),
-        &stamp,
-    )?;
-    let mut parts = Vec::new();
-    if let Some(dir) = k.dir {
-        parts.push(format!(
-            "a copy of that work, out of the agent's reach, is in {}",
-            dir.display()
-        ));
-    }
-    if !k.skipped.is_empty() {
-        parts.push(format!("not copied: {}", k.skipped.join(", ")));
-    }
-    Ok((!parts.is_empty()).then(|| parts.join("; ")))
 }
 
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.

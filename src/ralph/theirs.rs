@@ -1,0 +1,75 @@
+//! The user's own uncommitted work under the artifact directory, at `start`: found (it stays out
+//! of the loop's commits), said once, and copied out of the agents' reach (`disk::kept`) before
+//! any agent runs.
+
+use std::path::{Path, PathBuf};
+
+use crate::disk::kept;
+use crate::disk::layout::Layout;
+use crate::error::Result;
+use crate::git::Repo;
+
+/// Uncommitted changes under the artifact dir that are not the loop's (relative to it): they
+/// stay out of its commits.
+pub fn uncommitted(layout: &Layout) -> Result<Vec<PathBuf>> {
+    let Ok(repo) = Repo::open(layout.root()) else {
+        return Ok(Vec::new());
+    };
+    if repo.head().is_none() {
+        return Ok(Vec::new());
+    }
+    let carried = crate::disk::state::read(&layout.state())
+        .ok()
+        .flatten()
+        .map(|s| s.carried_paths)
+        .unwrap_or_default();
+    let snap = repo.snapshot()?;
+    Ok(snap
+        .paths()
+        .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
+        .map(Path::to_path_buf)
+        .collect())
+}
+
+/// What `start` says about [`uncommitted`] work.
+#[must_use]
+pub fn note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
+    if theirs.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = theirs
+        .iter()
+        .take(8)
+        .map(|p| p.display().to_string())
+        .collect();
+    let more = theirs.len().saturating_sub(shown.len());
+    Some(format!(
+        "{} uncommitted change(s) under {} will be left out of the loop's commits: {}{}",
+        theirs.len(),
+        layout.root().display(),
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// Keep a copy of the user's uncommitted files out of the agents' reach (`disk::kept`), before
+/// any agent runs. Returns what to tell the user.
+pub fn keep(root: &Path, theirs: &[PathBuf], home: &Path, topic: &str) -> Result<Option<String>> {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
+    let k = kept::keep(root, theirs, &kept::topic_dir(home, topic), &stamp)?;
+    let mut parts = Vec::new();
+    if let Some(dir) = k.dir {
+        parts.push(format!(
+            "a copy of that work, out of the agent's reach, is in {}",
+            dir.display()
+        ));
+    }
+    if !k.skipped.is_empty() {
+        parts.push(format!("not copied: {}", k.skipped.join(", ")));
+    }
+    Ok((!parts.is_empty()).then(|| parts.join("; ")))
+}
