@@ -152,9 +152,9 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         return Err(Error::input(match &opts.artifact_path {
             Some(_) => format!("--artifact-path {}: not a directory", p.display()),
             None => format!(
-                "loop `{}` is registered at {}, which is gone (moved or deleted?); pass --artifact-path <where it is now>",
+                "loop `{}`: {}",
                 opts.topic,
-                p.display()
+                crate::disk::handle::gone(&opts.topic, p)
             ),
         }));
     }

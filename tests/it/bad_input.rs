@@ -183,8 +183,9 @@ fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
     let r = t.run(&["wiggum", "start", "moved", "--foreground"]);
     r.code(2);
     assert!(
-        r.stderr()
-            .contains("which is gone (moved or deleted?); pass --artifact-path"),
+        r.stderr().contains(
+            "is gone (moved or deleted?); `studio-agents wiggum start moved --artifact-path"
+        ),
         "{}",
         r.stderr()
     );
