@@ -107,11 +107,24 @@ pub fn read_opt(path: &Path) -> Result<Option<String>> {
 
 /// Read at most `cap` bytes of a file, decoded lossily; a longer file is an error naming it.
 pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
+    // Most files read here are small (a state, a registry entry, a plan): the first
+    // `FIRST_READ` bytes are read without asking the file's size (`list` would pay that stat for
+    // every loop); a file that fills them is sized then, so the rest is one read, not a run of
+    // growing ones.
+    const FIRST_READ: u64 = 8 * 1024;
     let f = File::open(path).at(path, "read")?;
-    // Sized from the file up front (bounded by the cap): one read, not a run of growing ones.
-    let size = f.metadata().map_or(0, |m| m.len()).min(cap);
-    let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
-    f.take(cap + 1).read_to_end(&mut buf).at(path, "read")?;
+    let mut buf = Vec::with_capacity(usize::try_from(FIRST_READ).unwrap_or(0));
+    (&f).take(FIRST_READ.min(cap + 1))
+        .read_to_end(&mut buf)
+        .at(path, "read")?;
+    if buf.len() as u64 == FIRST_READ && cap >= FIRST_READ {
+        let size = f.metadata().map_or(0, |m| m.len()).min(cap);
+        let rest = usize::try_from(size.saturating_sub(FIRST_READ)).unwrap_or(0);
+        buf.reserve(rest.saturating_add(1));
+        (&f).take(cap + 1 - FIRST_READ)
+            .read_to_end(&mut buf)
+            .at(path, "read")?;
+    }
     if buf.len() as u64 > cap {
         return Err(Error::TooLarge {
             path: path.to_path_buf(),
@@ -291,6 +304,37 @@ mod tests {
             "{e}"
         );
         assert_eq!(read_opt(&d.path().join("none")).unwrap(), None);
+    }
+
+    #[test]
+    fn files_around_the_first_read_are_read_whole_and_capped_exactly() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        // Sizes about the first read (8 KiB) and about the cap, each with a last byte that
+        // differs, so a short or doubled read shows.
+        for (len, cap, fits) in [
+            (8191, 1 << 20, true),
+            (8192, 1 << 20, true),
+            (8193, 1 << 20, true),
+            (100_000, 1 << 20, true),
+            (8192, 8192, true),
+            (8193, 8192, false),
+            (8192, 8191, false),
+            (100_000, 99_999, false),
+            (100_000, 100_000, true),
+            (5, 4, false),
+        ] {
+            let mut bytes = vec![b'a'; len];
+            bytes[len - 1] = b'z';
+            fs::write(&p, &bytes).unwrap();
+            match read_capped(&p, cap) {
+                Ok(text) => {
+                    assert!(fits, "{len} over {cap} was read");
+                    assert_eq!(text.as_bytes(), &bytes[..], "{len} bytes, cap {cap}");
+                }
+                Err(e) => assert!(!fits && e.to_string().contains("bytes"), "{len}/{cap}: {e}"),
+            }
+        }
     }
 
     #[test]

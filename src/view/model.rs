@@ -97,7 +97,13 @@ impl LoopView {
 /// Read one loop.
 pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     let layout = &h.layout;
-    if !layout.root().is_dir() {
+    let (st, state_error) = match state::read(&layout.state()) {
+        Ok(st) => (st, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    // A state read means the directory is there (`list` asks no more of each loop); without
+    // one, a directory that is gone is said so.
+    if st.is_none() && !layout.root().is_dir() {
         return Ok(LoopView {
             topic: h.topic.clone(),
             status: "missing".into(),
@@ -105,10 +111,6 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
             ..LoopView::default()
         });
     }
-    let (st, state_error) = match state::read(&layout.state()) {
-        Ok(st) => (st, None),
-        Err(e) => (None, Some(e.to_string())),
-    };
     let holder = h.holder_after(st.as_ref().is_some_and(|s| !s.status.is_live()))?;
     if let Some(other) = owner(holder.as_ref(), st.as_ref()).filter(|o| *o != h.topic) {
         return Ok(LoopView {
