@@ -173,17 +173,22 @@ fn settled(pgid: i32, token: &str) -> bool {
 /// `leader_exit` completes (the caller's wait on the group leader: an agent that obeys TERM is
 /// seen gone the moment it is), else looking again after 1, 2, 4 … 25 ms for the rest of the
 /// group, reaping as it goes; `force` cuts the wait short — then SIGKILL what is left and wait
-/// for it to be gone. Returns the pids that needed SIGKILL.
+/// for it to be gone. `signalled` runs once the group has its SIGTERM (the caller records the
+/// stop there, so no write stands between a stop and the signal). Returns the pids that needed
+/// SIGKILL.
 pub async fn terminate(
     pgid: i32,
     token: &str,
     grace: Duration,
     mut force: impl FnMut() -> bool,
     leader_exit: impl std::future::Future<Output = ()>,
+    signalled: impl FnOnce(),
 ) -> Vec<i32> {
     // The group first, before any reading of /proc: a stop takes effect at once. An empty
     // group (the agent exited and left nothing) is the common case: one reading confirms it.
-    if killpg(Pid::from_raw(pgid), Signal::SIGTERM).is_err() && settled(pgid, token) {
+    let sent = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+    signalled();
+    if sent.is_err() && settled(pgid, token) {
         return Vec::new();
     }
     signal_escaped(pgid, token, Signal::SIGTERM);

@@ -222,10 +222,6 @@ pub async fn run(
                 (None, None) => Ending::Exited { code: -1 },
             }
         }
-        Err(Ending::Stopped) => {
-            on_event(JobEvent::Stopping);
-            Ending::Stopped
-        }
         Err(other) => other,
     };
     let forced = stops.clone();
@@ -238,6 +234,11 @@ pub async fn run(
         job.grace,
         || *forced.borrow() >= StopLevel::Force,
         leader_exit,
+        || {
+            if ending == Ending::Stopped {
+                on_event(JobEvent::Stopping);
+            }
+        },
     )
     .await;
     // The leader is dead by now; collect its status through tokio.

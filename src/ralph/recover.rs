@@ -48,6 +48,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             std::time::Duration::from_secs(2),
             || false,
             std::future::pending(),
+            || {},
         )
         .await;
         tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
