@@ -1,7 +1,15 @@
-//! A small `/proc` reader: which processes exist, their parent, group, state and start time, and
-//! whether they carry a given environment token. Linux only; elsewhere every query is empty.
+//! What the supervisor asks of `/proc`: which processes exist, their parent, group, state and
+//! start time, whether they carry a given environment token, who holds a lock, and an agent's
+//! CPU and memory. The files are read here (one small read each, no size probe); their text is
+//! parsed by `procfs-core`, the parsing half of the `procfs` crate. Linux only; elsewhere every
+//! query is empty.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::Path;
+
+use procfs_core::process::StatM;
+use procfs_core::{FromBufRead, FromRead, LockType, Locks, Uptime};
 
 /// What `/proc/<pid>/stat` says of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,31 +36,45 @@ impl Stat {
     }
 }
 
-/// Parse the text of `/proc/<pid>/stat` (the command name may hold spaces and parentheses).
+/// A `/proc` file's bytes: the files asked for here are small, and their size is not known up
+/// front (the kernel says 0), so one read into a buffer that holds them, not a stat first.
+fn read(path: impl AsRef<Path>) -> Option<Vec<u8>> {
+    let mut buf = Vec::with_capacity(1024);
+    File::open(path).ok()?.read_to_end(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// The kernel's `stat` line of a process, parsed: `None` unless it has the shape the kernel
+/// writes (`<pid> (<comm>) <state> …`; the command name may hold spaces and parentheses).
+fn kernel_stat(text: &[u8]) -> Option<procfs_core::process::Stat> {
+    // The parser slices around the parentheses; text without them in place is no stat line.
+    let open = text.iter().position(|b| *b == b'(')?;
+    let close = text.iter().rposition(|b| *b == b')')?;
+    let shaped = open >= 2 && close > open && text.len() > close + 2;
+    shaped
+        .then(|| procfs_core::process::Stat::from_read(text).ok())
+        .flatten()
+}
+
+/// Parse the text of `/proc/<pid>/stat`.
 #[must_use]
 pub fn parse_stat(text: &str) -> Option<Stat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid = text[..open].trim().parse().ok()?;
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] = state (field 3), rest[1] = ppid (4), rest[2] = pgrp (5), rest[3] = session (6),
-    // rest[19] = starttime (22).
+    let k = kernel_stat(text.as_bytes())?;
     Some(Stat {
-        pid,
-        state: rest.first()?.chars().next()?,
-        ppid: rest.get(1)?.parse().ok()?,
-        pgrp: rest.get(2)?.parse().ok()?,
-        session: rest.get(3)?.parse().ok()?,
-        start_ticks: rest.get(19)?.parse().ok()?,
+        pid: k.pid,
+        ppid: k.ppid,
+        pgrp: k.pgrp,
+        session: k.session,
+        state: k.state,
+        start_ticks: k.starttime,
     })
 }
 
 /// The stat of one process, if it exists.
 #[must_use]
 pub fn stat(pid: i32) -> Option<Stat> {
-    fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|t| parse_stat(&t))
+    let text = read(format!("/proc/{pid}/stat"))?;
+    parse_stat(&String::from_utf8_lossy(&text))
 }
 
 /// Every process visible in `/proc`.
@@ -80,12 +102,13 @@ pub fn family() -> Option<Vec<Stat>> {
             continue;
         };
         for t in tasks.flatten() {
-            let list = fs::read_to_string(t.path().join("children"));
-            if first && list.is_err() {
+            let list = read(t.path().join("children"));
+            if first && list.is_none() {
                 return None;
             }
             first = false;
-            for child in list.unwrap_or_default().split_whitespace() {
+            let list = list.unwrap_or_default();
+            for child in String::from_utf8_lossy(&list).split_whitespace() {
                 if let Some(s) = child.parse().ok().and_then(stat)
                     && !out.iter().any(|o| o.pid == s.pid)
                 {
@@ -112,8 +135,8 @@ pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
 /// in `/proc/locks` (the lock file's text can be garbled; this cannot).
 #[must_use]
 pub fn flock_holder(dev: u64, ino: u64) -> Option<i32> {
-    let text = fs::read_to_string("/proc/locks").ok()?;
-    flock_pid(text.lines(), &dev_ino(dev, ino))
+    let text = read("/proc/locks")?;
+    flock_pid(String::from_utf8_lossy(&text).lines(), dev, ino)
 }
 
 /// Whether process `pid` holds a `flock` on the file with device `dev` and inode `ino`, asked
@@ -127,47 +150,44 @@ pub fn holds_flock(pid: u32, dev: u64, ino: u64) -> bool {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fdinfo")) else {
         return false;
     };
-    let dev_ino = dev_ino(dev, ino);
     fds.flatten().any(|fd| {
-        fs::read_to_string(fd.path()).is_ok_and(|info| fdinfo_has_flock(&info, pid, &dev_ino))
+        read(fd.path())
+            .is_some_and(|info| fdinfo_has_flock(&String::from_utf8_lossy(&info), pid, dev, ino))
     })
 }
 
-/// `maj:min:inode` as the kernel prints a lock's file.
-fn dev_ino(dev: u64, ino: u64) -> String {
-    format!(
-        "{:02x}:{:02x}:{ino}",
-        nix::sys::stat::major(dev),
-        nix::sys::stat::minor(dev)
-    )
-}
-
-/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` on `dev_ino`: its `lock:` lines
-/// are lines of `/proc/locks`.
-fn fdinfo_has_flock(info: &str, pid: u32, dev_ino: &str) -> bool {
+/// Whether an `fdinfo` text lists a granted `FLOCK` of `pid` on the file `dev`/`ino`: its
+/// `lock:` lines are lines of `/proc/locks`.
+fn fdinfo_has_flock(info: &str, pid: u32, dev: u64, ino: u64) -> bool {
     let locks = info.lines().filter_map(|l| l.strip_prefix("lock:"));
-    flock_pid(locks, dev_ino).is_some_and(|p| u32::try_from(p) == Ok(pid))
+    flock_pid(locks, dev, ino).is_some_and(|p| u32::try_from(p) == Ok(pid))
 }
 
-/// The pid of the granted `FLOCK` on `dev_ino` (`maj:min:inode`) among lines of `/proc/locks`.
-fn flock_pid<'a>(lines: impl Iterator<Item = &'a str>, dev_ino: &str) -> Option<i32> {
-    lines.map(str::trim).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // "1: FLOCK ADVISORY WRITE <pid> <maj:min:ino> 0 EOF"; waiters have "->" after the id.
-        match f.as_slice() {
-            [_, "FLOCK", _, _, pid, id, ..] if *id == dev_ino => pid.parse().ok(),
-            _ => None,
-        }
-    })
+/// The pid of the granted `FLOCK` on the file `dev`/`ino` among lines of `/proc/locks`. A
+/// waiter's line (`1: -> FLOCK …`) names a process that does not hold the lock; the parser
+/// reads it like the holder's, so it is left out first. A line the parser refuses is skipped.
+fn flock_pid<'a>(lines: impl Iterator<Item = &'a str>, dev: u64, ino: u64) -> Option<i32> {
+    let (maj, min) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    lines
+        .map(str::trim)
+        .filter(|l| !l.split_whitespace().any(|w| w == "->"))
+        .filter_map(|l| Locks::from_buf_read(l.as_bytes()).ok())
+        .flat_map(|Locks(locks)| locks)
+        .find(|l| {
+            l.lock_type == LockType::FLock
+                && u64::from(l.devmaj) == maj
+                && u64::from(l.devmin) == min
+                && l.inode == ino
+        })
+        .and_then(|l| l.pid)
 }
 
 /// Resident memory of a process in bytes (0 when it is gone).
 #[must_use]
 pub fn rss_bytes(pid: i32) -> u64 {
-    let pages: u64 = fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0);
+    let pages = read(format!("/proc/{pid}/statm"))
+        .and_then(|t| StatM::from_read(t.as_slice()).ok())
+        .map_or(0, |m| m.resident);
     let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
         .ok()
         .flatten()
@@ -180,24 +200,16 @@ pub fn rss_bytes(pid: i32) -> u64 {
 /// against the time since it started. One read, no sampling interval (`status` never sleeps).
 #[must_use]
 pub fn cpu_percent(pid: i32) -> Option<f32> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest: Vec<&str> = text
-        .get(text.rfind(')')? + 1..)?
-        .split_whitespace()
-        .collect();
-    // rest[11] = utime (field 14), rest[12] = stime (15), rest[19] = starttime (22).
-    let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
-    let start: f64 = rest.get(19)?.parse().ok()?;
+    let k = kernel_stat(&read(format!("/proc/{pid}/stat"))?)?;
+    #[allow(clippy::cast_precision_loss)]
+    let (ticks, start) = ((k.utime + k.stime) as f64, k.starttime as f64);
     let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
         .flatten()
         .map_or(100.0, |v| v as f64);
-    let uptime: f64 = fs::read_to_string("/proc/uptime")
+    let uptime = Uptime::from_read(read("/proc/uptime")?.as_slice())
         .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
+        .uptime;
     let alive = uptime - start / hz;
     #[allow(clippy::cast_possible_truncation)]
     (alive > 0.0).then(|| (ticks / hz / alive * 100.0) as f32)
@@ -209,7 +221,12 @@ mod tests {
 
     #[test]
     fn parses_names_with_spaces_and_parens() {
-        let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 98765 1000 10";
+        // A line as the kernel writes it (52 fields), with a name holding spaces and parentheses.
+        let line = "1234 (my (weird) cmd) S 1 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 \
+                    98765 3133440 363 18446744073709551615 93899627565056 93899627584937 \
+                    140728674144288 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 93899627600944 \
+                    93899627602560 93900213530624 140728674151136 140728674151156 \
+                    140728674151156 140728674152427 0\n";
         let s = parse_stat(line).unwrap();
         assert_eq!(
             (s.pid, s.ppid, s.pgrp, s.session, s.state),
@@ -234,20 +251,22 @@ mod tests {
 
     #[test]
     fn fdinfo_lock_lines_name_the_holder() {
-        let id = "fe:00:10928453";
+        let dev = nix::sys::stat::makedev(0xfe, 0);
+        let (ino, other) = (10_928_453, 1_092_845);
         let held = "pos:\t0\nflags:\t02100000\nmnt_id:\t30\nino:\t10928453\nlock:\t1: FLOCK  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\n";
         let waiting = "pos:\t0\nlock:\t1: FLOCK  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\nlock:\t1: -> FLOCK  ADVISORY  WRITE 99 fe:00:10928453 0 EOF\n";
         let posix = "lock:\t1: POSIX  ADVISORY  WRITE 16584 fe:00:10928453 0 EOF\n";
         for (info, pid, file, want) in [
-            (held, 16584, id, true),
-            (held, 1658, id, false),
-            (held, 16584, "fe:00:1092845", false),
-            (waiting, 99, id, false),
-            (posix, 16584, id, false),
-            ("pos:\t0\n", 16584, id, false),
+            (held, 16584, ino, true),
+            (held, 1658, ino, false),
+            (held, 16584, other, false),
+            (waiting, 99, ino, false),
+            (posix, 16584, ino, false),
+            ("pos:\t0\n", 16584, ino, false),
+            ("lock:\t1: FLOCK garbled\n", 16584, ino, false),
         ] {
             assert_eq!(
-                fdinfo_has_flock(info, pid, file),
+                fdinfo_has_flock(info, pid, dev, file),
                 want,
                 "{pid} {file} in {info:?}"
             );
@@ -332,13 +351,29 @@ mod tests {
         let locks = "1: POSIX  ADVISORY  WRITE 10 fe:00:42 0 EOF\n\
                      2: FLOCK  ADVISORY  WRITE 77 fe:00:42 0 EOF\n\
                      2: -> FLOCK  ADVISORY  WRITE 78 fe:00:42 0 EOF\n";
-        assert_eq!(flock_pid(locks.lines(), "fe:00:42"), Some(77));
-        assert_eq!(flock_pid(locks.lines(), "fe:00:43"), None);
+        let dev = nix::sys::stat::makedev(0xfe, 0);
+        assert_eq!(flock_pid(locks.lines(), dev, 42), Some(77));
+        assert_eq!(flock_pid(locks.lines(), dev, 43), None);
+        let other = nix::sys::stat::makedev(0xfe, 1);
+        assert_eq!(flock_pid(locks.lines(), other, 42), None);
+        // A waiter listed before the holder (as a garbled or reordered text could) is no holder.
+        let waiter_first = "2: -> FLOCK  ADVISORY  WRITE 78 fe:00:42 0 EOF\n\
+                            2: FLOCK  ADVISORY  WRITE 77 fe:00:42 0 EOF\n";
+        assert_eq!(flock_pid(waiter_first.lines(), dev, 42), Some(77));
     }
 
     #[test]
     fn garbage_does_not_parse() {
-        assert!(parse_stat("").is_none());
-        assert!(parse_stat("12 (x) S").is_none());
+        for text in [
+            "",
+            "12 (x) S",
+            "(x) S 1 2 3",
+            "1 (x)",
+            "1 (x",
+            "1 x) S",
+            ")( 1",
+        ] {
+            assert!(parse_stat(text).is_none(), "{text:?}");
+        }
     }
 }
