@@ -256,8 +256,14 @@ impl Runner {
             tracing::warn!("{what}");
             self.state.last_event = Some(what);
         }
-        self.save()?;
-        let mut run = run?;
+        // One save records the agent gone and what it spent (below), not one for each.
+        let mut run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                self.save()?;
+                return Err(e);
+            }
+        };
         run.protected_changed = changed;
         self.state.agent_env.clone_from(&run.env_names);
         let report = &run.report;
