@@ -177,6 +177,35 @@ fn pause_and_resume_take_effect_at_the_iteration_boundary() {
 }
 
 #[test]
+fn what_the_user_writes_while_the_loop_is_paused_stays_theirs() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg("mine", "block", &env, &[]).code(0);
+    t.wait_state("iteration 1 to run", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    t.run(&["wiggum", "pause", "mine"]).code(0);
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_state("the loop to pause", |s| s["status"] == "paused");
+    // The user writes under the artifact directory while the loop waits.
+    std::fs::write(t.art().join("mine.md"), "my notes\n").unwrap();
+    t.run(&["wiggum", "resume", "mine"]).code(0);
+    t.wait_stopped("mine");
+    assert_eq!(t.runs("iteration").len(), 3);
+    let committed = crate::support::git(&t.art(), &["log", "--name-only", "--format="]);
+    assert!(!committed.contains("mine.md"), "{committed}");
+    let status = crate::support::git(&t.art(), &["status", "--porcelain"]);
+    assert!(status.contains("?? mine.md"), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("mine.md")).unwrap(),
+        "my notes\n"
+    );
+}
+
+#[test]
 fn human_review_pauses_before_the_configured_iteration() {
     let t = TestHome::new();
     t.write_home_config("[safety]\nrequire_human_review_at_iteration = 2\n");
