@@ -120,10 +120,15 @@ fn gated(job: &Job) -> String {
     )
 }
 
+/// The shell a job's script runs in: `/bin/sh` by its path, as `system()` and `popen()` do
+/// (the command inside it is still found on `PATH`); `sh` by name would try every directory of
+/// `PATH` before it for each run.
+const SHELL: &str = "/bin/sh";
+
 /// The program and arguments of a job: `sh -c SCRIPT`, behind our `sandbox-exec` when confined.
 fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
     let Some(policy) = job.sandbox.as_ref().filter(|p| p.needs_helper()) else {
-        return Ok(("sh".into(), vec!["-c".into(), script]));
+        return Ok((SHELL.into(), vec!["-c".into(), script]));
     };
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
@@ -134,7 +139,7 @@ fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
         "--policy",
         &policy,
         "--",
-        "sh",
+        SHELL,
         "-c",
         &script,
     ];
