@@ -47,10 +47,18 @@ fn read(path: impl AsRef<Path>) -> Option<Vec<u8>> {
 /// The kernel's `stat` line of a process, parsed: `None` unless it has the shape the kernel
 /// writes (`<pid> (<comm>) <state> …`; the command name may hold spaces and parentheses).
 fn kernel_stat(text: &[u8]) -> Option<procfs_core::process::Stat> {
-    // The parser slices around the parentheses; text without them in place is no stat line.
-    let open = text.iter().position(|b| *b == b'(')?;
-    let close = text.iter().rposition(|b| *b == b')')?;
-    let shaped = open >= 2 && close > open && text.len() > close + 2;
+    // The parser trims the text and slices it one byte before the first `(` and two after the
+    // last `)`; text where those are not the spaces the kernel writes is no stat line (and is
+    // never handed to it).
+    let line = String::from_utf8_lossy(text);
+    let t = line.trim().as_bytes();
+    let open = t.iter().position(|b| *b == b'(')?;
+    let close = t.iter().rposition(|b| *b == b')')?;
+    let shaped = open >= 1
+        && t[open - 1] == b' '
+        && close > open
+        && t.get(close + 1) == Some(&b' ')
+        && close + 2 < t.len();
     shaped
         .then(|| procfs_core::process::Stat::from_read(text).ok())
         .flatten()
@@ -368,7 +376,11 @@ mod tests {
             "",
             "12 (x) S",
             "(x) S 1 2 3",
+            "  (x) S 1 2 3",
             "1 (x)",
+            "1 (x)   ",
+            "1é(x) S 1 2 3",
+            "1 (x)é S 1 2",
             "1 (x",
             "1 x) S",
             ")( 1",
