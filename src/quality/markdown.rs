@@ -36,6 +36,37 @@ fn heading(line: &str) -> Option<(usize, &str)> {
     None
 }
 
+/// A code fence line: its character (`` ` `` or `~`) and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    char: u8,
+    len: usize,
+}
+
+impl Fence {
+    /// Whether this fence line (`line`, indentation removed) closes the block `open` began: the
+    /// same character, at least as many, and nothing after them (CommonMark's rule, so a fence
+    /// of four backticks can show a fence of three inside it).
+    pub fn closes(self, open: Fence, line: &str) -> bool {
+        self.char == open.char && self.len >= open.len && line[self.len..].trim().is_empty()
+    }
+}
+
+/// The fence a line opens or closes, if it is one: three or more backticks or tildes, indented
+/// by at most three spaces (four make an indented code line).
+pub fn fence_of(raw: &str) -> Option<Fence> {
+    let indent = raw.len() - raw.trim_start_matches(' ').len();
+    let line = &raw[indent..];
+    let char = *line
+        .as_bytes()
+        .first()
+        .filter(|c| matches!(c, b'`' | b'~'))?;
+    let len = line.bytes().take_while(|c| *c == char).count();
+    // A backtick fence's info string holds no backtick (else it is inline code).
+    let ok = indent <= 3 && len >= 3 && !(char == b'`' && line[len..].contains('`'));
+    ok.then_some(Fence { char, len })
+}
+
 /// Split a document into sections, ignoring `#` lines inside code fences.
 #[must_use]
 pub fn sections(doc: &str) -> Vec<Section> {
@@ -45,12 +76,22 @@ pub fn sections(doc: &str) -> Vec<Section> {
         heading_line: String::new(),
         body: String::new(),
     }];
-    let mut in_fence = false;
+    let mut fence: Option<Fence> = None;
     for line in doc.lines() {
         let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            in_fence = !in_fence;
-        }
+        let mark = fence_of(line);
+        let in_fence = match (fence, mark) {
+            (Some(open), Some(f)) if f.closes(open, t) => {
+                fence = None;
+                true
+            }
+            (Some(_), _) => true,
+            (None, Some(f)) => {
+                fence = Some(f);
+                true
+            }
+            (None, None) => false,
+        };
         if !in_fence && let Some((level, title)) = heading(line) {
             out.push(Section {
                 level,
@@ -99,16 +140,24 @@ pub fn blocks(body: &str) -> Vec<Block> {
         }
         para.clear();
     };
+    let mut fence: Option<Fence> = None;
     for line in body.lines() {
         let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            if let Some(c) = code.take() {
-                out.push(Block::Code(c));
-            } else {
-                flush(&mut para, &mut out);
-                code = Some(String::new());
+        if let Some(f) = fence_of(line) {
+            match fence {
+                Some(open) if f.closes(open, t) => {
+                    fence = None;
+                    out.extend(code.take().map(Block::Code));
+                    continue;
+                }
+                Some(_) => {}
+                None => {
+                    flush(&mut para, &mut out);
+                    fence = Some(f);
+                    code = Some(String::new());
+                    continue;
+                }
             }
-            continue;
         }
         if let Some(c) = code.as_mut() {
             c.push_str(line);
@@ -164,6 +213,20 @@ mod tests {
                 Block::Item("item b".into()),
                 Block::Code("ls\n".into()),
                 Block::Para("last".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_longer_fence_shows_a_shorter_one_inside_it() {
+        let doc = "# A\n````md\n```\n# not a heading\n```\n````\n# B\ntext\n";
+        let titles: Vec<_> = sections(doc).into_iter().map(|s| s.title).collect();
+        assert_eq!(titles, ["A", "B"]);
+        assert_eq!(
+            blocks("````\n```\nls\n```\n````\nafter"),
+            vec![
+                Block::Code("```\nls\n```\n".into()),
+                Block::Para("after".into())
             ]
         );
     }

@@ -3,6 +3,7 @@
 //! loop open. Pure.
 
 pub use crate::config::OPTIONAL_SECTIONS;
+use crate::quality::markdown::{Fence, fence_of};
 
 /// One checkbox item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,22 +57,18 @@ pub fn items_with(plan: &str, optional: &[String]) -> Vec<Item> {
 /// iteration.
 fn scan<'a>(plan: &'a str, optional: &[String], mut f: impl FnMut(Item, &'a str) -> bool) {
     let names: Vec<String> = optional.iter().map(|n| n.to_lowercase()).collect();
-    let mut fence: Option<&str> = None;
+    let mut fence: Option<Fence> = None;
     let mut optional_level: Option<usize> = None;
     for (i, raw) in plan.lines().enumerate() {
         let line = raw.trim_start();
-        if let Some(fc) = fence {
-            if line.starts_with(fc) {
+        if let Some(open) = fence {
+            if fence_of(raw).is_some_and(|f| f.closes(open, line)) {
                 fence = None;
             }
             continue;
         }
-        if line.starts_with("```") {
-            fence = Some("```");
-            continue;
-        }
-        if line.starts_with("~~~") {
-            fence = Some("~~~");
+        if let Some(f) = fence_of(raw) {
+            fence = Some(f);
             continue;
         }
         let level = line.bytes().take_while(|c| *c == b'#').count();
@@ -221,6 +218,22 @@ mod tests {
         );
         assert_eq!(it[0].line, 4);
         assert_eq!(remaining(PLAN), 3);
+    }
+
+    #[test]
+    fn fences_close_as_commonmark_closes_them() {
+        // A four-backtick fence shows a three-backtick one inside it; a tilde fence is not
+        // closed by backticks; a closing fence may be longer; indented by four spaces or with
+        // text after it, a run of backticks closes nothing.
+        let plan = "- [ ] real one\n\
+                    ````md\n```\n- [ ] example inside\n```\n````\n\
+                    ~~~\n```\n- [ ] still inside\n~~~~~\n\
+                    ```\n    ```\n``` not a close\n- [ ] inside too\n```\n\
+                    - [ ] real two\n\
+                    ``inline`` - [ ] is text, not a fence\n";
+        let texts: Vec<String> = items(plan).into_iter().map(|i| i.text).collect();
+        assert_eq!(texts, ["real one", "real two"]);
+        assert_eq!(remaining(plan), 2);
     }
 
     #[test]
