@@ -179,14 +179,7 @@ fn pause_and_resume_take_effect_at_the_iteration_boundary() {
 #[test]
 fn what_the_user_writes_while_the_loop_is_paused_stays_theirs() {
     let t = TestHome::new();
-    let env = format!(
-        "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
-        t.release_file().display()
-    );
-    t.start_bg("mine", "block", &env, &[]).code(0);
-    t.wait_state("iteration 1 to run", |s| {
-        s["current_iteration"] == 1 && s["agent_pid"].is_number()
-    });
+    t.blocked_at_first("mine", "");
     t.run(&["wiggum", "pause", "mine"]).code(0);
     std::fs::write(t.release_file(), "").unwrap();
     t.wait_state("the loop to pause", |s| s["status"] == "paused");
