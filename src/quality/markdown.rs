@@ -25,15 +25,19 @@ pub enum Block {
     Code(String),
 }
 
-fn heading(line: &str) -> Option<(usize, &str)> {
-    let hashes = line.chars().take_while(|c| *c == '#').count();
-    if (1..=6).contains(&hashes) {
-        let rest = &line[hashes..];
-        if rest.is_empty() || rest.starts_with(' ') {
-            return Some((hashes, rest.trim()));
-        }
+/// An ATX heading line's level and text: one to six `#`, then a space, a tab or the line's
+/// end, indented by at most three spaces (four make an indented code line), as CommonMark reads
+/// it.
+pub fn heading(line: &str) -> Option<(usize, &str)> {
+    let body = line.trim_start_matches(' ');
+    if line.len() - body.len() > 3 {
+        return None;
     }
-    None
+    let hashes = body.bytes().take_while(|c| *c == b'#').count();
+    let rest = &body[hashes..];
+    let ok = (1..=6).contains(&hashes)
+        && (rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t'));
+    ok.then(|| (hashes, rest.trim()))
 }
 
 /// A code fence line: its character (`` ` `` or `~`) and length.
@@ -164,7 +168,7 @@ pub fn blocks(body: &str) -> Vec<Block> {
             c.push('\n');
             continue;
         }
-        if t.is_empty() || heading(t).is_some() {
+        if t.is_empty() || heading(line).is_some() {
             flush(&mut para, &mut out);
         } else if let Some(item) = list_marker(line) {
             flush(&mut para, &mut out);
@@ -229,6 +233,22 @@ mod tests {
                 Block::Para("after".into())
             ]
         );
+    }
+
+    #[test]
+    fn headings_as_commonmark_reads_them() {
+        for (line, want) in [
+            ("# A", Some((1, "A"))),
+            ("   ## B", Some((2, "B"))),
+            ("##\tTab", Some((2, "Tab"))),
+            ("###", Some((3, ""))),
+            ("###### Six", Some((6, "Six"))),
+            ("####### Seven", None),
+            ("    # indented code", None),
+            ("#tag", None),
+        ] {
+            assert_eq!(heading(line), want, "{line:?}");
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! loop open. Pure.
 
 pub use crate::config::OPTIONAL_SECTIONS;
-use crate::quality::markdown::{Fence, fence_of};
+use crate::quality::markdown::{Fence, fence_of, heading};
 
 /// One checkbox item.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,12 +71,11 @@ fn scan<'a>(plan: &'a str, optional: &[String], mut f: impl FnMut(Item, &'a str)
             fence = Some(f);
             continue;
         }
-        let level = line.bytes().take_while(|c| *c == b'#').count();
-        if level > 0 && line[level..].starts_with(' ') {
+        if let Some((level, title)) = heading(raw) {
             if optional_level.is_some_and(|l| level <= l) {
                 optional_level = None;
             }
-            if optional_level.is_none() && is_optional_heading(&line[level..], &names) {
+            if optional_level.is_none() && is_optional_heading(title, &names) {
                 optional_level = Some(level);
             }
             continue;
@@ -234,6 +233,13 @@ mod tests {
         let texts: Vec<String> = items(plan).into_iter().map(|i| i.text).collect();
         assert_eq!(texts, ["real one", "real two"]);
         assert_eq!(remaining(plan), 2);
+    }
+
+    #[test]
+    fn an_empty_heading_ends_an_optional_section_and_seven_hashes_are_no_heading() {
+        let plan =
+            "## Later\n- [ ] port\n####### not a heading\n- [ ] still later\n##\n- [ ] needed\n";
+        assert_eq!(open_counts(plan, &default_sections()), (1, 2));
     }
 
     #[test]
