@@ -57,6 +57,18 @@ pub fn check(artifact: &Path) -> Result<Findings> {
         .strip_prefix(&workdir)
         .unwrap_or(Path::new(""))
         .to_path_buf();
+    // Inside the repository's own `.git` (git's store, never its work tree) nothing is committed.
+    let git_dir = repo
+        .path()
+        .canonicalize()
+        .unwrap_or_else(|_| repo.path().to_path_buf());
+    if canon.starts_with(&git_dir) {
+        return Err(Error::input(format!(
+            "--artifact-path {}: is inside the repository's git directory {}, where git keeps its own data and commits nothing; choose a directory of the work tree",
+            artifact.display(),
+            git_dir.display()
+        )));
+    }
     for probe in [
         scope.clone(),
         scope.join("wiggum/fix_plan.md"),

@@ -385,6 +385,34 @@ fn an_ignored_artifact_dir_is_refused_naming_the_rule() {
     refused(&t, ".gitignore:4: `art/`");
 }
 
+#[test]
+fn an_artifact_dir_inside_the_git_directory_is_refused_saying_so() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    let inside = root.join(".git/notes-loop");
+    std::fs::create_dir_all(&inside).unwrap();
+    std::fs::write(inside.join("artifact.md"), "# Doc\n").unwrap();
+    let agent = t.agent_cmd("", "");
+    let r = t.run(&[
+        "wiggum",
+        "start",
+        "ingit",
+        "--foreground",
+        "--artifact-path",
+        &inside.display().to_string(),
+        "--agent-cmd",
+        &agent,
+    ]);
+    r.code(2);
+    assert!(
+        r.stderr().contains("inside the repository's git directory"),
+        "{}",
+        r.stderr()
+    );
+    assert!(!inside.join("wiggum").exists(), "nothing written");
+    assert!(!t.pids_file().exists(), "no agent ran");
+}
+
 /// A repository whose `pre-commit` hook exits with `code` and whose `commit-msg` hook appends
 /// a trailer.
 fn with_hooks(t: &TestHome, pre_commit_code: i32) -> std::path::PathBuf {
