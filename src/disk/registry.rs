@@ -38,6 +38,18 @@ pub fn check_topic(topic: &str) -> Result<()> {
     }
 }
 
+/// Refuse an artifact directory whose path is not UTF-8: the registry, the settings and the
+/// state name it in TOML and JSON, which hold text only.
+pub fn check_path(flag: &str, path: &Path) -> Result<()> {
+    if path.to_str().is_some() {
+        return Ok(());
+    }
+    Err(Error::input(format!(
+        "{flag} {}: the path is not valid UTF-8, and the loop's records (TOML and JSON text) could not name it; rename the directory",
+        path.display()
+    )))
+}
+
 fn entry_path(home: &Path, topic: &str) -> PathBuf {
     home.join("loops").join(format!("{topic}.toml"))
 }
@@ -136,6 +148,16 @@ mod tests {
             register(h.path(), "t", b.path()).unwrap_err().exit_code(),
             2
         );
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_is_refused_naming_the_flag() {
+        use std::os::unix::ffi::OsStrExt;
+        let bad = Path::new(std::ffi::OsStr::from_bytes(b"/tmp/art\xff"));
+        let e = check_path("--artifact-path", bad).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with("--artifact-path /tmp/art"), "{e}");
+        check_path("--artifact-path", Path::new("/tmp/ärt")).unwrap();
     }
 
     #[test]

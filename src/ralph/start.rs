@@ -161,6 +161,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let root = p
         .canonicalize()
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", p.display())))?;
+    registry::check_path("--artifact-path", &root)?;
     let studio_home = home.canonicalize().unwrap_or_else(|_| home.to_path_buf());
     if studio_home.starts_with(&root) {
         return Err(Error::input(format!(

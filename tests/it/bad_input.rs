@@ -126,6 +126,35 @@ fn missing_paths_topics_and_agents_are_refused() {
 }
 
 #[test]
+fn an_artifact_dir_whose_path_is_not_utf8_is_refused_before_anything_is_written() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = TestHome::new();
+    // A directory named with a byte that is not UTF-8, reached through a link (the command
+    // line of the test kit is text); the loop sees its real path.
+    let odd = t.root().join(std::ffi::OsStr::from_bytes(b"notes\xff"));
+    std::fs::create_dir(&odd).unwrap();
+    std::fs::write(odd.join("artifact.md"), "# Doc\n").unwrap();
+    let link = t.root().join("notes-link");
+    std::os::unix::fs::symlink(&odd, &link).unwrap();
+    let home_before = snapshot(&t.home());
+    for detached in [false, true] {
+        let mut extra = vec!["--max-iterations", "1"];
+        if !detached {
+            extra.push("--foreground");
+        }
+        let a = t.start_args("odd", &link, "true", &extra);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let r = t.run(&a);
+        r.code(2);
+        let err = r.stderr();
+        assert!(err.contains("not valid UTF-8"), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    assert!(!odd.join("wiggum").exists(), "nothing written");
+    assert_eq!(snapshot(&t.home()), home_before, "the home was touched");
+}
+
+#[test]
 fn a_malformed_loop_settings_file_is_refused_and_kept() {
     let t = TestHome::new();
     std::fs::create_dir_all(t.wiggum("")).unwrap();

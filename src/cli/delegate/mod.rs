@@ -123,6 +123,7 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     };
     let dir = std::path::absolute(&dir)
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", dir.display())))?;
+    crate::disk::registry::check_path("--artifact-path", &dir)?;
     let layout = Layout::for_loop(&home, &dir);
     if layout.original_artifact().exists() {
         return Err(Error::input(format!(
