@@ -261,6 +261,19 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             layout.root().display()
         )));
     }
+    // The loop reads the artifact whole (metrics, the gate, each iteration's copy): one past
+    // what it reads is refused now, before anything is written, not found at the first read.
+    let original = layout.original_artifact();
+    if let Ok(m) = std::fs::metadata(&original)
+        && m.len() > crate::sys::fsutil::TEXT_CAP
+    {
+        return Err(Error::input(format!(
+            "{}: {} bytes, larger than the {} the loop reads of an artifact; split it, or point --artifact-path at a directory holding a smaller one",
+            original.display(),
+            m.len(),
+            crate::sys::fsutil::TEXT_CAP
+        )));
+    }
     let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();
     if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {

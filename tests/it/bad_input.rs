@@ -155,6 +155,19 @@ fn an_artifact_dir_whose_path_is_not_utf8_is_refused_before_anything_is_written(
 }
 
 #[test]
+fn an_artifact_larger_than_the_loop_reads_is_refused_before_anything_is_written() {
+    let t = TestHome::new();
+    // Sparse: its length is what counts, no disk is spent.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(t.art().join("artifact.md"))
+        .unwrap();
+    f.set_len(16 * 1024 * 1024 + 1).unwrap();
+    drop(f);
+    refused_start(&t, "huge", &[], "artifact.md: 16777217 bytes, larger than");
+}
+
+#[test]
 fn a_malformed_loop_settings_file_is_refused_and_kept() {
     let t = TestHome::new();
     std::fs::create_dir_all(t.wiggum("")).unwrap();
