@@ -261,18 +261,25 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             layout.root().display()
         )));
     }
-    // The loop reads the artifact whole (metrics, the gate, each iteration's copy): one past
-    // what it reads is refused now, before anything is written, not found at the first read.
-    let original = layout.original_artifact();
-    if let Ok(m) = std::fs::metadata(&original)
-        && m.len() > crate::sys::fsutil::TEXT_CAP
-    {
-        return Err(Error::input(format!(
-            "{}: {} bytes, larger than the {} the loop reads of an artifact; split it, or point --artifact-path at a directory holding a smaller one",
-            original.display(),
-            m.len(),
-            crate::sys::fsutil::TEXT_CAP
-        )));
+    // The loop reads the artifact and its memory files whole (metrics, the gate, the prompt, the
+    // plan): one past what it reads is refused now, before anything is written, not found at
+    // the first read.
+    let inputs = std::iter::once(layout.original_artifact()).chain(
+        super::templates::FILES
+            .iter()
+            .map(|(name, _)| layout.memory(name)),
+    );
+    for file in inputs {
+        if let Ok(m) = std::fs::metadata(&file)
+            && m.len() > crate::sys::fsutil::TEXT_CAP
+        {
+            return Err(Error::input(format!(
+                "{}: {} bytes, larger than the {} the loop reads of it; make it smaller",
+                file.display(),
+                m.len(),
+                crate::sys::fsutil::TEXT_CAP
+            )));
+        }
     }
     let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();

@@ -158,13 +158,16 @@ fn an_artifact_dir_whose_path_is_not_utf8_is_refused_before_anything_is_written(
 fn an_artifact_larger_than_the_loop_reads_is_refused_before_anything_is_written() {
     let t = TestHome::new();
     // Sparse: its length is what counts, no disk is spent.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(t.art().join("artifact.md"))
-        .unwrap();
-    f.set_len(16 * 1024 * 1024 + 1).unwrap();
-    drop(f);
+    let sparse = |p: &std::path::Path| {
+        let f = std::fs::File::create(p).unwrap();
+        f.set_len(16 * 1024 * 1024 + 1).unwrap();
+    };
+    sparse(&t.art().join("artifact.md"));
     refused_start(&t, "huge", &[], "artifact.md: 16777217 bytes, larger than");
+    std::fs::write(t.art().join("artifact.md"), "# Doc\n").unwrap();
+    std::fs::create_dir_all(t.art().join("wiggum")).unwrap();
+    sparse(&t.art().join("wiggum/fix_plan.md"));
+    refused_start(&t, "huge", &[], "fix_plan.md: 16777217 bytes, larger than");
 }
 
 #[test]
