@@ -392,17 +392,8 @@ fn an_artifact_dir_inside_the_git_directory_is_refused_saying_so() {
     let inside = root.join(".git/notes-loop");
     std::fs::create_dir_all(&inside).unwrap();
     std::fs::write(inside.join("artifact.md"), "# Doc\n").unwrap();
-    let agent = t.agent_cmd("", "");
-    let r = t.run(&[
-        "wiggum",
-        "start",
-        "ingit",
-        "--foreground",
-        "--artifact-path",
-        &inside.display().to_string(),
-        "--agent-cmd",
-        &agent,
-    ]);
+    let a = t.start_args("ingit", &inside, &t.agent_cmd("", ""), &["--foreground"]);
+    let r = t.run(&a.iter().map(String::as_str).collect::<Vec<_>>());
     r.code(2);
     assert!(
         r.stderr().contains("inside the repository's git directory"),
