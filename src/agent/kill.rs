@@ -132,6 +132,9 @@ fn signal_escaped(pgid: i32, token: &str, sig: Signal) -> usize {
         if Some(s.pgrp) != me_pgrp && s.pgrp > 1 {
             let _gone = killpg(Pid::from_raw(s.pgrp), sig);
         }
+        if sig == Signal::SIGTERM {
+            let _continued = kill(Pid::from_raw(s.pid), Signal::SIGCONT);
+        }
     }
     holders.len()
 }
@@ -187,6 +190,8 @@ pub async fn terminate(
     // The group first, before any reading of /proc: a stop takes effect at once. An empty
     // group (the agent exited and left nothing) is the common case: one reading confirms it.
     let sent = killpg(Pid::from_raw(pgid), Signal::SIGTERM);
+    // A stopped member would hold the TERM pending until the grace ran out: continue it.
+    let _continued = killpg(Pid::from_raw(pgid), Signal::SIGCONT);
     signalled();
     if sent.is_err() && settled(pgid, token) {
         return Vec::new();

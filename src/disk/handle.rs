@@ -197,6 +197,13 @@ pub fn signal(h: &Holder, sig: Signal) -> Result<()> {
             h.pid
         )));
     }
-    kill(Pid::from_raw(h.pid.cast_signed()), sig)
-        .map_err(|e| Error::runtime(format!("cannot signal pid {}: {e}", h.pid)))
+    let pid = Pid::from_raw(h.pid.cast_signed());
+    kill(pid, sig).map_err(|e| Error::runtime(format!("cannot signal pid {}: {e}", h.pid)))?;
+    // A supervisor that is stopped (Ctrl-Z on a foreground loop, `kill -STOP`) would hold a
+    // SIGTERM pending until it is continued: it is continued, as service managers do after a
+    // stop signal.
+    if sig == Signal::SIGTERM {
+        let _continued = kill(pid, Signal::SIGCONT);
+    }
+    Ok(())
 }

@@ -115,6 +115,34 @@ fn stop_kills_a_term_ignoring_grandchild_and_a_setsid_helper() {
     t.run(&["wiggum", "stop", "stopme"]).code(3);
 }
 
+/// A supervisor suspended with Ctrl-Z (or `kill -STOP`), and its agent too: `stop` continues
+/// them after its SIGTERM, as service managers do, so the stop is graceful and quick instead of
+/// a SIGTERM left pending until `stop` gives up.
+#[test]
+fn stop_reaches_a_suspended_supervisor_and_agent() {
+    let t = TestHome::new();
+    let daemon = t.blocked_at_first("frozen", "");
+    let agent = t.state()["agent_pid"].as_i64().unwrap();
+    for pid in [agent, daemon] {
+        let ok = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -STOP {pid}");
+    }
+    let r = t.run(&["wiggum", "stop", "frozen", "--timeout", "1"]);
+    r.code(0);
+    assert!(t.status_json("frozen")["pid"].is_null());
+    assert_eq!(t.state()["stop_reason"], "user_stop");
+    let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
+    assert!(
+        !log.contains("SIGKILL after"),
+        "the agent was killed, not stopped: {log}"
+    );
+    assert_no_survivors(&t.token);
+}
+
 #[test]
 fn stop_after_iteration_lets_the_iteration_finish() {
     let t = TestHome::new();
