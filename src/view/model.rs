@@ -121,6 +121,11 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         });
     }
     let running = holder.is_some();
+    // A supervisor stopped by Ctrl-Z or SIGSTOP holds its lock and does nothing: said so, not
+    // shown as running.
+    let suspended = holder.as_ref().is_some_and(|h| {
+        crate::sys::procs::stat(h.pid.cast_signed()).is_some_and(|s| matches!(s.state, 'T' | 't'))
+    });
     let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
     let (cpu, rss) = match agent_pid {
         Some(p) if want.usage => agent_usage(p),
@@ -164,7 +169,11 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     };
     Ok(LoopView {
         topic: h.topic.clone(),
-        status: state::shown_status(st.as_ref(), running).to_string(),
+        status: if suspended {
+            "suspended".to_string()
+        } else {
+            state::shown_status(st.as_ref(), running).to_string()
+        },
         pid: holder.as_ref().map(|h| h.pid),
         agent_pid,
         agent_cpu_percent: cpu,
@@ -246,6 +255,12 @@ impl LoopView {
             "unknown" => {
                 Some("it has no state yet: never started, or its state.json was removed".into())
             }
+            "suspended" => self.pid.map(|pid| {
+                format!(
+                    "its supervisor (pid {pid}) is suspended (Ctrl-Z or SIGSTOP) and does nothing: `fg` in its shell or `kill -CONT {pid}` lets it go on; `studio-agents wiggum stop {}` stops it",
+                    self.topic
+                )
+            }),
             "missing" => self
                 .missing_dir
                 .as_ref()

@@ -11,7 +11,7 @@ use super::model::LoopView;
 pub fn status_colour(status: &str) -> Option<&'static str> {
     match status {
         "running" | "planning" | "starting" => Some("32"),
-        "paused" | "waiting" | "stopping" => Some("33"),
+        "paused" | "waiting" | "stopping" | "suspended" => Some("33"),
         "failed" | "dead" | "unknown" | "missing" => Some("31"),
         _ => None,
     }

@@ -131,6 +131,17 @@ fn stop_reaches_a_suspended_supervisor_and_agent() {
             .success();
         assert!(ok, "kill -STOP {pid}");
     }
+    // Suspended is said as such, not shown as running.
+    wait_for("status suspended", Duration::from_secs(10), || {
+        let v = t.status_json("frozen");
+        if v["status"] == "suspended" {
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    });
+    let shown = t.run(&["wiggum", "status", "frozen"]).stdout();
+    assert!(shown.contains(&format!("kill -CONT {daemon}")), "{shown}");
     let r = t.run(&["wiggum", "stop", "frozen", "--timeout", "1"]);
     r.code(0);
     assert!(t.status_json("frozen")["pid"].is_null());
