@@ -30,6 +30,14 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
     if a.after_iteration {
         requests::update(&layout.requests(), |r| r.stop_after_iteration = true)?;
         let n = state::read(&layout.state())?.map_or(0, |s| s.current_iteration);
+        // A suspended loop would never finish its iteration: it is continued to do so.
+        if handle::suspended(&h) {
+            handle::signal(&h, Signal::SIGCONT)?;
+            println!(
+                "loop `{}` (pid {}) was suspended; continued so it can finish iteration {n}",
+                a.topic, h.pid
+            );
+        }
         println!(
             "loop `{}` (pid {}) will stop after iteration {n}; waiting…",
             a.topic, h.pid

@@ -189,6 +189,12 @@ impl Handle {
     }
 }
 
+/// Whether the holder is suspended (stopped by Ctrl-Z or SIGSTOP): alive, doing nothing.
+#[must_use]
+pub fn suspended(h: &Holder) -> bool {
+    crate::sys::procs::stat(h.pid.cast_signed()).is_some_and(|s| matches!(s.state, 'T' | 't'))
+}
+
 /// Send `sig` to the holder, after checking it is still the process that took the lock.
 pub fn signal(h: &Holder, sig: Signal) -> Result<()> {
     if !h.is_same_process() {

@@ -123,9 +123,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     let running = holder.is_some();
     // A supervisor stopped by Ctrl-Z or SIGSTOP holds its lock and does nothing: said so, not
     // shown as running.
-    let suspended = holder.as_ref().is_some_and(|h| {
-        crate::sys::procs::stat(h.pid.cast_signed()).is_some_and(|s| matches!(s.state, 'T' | 't'))
-    });
+    let suspended = holder.as_ref().is_some_and(crate::disk::handle::suspended);
     let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
     let (cpu, rss) = match agent_pid {
         Some(p) if want.usage => agent_usage(p),

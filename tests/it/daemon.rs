@@ -154,6 +154,54 @@ fn stop_reaches_a_suspended_supervisor_and_agent() {
     assert_no_survivors(&t.token);
 }
 
+/// `stop --after-iteration` of a suspended loop continues it, so the iteration can finish and
+/// the stop happen (it waited for ever).
+#[test]
+fn stop_after_iteration_continues_a_suspended_loop() {
+    let t = TestHome::new();
+    let daemon = t.blocked_at_first("later", "");
+    let ok = std::process::Command::new("kill")
+        .args(["-STOP", &daemon.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    wait_for("status suspended", Duration::from_secs(10), || {
+        let v = t.status_json("later");
+        if v["status"] == "suspended" {
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    });
+    let mut stop = t
+        .cmd(&["wiggum", "stop", "later", "--after-iteration"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let running = wait_for("the loop to be continued", Duration::from_secs(10), || {
+        let v = t.status_json("later");
+        if v["status"] == "running" {
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    });
+    std::fs::write(t.release_file(), "").unwrap();
+    let done = wait_for("stop to return", Duration::from_secs(30), || {
+        match stop.try_wait().unwrap() {
+            Some(code) => Ok(code),
+            None => Err("still waiting"),
+        }
+    });
+    assert!(done.success(), "{running}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stop.stdout.take().unwrap(), &mut out).unwrap();
+    assert!(out.contains("was suspended; continued"), "{out}");
+    assert_eq!(t.state()["stop_reason"], "user_stop");
+    assert_no_survivors(&t.token);
+}
+
 #[test]
 fn stop_after_iteration_lets_the_iteration_finish() {
     let t = TestHome::new();
