@@ -115,6 +115,26 @@ fn stop_kills_a_term_ignoring_grandchild_and_a_setsid_helper() {
     t.run(&["wiggum", "stop", "stopme"]).code(3);
 }
 
+/// `kill -STOP` each of `pids`, then wait until `status` shows the loop `suspended`.
+fn suspend(t: &TestHome, topic: &str, pids: &[i64]) {
+    for pid in pids {
+        let ok = std::process::Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -STOP {pid}");
+    }
+    wait_for("status suspended", Duration::from_secs(10), || {
+        let v = t.status_json(topic);
+        if v["status"] == "suspended" {
+            Ok(v)
+        } else {
+            Err(v)
+        }
+    });
+}
+
 /// A supervisor suspended with Ctrl-Z (or `kill -STOP`), and its agent too: `stop` continues
 /// them after its SIGTERM, as service managers do, so the stop is graceful and quick instead of
 /// a SIGTERM left pending until `stop` gives up.
@@ -123,23 +143,8 @@ fn stop_reaches_a_suspended_supervisor_and_agent() {
     let t = TestHome::new();
     let daemon = t.blocked_at_first("frozen", "");
     let agent = t.state()["agent_pid"].as_i64().unwrap();
-    for pid in [agent, daemon] {
-        let ok = std::process::Command::new("kill")
-            .args(["-STOP", &pid.to_string()])
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "kill -STOP {pid}");
-    }
     // Suspended is said as such, not shown as running.
-    wait_for("status suspended", Duration::from_secs(10), || {
-        let v = t.status_json("frozen");
-        if v["status"] == "suspended" {
-            Ok(v)
-        } else {
-            Err(v)
-        }
-    });
+    suspend(&t, "frozen", &[agent, daemon]);
     let shown = t.run(&["wiggum", "status", "frozen"]).stdout();
     assert!(shown.contains(&format!("kill -CONT {daemon}")), "{shown}");
     let r = t.run(&["wiggum", "stop", "frozen", "--timeout", "1"]);
@@ -160,20 +165,7 @@ fn stop_reaches_a_suspended_supervisor_and_agent() {
 fn stop_after_iteration_continues_a_suspended_loop() {
     let t = TestHome::new();
     let daemon = t.blocked_at_first("later", "");
-    let ok = std::process::Command::new("kill")
-        .args(["-STOP", &daemon.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    wait_for("status suspended", Duration::from_secs(10), || {
-        let v = t.status_json("later");
-        if v["status"] == "suspended" {
-            Ok(v)
-        } else {
-            Err(v)
-        }
-    });
+    suspend(&t, "later", &[daemon]);
     let mut stop = t
         .cmd(&["wiggum", "stop", "later", "--after-iteration"])
         .stdout(std::process::Stdio::piped())
