@@ -21,13 +21,16 @@ use crate::sys::fsutil;
 
 /// The home directory of studio-agents: `$STUDIO_AGENTS_HOME`, else `~/.studio-agents`.
 pub fn home_dir() -> Result<PathBuf> {
-    if let Some(h) = std::env::var_os("STUDIO_AGENTS_HOME").filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(h));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".studio-agents"))
-        .ok_or_else(|| Error::input("neither STUDIO_AGENTS_HOME nor HOME is set"))
+    let (var, home) = match std::env::var_os("STUDIO_AGENTS_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => ("STUDIO_AGENTS_HOME", PathBuf::from(h)),
+        None => std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| ("HOME", PathBuf::from(h).join(".studio-agents")))
+            .ok_or_else(|| Error::input("neither STUDIO_AGENTS_HOME nor HOME is set"))?,
+    };
+    // A relative path is taken from the directory the command runs in, once: the daemon runs
+    // in `/` and is handed the absolute path, so every process of a loop agrees on its home.
+    std::path::absolute(&home).map_err(|e| Error::input(format!("{var} {}: {e}", home.display())))
 }
 
 /// The settings files to layer, lowest first. Missing optional files are skipped; a missing

@@ -94,6 +94,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         c.args(&args)
             .env(DAEMON_ENV, "1")
             .env(HARNESS_ENV, &probed)
+            .env("STUDIO_AGENTS_HOME", &home)
             .current_dir("/")
             .stdin(Stdio::null())
             .stdout(log)

@@ -194,6 +194,34 @@ fn stop_after_iteration_continues_a_suspended_loop() {
     assert_no_survivors(&t.token);
 }
 
+/// A relative `STUDIO_AGENTS_HOME` is taken from where the command runs, and the daemon (which
+/// runs in `/`) is handed the same home: one home for `start`, its daemon and later commands.
+#[test]
+fn a_relative_home_is_one_home_for_start_and_its_daemon() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] one\n").unwrap();
+    let home = t.home();
+    let dir = home.parent().unwrap();
+    let rel = std::path::Path::new(dir.file_name().unwrap()).join("home");
+    let args = t.start_args("rel", &t.art(), &t.agent_cmd("", ""), &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t
+        .cmd(&args)
+        .env("STUDIO_AGENTS_HOME", &rel)
+        .current_dir(dir.parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let st = t.wait_stopped("rel");
+    assert_eq!(st["status"], "completed", "{st}");
+    assert_no_survivors(&t.token);
+}
+
 #[test]
 fn stop_after_iteration_lets_the_iteration_finish() {
     let t = TestHome::new();
