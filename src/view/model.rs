@@ -34,7 +34,8 @@ pub struct LoopView {
     /// The topic.
     pub topic: String,
     /// State status, or `dead`, or `unknown` when there is no state yet, or `missing` when the
-    /// artifact directory is gone, or `replaced`.
+    /// artifact directory is gone, or `replaced`, or `suspended` when the supervisor is stopped
+    /// (Ctrl-Z, SIGSTOP).
     pub status: String,
     /// The supervisor's pid while it runs.
     pub pid: Option<u32>,
