@@ -73,15 +73,21 @@ const WHITELIST: [&str; 40] = [
     "requests",
 ];
 
-static STUB: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"\b(\w+)\.([a-z_]{12,})\s*\(").ok());
+/// An object, a dot, a long lower-case name, an opening parenthesis. Neither a capture group nor
+/// a word boundary: either makes the regex crate build a one-pass DFA of ~350 KB (Unicode `\w`)
+/// that the supervisor would hold for its whole life. Neither is needed: the leftmost match of
+/// `\w+` already starts where the word does, and the object is what precedes the first dot.
+static STUB: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\w+\.[a-z_]{12,}\s*\(").ok());
 
 /// Calls like `client.generate_contextual_embedding_chain(` on objects outside the whitelist.
 #[must_use]
 pub fn stub_count(text: &str) -> usize {
     let Some(re) = STUB.as_ref() else { return 0 };
-    re.captures_iter(text)
-        .filter(|c| !WHITELIST.contains(&&c[1]))
+    re.find_iter(text)
+        .filter(|m| {
+            let object = m.as_str().split('.').next().unwrap_or_default();
+            !WHITELIST.contains(&object)
+        })
         .count()
 }
 
@@ -199,6 +205,24 @@ mod tests {
             0
         );
         assert_eq!(stub_count("subprocess.check_output_text(x)"), 0);
+    }
+
+    #[test]
+    fn the_object_is_the_whole_word_before_the_dot() {
+        for (text, stubs) in [
+            // A whitelisted name inside a longer word is not whitelisted.
+            ("myos.path_exists_really()", 1),
+            ("os_.path_exists_really()", 1),
+            ("réseau.generate_everything()", 1),
+            ("données.os.generate_everything()", 0),
+            ("os.path.join_everything_here(", 0),
+            ("self.x.initialize_everything ()", 1),
+            ("a.generate_everything(b.generate_everything()", 2),
+            ("x.Generate_everything()", 0),
+            (".generate_everything()", 0),
+        ] {
+            assert_eq!(stub_count(text), stubs, "{text}");
+        }
     }
 
     #[test]
