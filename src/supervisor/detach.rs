@@ -125,12 +125,10 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         // Nothing was left to do (an empty plan, a threshold already met …): it ended before
         // it was seen running.
         let st = crate::disk::state::read(&p.layout.state()).ok().flatten();
-        let why = st.map_or_else(String::new, |s| match (s.stop_reason, s.stop_detail) {
-            (Some(r), Some(d)) => format!(": {} ({}; {d})", s.status.as_str(), r.as_str()),
-            (Some(r), None) => format!(": {} ({})", s.status.as_str(), r.as_str()),
-            _ => format!(": {}", s.status.as_str()),
-        });
-        println!("loop `{t}` (pid {pid}) ended at once{why}");
+        println!(
+            "loop `{t}` (pid {pid}) ended at once{}",
+            ended_why(st.as_ref())
+        );
         println!("  log:      {}", log_path.display());
         println!("  status:   studio-agents wiggum status {t}");
         return Ok(false);
@@ -142,6 +140,19 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     println!("  status:   studio-agents wiggum status {t}");
     println!("  stop:     studio-agents wiggum stop {t}");
     Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
+}
+
+/// Why a loop that ended before it was seen running ended, from its saved state: `: status
+/// (reason; detail)`, or nothing when there is no state to tell.
+fn ended_why(st: Option<&crate::disk::state::LoopState>) -> String {
+    st.map_or_else(String::new, |s| {
+        let status = s.status.as_str();
+        match (s.stop_reason, s.stop_detail.as_deref()) {
+            (Some(r), Some(d)) => format!(": {status} ({}; {d})", r.as_str()),
+            (Some(r), None) => format!(": {status} ({})", r.as_str()),
+            _ => format!(": {status}"),
+        }
+    })
 }
 
 /// How a detached child's start ended.
@@ -218,6 +229,38 @@ mod tests {
         });
         cmd.wrap(process_wrap::std::ProcessSession);
         cmd.spawn().unwrap()
+    }
+
+    #[test]
+    fn a_loop_that_ended_at_once_says_why_from_its_state() {
+        use crate::disk::state::{LoopState, Status, StopReason};
+        let ended = |status, reason, detail: Option<&str>| LoopState {
+            status,
+            stop_reason: reason,
+            stop_detail: detail.map(str::to_string),
+            ..LoopState::default()
+        };
+        for (st, said) in [
+            (None, ""),
+            (
+                Some(ended(Status::Completed, Some(StopReason::PlanEmpty), None)),
+                ": completed (plan_empty)",
+            ),
+            (
+                Some(ended(
+                    Status::Completed,
+                    Some(StopReason::PlanEmpty),
+                    Some("every item is ticked"),
+                )),
+                ": completed (plan_empty; every item is ticked)",
+            ),
+            (
+                Some(ended(Status::Failed, None, Some("ignored"))),
+                ": failed",
+            ),
+        ] {
+            assert_eq!(ended_why(st.as_ref()), said);
+        }
     }
 
     #[test]
