@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The loop's costs against their floors: benches/bench.py after a release build.
 # Usage: benches/run.sh [--smoke] [--only overhead|growth|control|report]
-# The full run takes about 15 minutes on 2 cores; --smoke (CI) under a minute.
+# The full run takes 6–15 minutes on 2 cores (the disk decides); --smoke (CI) under a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet
