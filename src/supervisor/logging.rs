@@ -26,10 +26,11 @@ pub fn init(layout: &Layout, daemonized: bool, verbose: bool) -> Result<()> {
             .and_then(|v| EnvFilter::try_new(v).ok())
             .unwrap_or_else(|| EnvFilter::new("info"))
     };
-    let appender = tracing_appender::rolling::never(layout.wiggum(), "daemon.log");
+    // One file, appended to, never rotated while the loop runs (`start` rotates it before).
+    let log = crate::sys::fsutil::open_append(&layout.daemon_log())?;
     let file = fmt::layer()
         .with_ansi(false)
-        .with_writer(appender)
+        .with_writer(std::sync::Mutex::new(log))
         .with_filter(filter());
     let terminal = (!daemonized).then(|| {
         let level = if loud {
