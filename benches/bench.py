@@ -96,14 +96,21 @@ class Bench:
         os.chmod(self.agent, 0o755)
         self.seq = 0
 
-    def home(self, extra="", where=None):
+    def home(self, extra="", where=None, defaults=False):
         self.seq += 1
         home = os.path.join(where or self.work, "home%d" % self.seq)
         os.makedirs(home)
         with open(os.path.join(home, "wiggum.toml"), "w") as f:
-            # The bash loop has no gate and no sandbox: neither is part of the overhead compared.
-            f.write('[gate]\ntarget = "off"\n[safety]\nsandbox = "off"\nmax_cost_per_loop = 0\n')
-            f.write('max_no_change_iterations = 0\n' + extra)
+            if defaults:
+                # A loop as people run it: the built-in gate and the sandbox on.
+                f.write('[safety]\nmax_cost_per_loop = 0\nmax_no_change_iterations = 0\n')
+            else:
+                # The bash loop has no gate and no sandbox: neither is part of the overhead
+                # compared.
+                f.write('[gate]\ntarget = "off"\n[safety]\nsandbox = "off"\n'
+                        'max_cost_per_loop = 0\n')
+                f.write('max_no_change_iterations = 0\n')
+            f.write(extra)
         env = dict(os.environ, STUDIO_AGENTS_HOME=home, STUDIO_AGENTS_LOG="")
         return home, env
 
@@ -224,6 +231,17 @@ def growth_in(b, n, where, shm):
           % (trend * 1000, trend / early * 100 if early else 0))
     print("| whole run | %.1f s | |" % t)
     print("| supervisor peak RSS over %d iterations | %.1f MiB | |" % (n, peak / 1024))
+    # The same loop as people run it (gate and sandbox on): the memory figure that counts.
+    repo2 = os.path.join(where, "growth-defaults")
+    fresh_copy(base, repo2)
+    _, env = b.home(where=where, defaults=True)
+    cmd = [BIN, "wiggum", "start", "grow", "--foreground", "--artifact-path", repo2,
+           "--agent-cmd", b.agent, "--max-iterations", str(n)]
+    timed(["/usr/bin/time", "-f", "%M", "-o", out, *cmd], env=env)
+    peak = int(open(out).read().split()[-1])
+    done = int(subprocess.check_output(["git", "-C", repo2, "rev-list", "--count", "HEAD"])) - 1
+    print("| the same with the gate and the sandbox on (defaults), %d iterations | %.1f MiB | |"
+          % (done, peak / 1024))
     print()
     shutil.rmtree(base)
 

@@ -82,6 +82,9 @@ static STUB: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"\w+\.[a-z_]
 /// Calls like `client.generate_contextual_embedding_chain(` on objects outside the whitelist.
 #[must_use]
 pub fn stub_count(text: &str) -> usize {
+    if !may_hold_stub(text) {
+        return 0;
+    }
     let Some(re) = STUB.as_ref() else { return 0 };
     re.find_iter(text)
         .filter(|m| {
@@ -89,6 +92,17 @@ pub fn stub_count(text: &str) -> usize {
             !WHITELIST.contains(&object)
         })
         .count()
+}
+
+/// Whether `text` holds a dot followed by twelve of `[a-z_]`, without which [`STUB`] cannot
+/// match. Most documents hold none, and then the regex is never compiled: the regex engine's
+/// code and tables stay out of a running loop's memory.
+fn may_hold_stub(text: &str) -> bool {
+    let b = text.as_bytes();
+    memchr::memchr_iter(b'.', b).any(|i| {
+        b.get(i + 1..i + 13)
+            .is_some_and(|name| name.iter().all(|c| c.is_ascii_lowercase() || *c == b'_'))
+    })
 }
 
 /// Dock `depth` by min(stubs, 2) before weighting (seed 000). Returns the penalty applied.
@@ -220,6 +234,10 @@ mod tests {
             ("a.generate_everything(b.generate_everything()", 2),
             ("x.Generate_everything()", 0),
             (".generate_everything()", 0),
+            ("x.abcdefghijkl(", 1),
+            ("x.abcdefghijk(", 0),
+            ("x.abcdefghijkl", 0),
+            ("the end.", 0),
         ] {
             assert_eq!(stub_count(text), stubs, "{text}");
         }

@@ -20,6 +20,9 @@ static OPEN_THINK: LazyLock<Option<Regex>> =
 /// leading block (a model cut off while thinking) is dropped whole.
 #[must_use]
 pub fn strip_thinking(text: &str) -> String {
+    if !may_hold_tag(text) {
+        return text.to_string();
+    }
     let Some(re) = THINK.as_ref() else {
         return text.to_string();
     };
@@ -33,6 +36,19 @@ pub fn strip_thinking(text: &str) -> String {
         Some(open) if open.is_match(&out) => String::new(),
         _ => out,
     }
+}
+
+/// Whether `text` could hold a thinking tag: a `<` followed by the first letter of a tag's name in
+/// any form the regexes' case-insensitive match accepts (`ſ` folds to `s`). Most documents and
+/// answers hold none, and then the regexes are never compiled: the regex engine's code and
+/// tables stay out of a running loop's memory.
+fn may_hold_tag(text: &str) -> bool {
+    text.match_indices('<').any(|(i, _)| {
+        matches!(
+            text[i + 1..].chars().next(),
+            Some('t' | 'T' | 'r' | 'R' | 's' | 'S' | 'ſ')
+        )
+    })
 }
 
 /// Take at most `n` characters of `s`, ending at a line or sentence boundary when one is near.
@@ -104,6 +120,14 @@ mod tests {
             "# A\n\nb"
         );
         assert_eq!(strip_thinking("<think>never closed"), "");
+        // Case-insensitive as Unicode folds case: the long s and the Kelvin sign count.
+        assert_eq!(strip_thinking("<ſcratchpad>x</Scratchpad>\nrest"), "rest");
+        assert_eq!(strip_thinking("<thin\u{212A}>x</think> rest"), "rest");
+        assert_eq!(strip_thinking("  <Reasoning>cut off"), "");
+        assert_eq!(
+            strip_thinking("a < b, <b>bold</b>\n"),
+            "a < b, <b>bold</b>\n"
+        );
         assert_eq!(strip_thinking("plain"), "plain");
         // Without a thinking block the text is kept exactly, its final newline included.
         assert_eq!(strip_thinking("\n# Doc\r\nbody\n"), "\n# Doc\r\nbody\n");
