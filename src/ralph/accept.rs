@@ -245,9 +245,14 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
 /// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
 /// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
 fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
-    let open = fix_plan::remaining(plan_before);
     let now = fsutil::read_opt(&layout.fix_plan())?;
-    if open == 0 || now.as_deref().is_some_and(fix_plan::has_items) {
+    // Items left in the plan (the usual case) are found at the first one; the open items before
+    // are counted only when there are none now.
+    if now.as_deref().is_some_and(fix_plan::has_items) {
+        return Ok(None);
+    }
+    let open = fix_plan::remaining(plan_before);
+    if open == 0 {
         return Ok(None);
     }
     fsutil::atomic_write(&layout.fix_plan(), plan_before.as_bytes())?;

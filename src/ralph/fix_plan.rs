@@ -159,6 +159,9 @@ pub fn has_items(plan: &str) -> bool {
 /// Items ticked in `after` that were open in `before` (what an iteration claims to have done).
 #[must_use]
 pub fn newly_done(before: &str, after: &str) -> Vec<String> {
+    if before == after {
+        return Vec::new();
+    }
     let mut open = std::collections::HashSet::new();
     scan(before, &[], |i, text| {
         if !i.done {
@@ -255,5 +258,6 @@ mod tests {
         let before = "- [ ] a\n- [ ] b\n";
         let after = "- [x] a\n- [ ] b\n- [x] c\n";
         assert_eq!(newly_done(before, after), vec!["a".to_string()]);
+        assert!(newly_done(after, after).is_empty());
     }
 }
