@@ -14,8 +14,9 @@ use crate::ralph::start::{self, StartOpts};
 
 const LOG_ROTATE_BYTES: u64 = 5 * 1024 * 1024;
 
-/// Keep `daemon.log` bounded: past the size, shift it to `.1` (… `.3`) before a new daemon starts.
-fn rotate_log(path: &Path) -> Result<()> {
+/// Keep `daemon.log` bounded: past the size, shift it to `.1` (… `.3`) before a new supervisor
+/// (detached or in the foreground) starts writing to it.
+pub(super) fn rotate_log(path: &Path) -> Result<()> {
     let big = std::fs::metadata(path).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES);
     if !big {
         return Ok(());

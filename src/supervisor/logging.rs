@@ -26,7 +26,7 @@ pub fn init(layout: &Layout, daemonized: bool, verbose: bool) -> Result<()> {
             .and_then(|v| EnvFilter::try_new(v).ok())
             .unwrap_or_else(|| EnvFilter::new("info"))
     };
-    // One file, appended to, never rotated while the loop runs (`start` rotates it before).
+    // One file, appended to, never rotated while the loop runs (`detach::rotate_log` before).
     let log = crate::sys::fsutil::open_append(&layout.daemon_log())?;
     let file = fmt::layer()
         .with_ansi(false)

@@ -95,8 +95,10 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     }
     if !daemonized {
         print_notes(&p)?;
-        // A daemon's files were written by the `start` that detached it, a moment ago.
+        // A daemon's files were written by the `start` that detached it, a moment ago, and its
+        // log rotated before its output was pointed at it.
         start::init(&p)?;
+        detach::rotate_log(&p.layout.daemon_log())?;
     }
     logging::init(&p.layout, daemonized, verbose)?;
     // People read progress lines: on stdout here, in daemon.log when detached.

@@ -621,3 +621,30 @@ fn a_detached_start_with_nothing_left_to_do_says_the_loop_ended_and_exits_0() {
     }
     assert_no_survivors(&t.token);
 }
+
+/// A long `daemon.log` is shifted to `daemon.log.1` when a loop starts, detached or in the
+/// foreground (a loop run in the foreground night after night grew it without bound).
+#[test]
+fn a_long_daemon_log_is_rotated_when_a_loop_starts_either_way() {
+    for detached in [false, true] {
+        let t = TestHome::new();
+        std::fs::create_dir_all(t.wiggum("")).unwrap();
+        let old = "an old record of a long-gone night\n".repeat(200_000);
+        std::fs::write(t.wiggum("daemon.log"), &old).unwrap();
+        if detached {
+            t.start_bg("rot", "", "", &[]).code(0);
+            t.wait_stopped("rot");
+        } else {
+            t.start_fg("rot", "", &[]).code(0);
+        }
+        let kept = std::fs::read_to_string(t.wiggum("daemon.log.1")).unwrap();
+        assert_eq!(kept.len(), old.len(), "detached: {detached}");
+        let now = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
+        assert!(
+            now.len() < 1024 * 1024 && now.contains("iteration 1"),
+            "detached: {detached}: {}",
+            &now[..now.len().min(300)]
+        );
+        assert_no_survivors(&t.token);
+    }
+}
