@@ -67,6 +67,7 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
 
 /// Run the loop in this process. Returns the exit code.
 pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
+    crate::sys::kernel::keep_freed_heap();
     let home = config::home_dir()?;
     let daemonized = std::env::var_os(DAEMON_ENV).is_some();
     let mut opts = opts.clone();

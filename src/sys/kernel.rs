@@ -8,6 +8,8 @@
 //!   whose thread lives as long as the process.
 //! - [`default_sigpipe`]: a command whose reader goes away (`status | head -1`) ends quietly, as
 //!   Unix tools do, instead of panicking on a failed write.
+//! - [`keep_freed_heap`]: the supervisor keeps the heap its last commit freed for the next one,
+//!   instead of handing it back to the kernel and faulting it in again every iteration.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -59,4 +61,56 @@ pub fn default_sigpipe() {
             nix::sys::signal::SigHandler::SigDfl,
         )
     };
+}
+
+/// How much freed memory at the top of the heap the allocator keeps before it hands it back.
+const TRIM_THRESHOLD: i32 = 1 << 20;
+
+/// Let the allocator (glibc) keep up to 1 MiB of freed heap. Every object the loop's commit
+/// writes compresses through a zlib stream of ~260 KB, allocated and freed each time; with
+/// glibc's default (128 KB) the freed top of the heap went back to the kernel after each one
+/// and was faulted in, zeroed, again for the next: ~90 page faults and ~0.5 ms an iteration.
+/// The peak is the same either way (the stream is there while it compresses). For the
+/// supervisor only; a no-op on other C libraries.
+pub fn keep_freed_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt takes two integers and sets a tunable of the allocator under its lock.
+    unsafe {
+        nix::libc::mallopt(nix::libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+    }
+}
+
+#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+mod tests {
+    use nix::sys::resource::{UsageWho, getrusage};
+
+    /// Page faults of this thread so far.
+    fn faults() -> i64 {
+        getrusage(UsageWho::RUSAGE_THREAD)
+            .unwrap()
+            .minor_page_faults()
+    }
+
+    /// What zlib's deflate allocates for one stream: four blocks of 64 KiB, written whole.
+    fn one_stream() {
+        let blocks: Vec<Vec<u8>> = (0..4).map(|_| vec![1u8; 64 << 10]).collect();
+        assert_eq!(blocks.iter().map(Vec::len).sum::<usize>(), 256 << 10);
+    }
+
+    #[test]
+    fn memory_a_commit_frees_is_reused_by_the_next_without_faulting_it_in_again() {
+        super::keep_freed_heap();
+        std::thread::spawn(|| {
+            one_stream();
+            let before = faults();
+            for _ in 0..20 {
+                one_stream();
+            }
+            let after = faults();
+            // Handing 256 KiB back and taking it again costs 64 faults each time.
+            assert!(after - before < 64, "{} page faults", after - before);
+        })
+        .join()
+        .unwrap();
+    }
 }
