@@ -63,9 +63,6 @@ pub fn default_sigpipe() {
     };
 }
 
-/// How much freed memory at the top of the heap the allocator keeps before it hands it back.
-const TRIM_THRESHOLD: i32 = 1 << 20;
-
 /// Let the allocator (glibc) keep up to 1 MiB of freed heap. Every object the loop's commit
 /// writes compresses through a zlib stream of ~260 KB, allocated and freed each time; with
 /// glibc's default (128 KB) the freed top of the heap went back to the kernel after each one
@@ -74,9 +71,14 @@ const TRIM_THRESHOLD: i32 = 1 << 20;
 /// supervisor only; a no-op on other C libraries.
 pub fn keep_freed_heap() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt takes two integers and sets a tunable of the allocator under its lock.
-    unsafe {
-        nix::libc::mallopt(nix::libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+    {
+        /// How much freed memory at the top of the heap the allocator keeps.
+        const TRIM_THRESHOLD: i32 = 1 << 20;
+        // SAFETY: mallopt takes two integers and sets a tunable of the allocator under its
+        // lock.
+        unsafe {
+            nix::libc::mallopt(nix::libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
+        }
     }
 }
 
