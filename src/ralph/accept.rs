@@ -243,7 +243,8 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
 }
 
 /// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
-/// plan: the plan is restored and the iteration rejected (instead of ending as `plan_empty`).
+/// plan: the plan is restored (instead of the loop ending as `plan_empty`). After the
+/// iteration's run the iteration is rejected; after a revision round it is only noted.
 fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
     let now = fsutil::read_opt(&layout.fix_plan())?;
     // Items left in the plan (the usual case) are found at the first one; the open items before
@@ -313,6 +314,18 @@ pub async fn accept(
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
     let (gate, keep) = gate(lp, n, &task, changed).await?;
+    // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
+    // the iteration's own run left it (else the next iteration would end the loop as done).
+    if gate.is_some()
+        && let Some(why) = guard_plan(&layout, &plan_after)?
+    {
+        let why = format!("in a revision round, {why}");
+        tracing::warn!("iteration {n}: {why}");
+        rec.note = Some(match rec.note.take() {
+            Some(note) => format!("{note}; {why}"),
+            None => why,
+        });
+    }
     if let Some(g) = &gate {
         lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
         lp.runner.state.last_gate_score = g.final_score;

@@ -21,6 +21,8 @@
 #                renamed, a tracked file deleted, an exec bit set; iteration 2: edit inside
 #                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
+#   delete-plan-revision  delete fix_plan.md in each revision round (after the iteration's
+#                run ticked its item)
 #   bad-bytes    print bytes that are not UTF-8
 #   spew         print without end (a runaway test suite's output); spew-revision: in
 #                revision rounds (their stdout is the answer)
@@ -169,6 +171,7 @@ iteration)
     ;;
 revision)
     has spew-revision && yes "a runaway revision"
+    has delete-plan-revision && rm -f "$plan"
     cat "$ITERATION_DIR/artifact.md"
     ;;
 esac

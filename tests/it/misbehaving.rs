@@ -50,6 +50,42 @@ fn an_agent_that_deletes_the_plan_is_rejected_and_the_plan_restored() {
 }
 
 #[test]
+fn a_plan_deleted_in_a_revision_round_is_restored_and_the_loop_goes_on() {
+    let t = TestHome::new();
+    // The gate fails every round, so each iteration has revision rounds, and the agent
+    // deletes the plan in each of them.
+    t.start_fg(
+        "revplan",
+        "delete-plan-revision",
+        &["--pass-threshold", "10", "--max-iterations", "2"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
+    assert_eq!(plan.matches("- [x]").count(), 2, "{plan}");
+    assert_eq!(plan.matches("- [ ]").count(), 1, "{plan}");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 2, "{iters:?}");
+    for it in &iters {
+        assert_eq!(it["outcome"], "accepted", "{it}");
+        assert!(
+            it["note"].as_str().is_some_and(
+                |n| n.contains("in a revision round, the agent deleted fix_plan.md while")
+            ),
+            "{it}"
+        );
+    }
+    // What the loop committed holds the plan too.
+    let committed = std::process::Command::new("git")
+        .args(["show", "HEAD:wiggum/fix_plan.md"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&committed.stdout), plan);
+}
+
+#[test]
 fn everything_the_supervisor_writes_is_private_to_the_user() {
     let t = TestHome::new();
     t.start_fg("modes", "", &["--max-iterations", "1"]).code(0);
