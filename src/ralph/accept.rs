@@ -178,6 +178,17 @@ pub async fn gate(
         (Verdict::Pass, _) | (_, OnGateFail::KeepBest) => true,
         (_, OnGateFail::Revert) => false,
     };
+    // An agent in a revision round may have deleted the iteration's directory: what the loop
+    // writes there next (the kept round, the gate's record) is in memory; the directory is made
+    // again rather than the loop failing on it.
+    let dir = lp.runner.layout.iteration_dir(n);
+    if !dir.is_dir() {
+        tracing::warn!(
+            "iteration {n}: {} was deleted during the gate; it is written again from the gate's rounds",
+            dir.display()
+        );
+        fsutil::create_dir_all(&dir)?;
+    }
     if target == GateTarget::Artifact {
         let content = if keep {
             outcome.best.clone()

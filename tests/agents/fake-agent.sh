@@ -23,6 +23,7 @@
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   delete-plan-revision  delete fix_plan.md in each revision round (after the iteration's
 #                run ticked its item)
+#   rm-iteration-revision  delete the iteration's directory in each revision round
 #   bad-bytes    print bytes that are not UTF-8
 #   spew         print without end (a runaway test suite's output); spew-revision: in
 #                revision rounds (their stdout is the answer)
@@ -172,6 +173,7 @@ iteration)
 revision)
     has spew-revision && yes "a runaway revision"
     has delete-plan-revision && rm -f "$plan"
+    has rm-iteration-revision && rm -rf "$ITERATION_DIR"
     cat "$ITERATION_DIR/artifact.md"
     ;;
 esac

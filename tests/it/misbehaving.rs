@@ -77,12 +77,36 @@ fn a_plan_deleted_in_a_revision_round_is_restored_and_the_loop_goes_on() {
         );
     }
     // What the loop committed holds the plan too.
-    let committed = std::process::Command::new("git")
-        .args(["show", "HEAD:wiggum/fix_plan.md"])
-        .current_dir(t.art())
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&committed.stdout), plan);
+    assert_eq!(
+        crate::support::git(&t.art(), &["show", "HEAD:wiggum/fix_plan.md"]),
+        plan
+    );
+}
+
+#[test]
+fn an_iteration_directory_deleted_in_a_revision_round_is_written_again() {
+    let t = TestHome::new();
+    t.start_fg(
+        "revdir",
+        "rm-iteration-revision",
+        &["--pass-threshold", "10", "--max-iterations", "2"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 2, "{iters:?}");
+    for it in &iters {
+        assert_eq!(it["outcome"], "accepted", "{it}");
+    }
+    // The kept round is on disk and committed, and the gate's record beside it.
+    let kept = std::fs::read_to_string(t.wiggum("iteration-002/artifact.md")).unwrap();
+    assert!(kept.contains("Done in iteration 2"), "{kept}");
+    assert!(t.wiggum("iteration-002/eval.json").is_file());
+    assert_eq!(
+        crate::support::git(&t.art(), &["show", "HEAD:wiggum/iteration-002/artifact.md"]),
+        kept
+    );
 }
 
 #[test]
