@@ -162,6 +162,11 @@ pub async fn gate(
             },
         )
         .await;
+        // A revision round that took the loop's memory (`wiggum/`, its prompt) ends the loop as
+        // an iteration's run that did so would: no retry, nothing committed.
+        if let Some(gone) = lp.runner.memory_gone() {
+            return Err(gone);
+        }
         let stopping = lp.runner.stop_level() >= crate::agent::process::StopLevel::Now;
         if out.record.verdict != Verdict::Error || attempts >= 2 || stopping {
             break out;

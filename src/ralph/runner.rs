@@ -132,6 +132,23 @@ impl Runner {
         Ok(())
     }
 
+    /// Why the loop cannot go on when `wiggum/` or the prompt in it is gone (an agent deleted
+    /// them, or the branch was switched under the loop), after putting back what the supervisor
+    /// owns; `None` while they are there.
+    pub fn memory_gone(&mut self) -> Option<crate::error::Error> {
+        if self.layout.wiggum().is_dir() && self.layout.memory("PROMPT.md").is_file() {
+            return None;
+        }
+        let deleted = self.rebuild_after_deletion();
+        // Not the agent: the branch was switched under the loop, taking its memory along.
+        if let Some(moved) = self.head_moved() {
+            return Some(crate::error::Error::runtime(format!(
+                "the loop's memory is gone from the work tree: {moved}, then start the loop again"
+            )));
+        }
+        Some(deleted)
+    }
+
     /// The agent deleted `wiggum/`: put back what the supervisor owns (the state, the run
     /// records from the records' copy) and say how to go on. The loop then ends.
     fn rebuild_after_deletion(&mut self) -> crate::error::Error {
@@ -231,15 +248,8 @@ impl Runner {
             },
         )
         .await;
-        if !self.layout.wiggum().is_dir() || !self.layout.memory("PROMPT.md").is_file() {
-            let deleted = self.rebuild_after_deletion();
-            // Not the agent: the branch was switched under the loop, taking its memory along.
-            if let Some(moved) = self.head_moved() {
-                return Err(crate::error::Error::runtime(format!(
-                    "the loop's memory is gone from the work tree: {moved}, then start the loop again"
-                )));
-            }
-            return Err(deleted);
+        if let Some(gone) = self.memory_gone() {
+            return Err(gone);
         }
         let written = state::to_json(&self.state)?;
         let changed = before.restore_changes(&self.layout, written.as_bytes())?;

@@ -24,6 +24,7 @@
 #   delete-plan-revision  delete fix_plan.md in each revision round (after the iteration's
 #                run ticked its item)
 #   rm-iteration-revision  delete the iteration's directory in each revision round
+#   rm-wiggum-revision  delete the loop's wiggum/ directory in a revision round
 #   bad-bytes    print bytes that are not UTF-8
 #   spew         print without end (a runaway test suite's output); spew-revision: in
 #                revision rounds (their stdout is the answer)
@@ -174,6 +175,7 @@ revision)
     has spew-revision && yes "a runaway revision"
     has delete-plan-revision && rm -f "$plan"
     has rm-iteration-revision && rm -rf "$ITERATION_DIR"
+    has rm-wiggum-revision && rm -rf "$WIGGUM_DIR"
     cat "$ITERATION_DIR/artifact.md"
     ;;
 esac

@@ -357,6 +357,33 @@ fn an_agent_that_deletes_wiggum_ends_the_loop_with_a_reason() {
 }
 
 #[test]
+fn an_agent_that_deletes_wiggum_in_a_revision_round_ends_the_loop_the_same_way() {
+    let t = TestHome::new();
+    let args = t.start_args(
+        "gone2",
+        &t.art(),
+        &t.agent_cmd("rm-wiggum-revision", ""),
+        &["--foreground", "--pass-threshold", "10"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    r.code(1);
+    assert!(r.stderr().contains("the agent deleted"), "{}", r.stderr());
+    let st = t.state();
+    assert_eq!(st["status"], "failed", "{st}");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap()
+            .contains("git checkout -- wiggum"),
+        "{st}"
+    );
+    // Nothing of the iteration was committed: HEAD is the planning commit.
+    let subject = crate::support::git(&t.art(), &["log", "-1", "--format=%s"]);
+    assert!(subject.starts_with("Wiggum planning"), "{subject}");
+}
+
+#[test]
 fn a_later_agent_cannot_find_an_earlier_agents_log_in_its_workspace() {
     let t = TestHome::new();
     t.start_fg("records", "marker", &["--max-iterations", "2"])
