@@ -42,6 +42,17 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if let Some(s) = &prev
         && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
     {
+        let found: Vec<i32> = kill::survivors(pgid, &token)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        if found.is_empty() {
+            tracing::info!("nothing of the previous run's agent (group {pgid}) is left");
+        } else {
+            tracing::warn!(
+                "stopping what the previous run left behind (group {pgid}): pids {found:?}"
+            );
+        }
         let left = kill::terminate(
             pgid,
             &token,
@@ -51,7 +62,9 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             || {},
         )
         .await;
-        tracing::warn!("killed what the previous run left behind (group {pgid}): {left:?}");
+        if !left.is_empty() {
+            tracing::warn!("killed (SIGKILL) what ignored SIGTERM: pids {left:?}");
+        }
     }
     // Its private temp dir too (its token is on disk before its spawn, its group only after).
     if let Some(token) = prev.as_ref().and_then(|s| s.agent_token.as_deref())
