@@ -259,10 +259,21 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
 }
 
 /// An agent that deleted or emptied `fix_plan.md` while items were open has not finished the
-/// plan: the plan is restored (instead of the loop ending as `plan_empty`). After the
+/// plan: the plan is restored (instead of the loop ending as `plan_empty`); so is a plan grown
+/// past what the loop reads (instead of the loop failing on it). After the
 /// iteration's run the iteration is rejected; after a revision round it is only noted.
 fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Option<String>> {
-    let now = fsutil::read_opt(&layout.fix_plan())?;
+    let now = match fsutil::read_opt(&layout.fix_plan()) {
+        Ok(now) => now,
+        // A plan grown past what the loop reads is no plan it can go on with: put back too.
+        Err(crate::error::Error::TooLarge { cap, .. }) => {
+            fsutil::atomic_write(&layout.fix_plan(), plan_before.as_bytes())?;
+            return Ok(Some(format!(
+                "the agent made fix_plan.md larger than {cap} bytes, the most the loop reads of it; the plan was restored"
+            )));
+        }
+        Err(e) => return Err(e),
+    };
     // Items left in the plan (the usual case) are found at the first one; the open items before
     // are counted only when there are none now.
     if now.as_deref().is_some_and(fix_plan::has_items) {

@@ -21,6 +21,7 @@
 #                renamed, a tracked file deleted, an exec bit set; iteration 2: edit inside
 #                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
+#   bloat-plan   append 17 MB to fix_plan.md instead of ticking an item (iteration $FAKE_AT)
 #   delete-plan-revision  delete fix_plan.md in each revision round (after the iteration's
 #                run ticked its item)
 #   rm-iteration-revision  delete the iteration's directory in each revision round
@@ -157,6 +158,10 @@ iteration)
             ;;
         2) echo "again" >> "$ARTIFACT_PATH/gen/deep/er/file.md" ;;
         esac
+    fi
+    if has bloat-plan && [ "$ITERATION" = "${FAKE_AT:-}" ]; then
+        head -c 17000000 /dev/zero | tr '\0' 'a' >> "$plan"
+        exit 0
     fi
     if has delete-plan && { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }; then
         rm -f "$plan"

@@ -26,27 +26,45 @@ fn output_that_is_not_utf8_does_not_fail_the_loop() {
     t.run(&["wiggum", "summary", "bytes"]).code(0);
 }
 
-#[test]
-fn an_agent_that_deletes_the_plan_is_rejected_and_the_plan_restored() {
+/// A loop whose agent misbehaves with the plan in iteration 2 only (`fake`, `FAKE_AT=2`): that
+/// iteration is rejected saying `why`, the plan is restored, and later iterations do every item.
+fn plan_restored_at_the_second_iteration(topic: &str, fake: &str, why: &str) -> TestHome {
     let t = TestHome::new();
-    let r = t.start_bg("plan", "delete-plan", "FAKE_AT=2", &["--foreground"]);
-    r.code(0);
+    t.start_bg(topic, fake, "FAKE_AT=2", &["--foreground"])
+        .code(0);
     let st = t.state();
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
     let iters = t.runs("iteration");
     let second = iters.iter().find(|r| r["iteration"] == 2).unwrap();
     assert_eq!(second["outcome"], "rejected");
     assert!(
-        second["validation_failed"]
-            .as_str()
-            .unwrap()
-            .contains("deleted fix_plan.md while 2 item(s) were open"),
+        second["validation_failed"].as_str().unwrap().contains(why),
         "{second}"
     );
-    // Every item was still done, by later iterations.
     let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
     assert_eq!(plan.matches("- [x]").count(), 3, "{plan}");
     assert_eq!(iters.len(), 4, "{iters:?}");
+    t
+}
+
+#[test]
+fn an_agent_that_deletes_the_plan_is_rejected_and_the_plan_restored() {
+    plan_restored_at_the_second_iteration(
+        "plan",
+        "delete-plan",
+        "deleted fix_plan.md while 2 item(s) were open",
+    );
+}
+
+#[test]
+fn a_plan_grown_past_what_the_loop_reads_is_restored_and_the_iteration_rejected() {
+    let t = plan_restored_at_the_second_iteration(
+        "bloat",
+        "bloat-plan",
+        "made fix_plan.md larger than 16777216 bytes",
+    );
+    let plan = std::fs::metadata(t.wiggum("fix_plan.md")).unwrap();
+    assert!(plan.len() < 1000, "{} bytes", plan.len());
 }
 
 #[test]
