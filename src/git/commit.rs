@@ -161,6 +161,10 @@ impl Repo {
         if meta.is_dir() {
             return Ok(self.content_id(repo_rel).map(|oid| (oid, FileMode::Commit)));
         }
+        // A FIFO, socket or device is nothing git tracks: gone, as far as a commit goes.
+        if !meta.is_file() {
+            return Ok(None);
+        }
         let oid = match super::filters::external(&self.repo, repo_rel) {
             Some(why) => super::filters::hash_with_git(&self.repo, &self.workdir, repo_rel, &why)?,
             None => self.repo.blob_path(&full).git_at(&full, "store a file")?,

@@ -244,6 +244,10 @@ impl Repo {
         if meta.is_dir() {
             return git2::Repository::open(&full).ok()?.head().ok()?.target();
         }
+        // A FIFO, socket or device is nothing git tracks (and opening a FIFO would block).
+        if !meta.is_file() {
+            return None;
+        }
         Oid::hash_file(git2::ObjectType::Blob, &full).ok()
     }
 }

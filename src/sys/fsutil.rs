@@ -112,7 +112,13 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
     // every loop); a file that fills them is sized then, so the rest is one read, not a run of
     // growing ones.
     const FIRST_READ: u64 = 8 * 1024;
-    let f = File::open(path).at(path, "read")?;
+    // Non-blocking: a FIFO an agent put in a file's place (`mkfifo fix_plan.md`) reads as empty
+    // instead of blocking the supervisor in `open` for good (signals included).
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .at(path, "read")?;
     let mut buf = Vec::with_capacity(usize::try_from(FIRST_READ).unwrap_or(0));
     (&f).take(FIRST_READ.min(cap + 1))
         .read_to_end(&mut buf)
@@ -364,6 +370,21 @@ mod tests {
         fs::set_permissions(&users, fs::Permissions::from_mode(0o644)).unwrap();
         atomic_write(&users, b"y").unwrap();
         assert_eq!(mode(&users), 0o644);
+    }
+
+    #[test]
+    fn a_fifo_in_a_files_place_reads_as_empty_instead_of_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fix_plan.md");
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _sent = tx.send(read_opt(&p).map_err(|e| e.to_string()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a FIFO blocked");
+        assert_eq!(got, Ok(Some(String::new())));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 #                the new directory (now watched)
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   bloat-plan   append 17 MB to fix_plan.md instead of ticking an item (iteration $FAKE_AT)
+#   fifo-plan    put a FIFO in fix_plan.md's place instead of ticking an item (iteration $FAKE_AT)
 #   delete-plan-revision  delete fix_plan.md in each revision round (after the iteration's
 #                run ticked its item)
 #   rm-iteration-revision  delete the iteration's directory in each revision round
@@ -158,6 +159,10 @@ iteration)
             ;;
         2) echo "again" >> "$ARTIFACT_PATH/gen/deep/er/file.md" ;;
         esac
+    fi
+    if has fifo-plan && [ "$ITERATION" = "${FAKE_AT:-}" ]; then
+        rm -f "$plan" && mkfifo "$plan"
+        exit 0
     fi
     if has bloat-plan && [ "$ITERATION" = "${FAKE_AT:-}" ]; then
         head -c 17000000 /dev/zero | tr '\0' 'a' >> "$plan"

@@ -68,6 +68,20 @@ fn a_plan_grown_past_what_the_loop_reads_is_restored_and_the_iteration_rejected(
 }
 
 #[test]
+fn a_fifo_in_the_plans_place_neither_blocks_the_loop_nor_ends_it() {
+    let t = plan_restored_at_the_second_iteration(
+        "fifo",
+        "fifo-plan",
+        "emptied fix_plan.md while 2 item(s) were open",
+    );
+    assert!(
+        std::fs::metadata(t.wiggum("fix_plan.md"))
+            .unwrap()
+            .is_file()
+    );
+}
+
+#[test]
 fn a_plan_deleted_in_a_revision_round_is_restored_and_the_loop_goes_on() {
     let t = TestHome::new();
     // The gate fails every round, so each iteration has revision rounds, and the agent
