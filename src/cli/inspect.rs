@@ -84,20 +84,6 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
-fn latest_iteration(layout: &Layout) -> Option<u32> {
-    std::fs::read_dir(layout.wiggum())
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()?
-                .strip_prefix("iteration-")?
-                .parse()
-                .ok()
-        })
-        .max()
-}
-
 /// `logs`.
 pub fn logs(a: &LogsArgs) -> Result<i32> {
     let layout = Handle::open_present(&a.topic)?.layout;
@@ -111,7 +97,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             .map(|s| s.current_iteration)
     };
     let mut n = pinned
-        .or_else(|| latest_iteration(&layout).max(current()))
+        .or_else(|| layout.latest_iteration_dir().max(current()))
         .unwrap_or(0);
     let mut path = layout.agent_log(n);
     let discarded = if a.follow {
@@ -152,7 +138,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         }
         // Followed without --iteration: the next iteration's log takes over once this one is
         // read to its end (like `tail -F`).
-        let latest = latest_iteration(&layout).unwrap_or(0);
+        let latest = layout.latest_iteration_dir().unwrap_or(0);
         if pinned.is_none()
             && let Some(next) = (n + 1..=latest).find(|m| layout.iteration_dir(*m).exists())
         {

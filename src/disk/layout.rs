@@ -125,10 +125,52 @@ impl Layout {
     pub fn daemon_log(&self) -> PathBuf {
         self.wiggum().join("daemon.log")
     }
-    /// The directory of iteration `n` (1-based).
+    /// The directory of iteration `n` (1-based): `wiggum/iterations/001-100/iteration-007/`, a
+    /// hundred to a folder, so that the tree git rewrites for each commit of the loop holds at
+    /// most a hundred of them, however old the loop. A loop started by an earlier version keeps
+    /// the iterations it made as `wiggum/iteration-NNN/`, and they are found there; a new one is
+    /// always made in its folder (an agent that makes a `wiggum/iteration-NNN/` of its own while
+    /// the iteration's folder exists does not move it).
     #[must_use]
     pub fn iteration_dir(&self, n: u32) -> PathBuf {
-        self.wiggum().join(iteration_dir_name(n))
+        let dir = self.wiggum().join(iteration_rel(n));
+        if dir.symlink_metadata().is_err() {
+            let flat = self.wiggum().join(iteration_dir_name(n));
+            if flat.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                return flat;
+            }
+        }
+        dir
+    }
+    /// Where the iteration directories are, a folder per hundred (see [`Self::iteration_dir`]).
+    #[must_use]
+    pub fn iterations(&self) -> PathBuf {
+        self.wiggum().join(ITERATIONS)
+    }
+    /// The newest iteration that has a directory (in either layout), if any.
+    #[must_use]
+    pub fn latest_iteration_dir(&self) -> Option<u32> {
+        let numbered = |dir: &Path| -> Option<u32> {
+            std::fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .filter_map(|e| iteration_number(e.file_name().to_str()?))
+                .max()
+        };
+        // The folders are named by their first iteration: the newest is the highest.
+        let newest_bucket = std::fs::read_dir(self.iterations())
+            .ok()
+            .and_then(|rd| {
+                rd.flatten()
+                    .filter_map(|e| {
+                        let name = e.file_name().into_string().ok()?;
+                        let first: u32 = name.split_once('-')?.0.parse().ok()?;
+                        Some((first, e.path()))
+                    })
+                    .max()
+            })
+            .and_then(|(_, path)| numbered(&path));
+        newest_bucket.max(numbered(&self.wiggum()))
     }
     /// `fix_plan.md` as it was when the current attempt began: restored when the attempt is
     /// discarded, so a retried iteration does not skip items the discarded one had ticked.
@@ -217,11 +259,24 @@ impl Layout {
         self.final_dir().join("artifact.md")
     }
 
+    /// A path's components, with an iteration directory's folder left out
+    /// (`wiggum/iterations/001-100/iteration-007/x` → `wiggum/iteration-007/x`), so both
+    /// layouts are classified alike.
+    fn parts(rel: &Path) -> Vec<&str> {
+        let mut parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        if let ["wiggum", ITERATIONS, _, dir, ..] = parts.as_slice()
+            && iteration_number(dir).is_some()
+        {
+            parts.drain(1..3);
+        }
+        parts
+    }
+
     /// Paths (relative to the artifact dir) written by the supervisor itself: they are never
     /// counted as the agent's change, and the runtime ones are never committed.
     #[must_use]
     pub fn is_supervisor_path(rel: &Path) -> bool {
-        let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        let parts = Self::parts(rel);
         match parts.as_slice() {
             ["wiggum", name] => {
                 matches!(
@@ -261,7 +316,7 @@ impl Layout {
     /// and revision scratch, discarded attempts. `templates/gitignore` lists the same.
     #[must_use]
     pub fn is_runtime_path(rel: &Path) -> bool {
-        let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        let parts = Self::parts(rel);
         match parts.as_slice() {
             ["wiggum", name] => {
                 matches!(
@@ -294,6 +349,36 @@ pub fn iteration_dir_name(n: u32) -> String {
     format!("iteration-{n:03}")
 }
 
+/// 7 for `iteration-007` (and nothing for a name of another shape, such as a discarded
+/// attempt's `iteration-007.attempt-1.<time>`).
+#[must_use]
+pub fn iteration_number(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix("iteration-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Where iteration `n`'s directory is made, relative to `wiggum/`:
+/// `iterations/001-100/iteration-007` for 7.
+#[must_use]
+pub fn iteration_rel(n: u32) -> PathBuf {
+    Path::new(ITERATIONS)
+        .join(bucket_name(n))
+        .join(iteration_dir_name(n))
+}
+
+/// The folder under `wiggum/` that holds the iteration directories.
+const ITERATIONS: &str = "iterations";
+
+/// The folder of iteration `n` among the iterations: `001-100` for 1 to 100, `101-200`, ...
+#[must_use]
+pub fn bucket_name(n: u32) -> String {
+    let first = n.saturating_sub(1) / 100 * 100 + 1;
+    format!("{first:03}-{:03}", first + 99)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,10 +393,88 @@ mod tests {
     }
 
     #[test]
-    fn iteration_dirs_are_zero_padded() {
-        let l = Layout::new("/a");
-        assert_eq!(l.iteration_dir(7), Path::new("/a/wiggum/iteration-007"));
-        assert_eq!(l.iteration_dir(1234), Path::new("/a/wiggum/iteration-1234"));
+    fn iteration_dirs_are_zero_padded_a_hundred_to_a_folder() {
+        let l = Layout::new("/nonexistent-loop");
+        for (n, dir) in [
+            (1, "001-100/iteration-001"),
+            (7, "001-100/iteration-007"),
+            (100, "001-100/iteration-100"),
+            (101, "101-200/iteration-101"),
+            (999, "901-1000/iteration-999"),
+            (1000, "901-1000/iteration-1000"),
+            (1001, "1001-1100/iteration-1001"),
+            (1234, "1201-1300/iteration-1234"),
+        ] {
+            assert_eq!(
+                l.iteration_dir(n),
+                Path::new("/nonexistent-loop/wiggum/iterations").join(dir),
+                "{n}"
+            );
+        }
+    }
+
+    #[test]
+    fn iterations_an_earlier_version_made_are_found_where_it_made_them() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Layout::new(d.path());
+        // Iterations 1 and 2 made flat by an earlier version; 3 made by this one.
+        for n in [1, 2] {
+            std::fs::create_dir_all(l.wiggum().join(iteration_dir_name(n))).unwrap();
+        }
+        assert_eq!(l.iteration_dir(2), l.wiggum().join("iteration-002"));
+        assert_eq!(
+            l.iteration_artifact(1),
+            l.wiggum().join("iteration-001/artifact.md")
+        );
+        let third = l.iterations().join("001-100/iteration-003");
+        assert_eq!(l.iteration_dir(3), third);
+        std::fs::create_dir_all(&third).unwrap();
+        assert_eq!(l.latest_iteration_dir(), Some(3));
+        // A flat directory made beside the folder's (an agent following old notes) moves
+        // nothing: the iteration stays in its folder.
+        std::fs::create_dir_all(l.wiggum().join("iteration-003")).unwrap();
+        assert_eq!(l.iteration_dir(3), third);
+        // A plain file of that name is no iteration directory.
+        std::fs::write(l.wiggum().join("iteration-004"), "x").unwrap();
+        assert_eq!(
+            l.iteration_dir(4),
+            l.iterations().join("001-100/iteration-004")
+        );
+    }
+
+    #[test]
+    fn the_latest_iteration_is_read_from_both_layouts_and_the_newest_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Layout::new(d.path());
+        assert_eq!(l.latest_iteration_dir(), None);
+        std::fs::create_dir_all(l.wiggum().join("iteration-040")).unwrap();
+        std::fs::create_dir_all(l.wiggum().join("iteration-041.attempt-1.20260101")).unwrap();
+        assert_eq!(l.latest_iteration_dir(), Some(40));
+        for dir in [
+            "001-100/iteration-099",
+            "101-200/iteration-150",
+            "1001-1100/iteration-1001",
+        ] {
+            std::fs::create_dir_all(l.iterations().join(dir)).unwrap();
+        }
+        // `1001-1100` sorts before `101-200` by name; by number it is the newest.
+        assert_eq!(l.latest_iteration_dir(), Some(1001));
+    }
+
+    #[test]
+    fn iteration_names_and_numbers() {
+        assert_eq!(iteration_number("iteration-007"), Some(7));
+        assert_eq!(iteration_number("iteration-1234"), Some(1234));
+        for name in [
+            "iteration-",
+            "iteration-007.attempt-1.x",
+            "iteration-+7",
+            "iterations",
+            "x",
+        ] {
+            assert_eq!(iteration_number(name), None, "{name}");
+        }
+        assert_eq!(bucket_name(0), "001-100");
     }
 
     #[test]
@@ -322,6 +485,8 @@ mod tests {
             "wiggum/runs.jsonl",
             "wiggum/daemon.log.2026-01-01",
             "wiggum/iteration-002/agent.log",
+            "wiggum/iterations/001-100/iteration-002/agent.log",
+            "wiggum/iterations/001-100/iteration-002/eval.json",
             "wiggum/final/artifact.md",
         ] {
             assert!(Layout::is_supervisor_path(Path::new(p)), "{p}");
@@ -330,6 +495,8 @@ mod tests {
             "wiggum/fix_plan.md",
             "wiggum/AGENT.md",
             "wiggum/iteration-002/artifact.md",
+            "wiggum/iterations/001-100/iteration-002/artifact.md",
+            "wiggum/iterations/001-100/notes.md",
             "src/main.rs",
             "state.json",
         ] {
@@ -343,6 +510,8 @@ mod tests {
             "wiggum/state.json",
             "wiggum/iteration-001/agent.log",
             "wiggum/iteration-001/revision-r2.md",
+            "wiggum/iterations/001-100/iteration-001/agent.log",
+            "wiggum/iterations/101-200/iteration-101/revision-r2.md",
             "wiggum/planning/agent.log",
             "wiggum/discarded/iteration-001.attempt-1/artifact.md",
         ];
@@ -354,6 +523,8 @@ mod tests {
             "wiggum/wiggum.toml",
             "wiggum/iteration-001/eval.json",
             "wiggum/iteration-001/artifact.md",
+            "wiggum/iterations/001-100/iteration-001/artifact.md",
+            "wiggum/iterations/001-100/iteration-001/review.md",
             "wiggum/.gitignore",
         ] {
             assert!(!Layout::is_runtime_path(Path::new(p)), "{p}");
@@ -362,8 +533,8 @@ mod tests {
         for pattern in [
             ".lock",
             "runs.jsonl",
-            "iteration-*/agent.log",
-            "iteration-*/revision-*",
+            "**/iteration-*/agent.log",
+            "**/iteration-*/revision-*",
             "discarded/",
         ] {
             assert!(ignore.lines().any(|l| l == pattern), "{pattern}");

@@ -72,7 +72,10 @@ pub fn check(artifact: &Path) -> Result<Findings> {
     for probe in [
         scope.clone(),
         scope.join("wiggum/fix_plan.md"),
-        scope.join("wiggum/iteration-001/artifact.md"),
+        scope
+            .join("wiggum")
+            .join(crate::disk::layout::iteration_rel(1))
+            .join("artifact.md"),
     ] {
         if probe.as_os_str().is_empty() || !repo.is_path_ignored(&probe).unwrap_or(false) {
             continue;

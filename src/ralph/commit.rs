@@ -306,13 +306,16 @@ mod tests {
         };
         assert_eq!(
             listed(&[]),
-            ["wiggum/fix_plan.md", "wiggum/iteration-002/artifact.md"]
+            [
+                "wiggum/fix_plan.md",
+                "wiggum/iterations/001-100/iteration-002/artifact.md"
+            ]
         );
         assert_eq!(
             listed(&["wiggum/notes.md", "wiggum/fix_plan.md"]),
             [
                 "wiggum/fix_plan.md",
-                "wiggum/iteration-002/artifact.md",
+                "wiggum/iterations/001-100/iteration-002/artifact.md",
                 "wiggum/notes.md"
             ]
         );

@@ -108,7 +108,7 @@ fn stop_kills_a_term_ignoring_grandchild_and_a_setsid_helper() {
     let iters = t.runs("iteration");
     assert_eq!(iters.last().unwrap()["outcome"], "interrupted");
     assert!(
-        !t.wiggum("iteration-001").exists(),
+        !t.wiggum("iterations/001-100/iteration-001").exists(),
         "the partial iteration was discarded"
     );
     assert_no_survivors(&t.token);

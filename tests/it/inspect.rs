@@ -48,7 +48,7 @@ fn diff_shows_what_an_iteration_committed() {
     let out = r.stdout();
     assert!(
         out.contains(
-            "--- a/wiggum/iteration-001/artifact.md\n+++ b/wiggum/iteration-002/artifact.md"
+            "--- a/wiggum/iterations/001-100/iteration-001/artifact.md\n+++ b/wiggum/iterations/001-100/iteration-002/artifact.md"
         ),
         "{out}"
     );
@@ -62,7 +62,9 @@ fn diff_shows_what_an_iteration_committed() {
         .run(&["wiggum", "diff", "ins", "--iteration", "1"])
         .stdout();
     assert!(
-        first.contains("--- a/artifact.md\n+++ b/wiggum/iteration-001/artifact.md"),
+        first.contains(
+            "--- a/artifact.md\n+++ b/wiggum/iterations/001-100/iteration-001/artifact.md"
+        ),
         "{first}"
     );
     // No --iteration: the original against the final artifact, every part.

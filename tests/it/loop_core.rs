@@ -59,7 +59,8 @@ fn plans_then_iterates_to_plan_empty_with_a_fresh_agent_and_a_commit_each() {
         std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
         original
     );
-    let last = std::fs::read_to_string(t.wiggum("iteration-003/artifact.md")).unwrap();
+    let last =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-003/artifact.md")).unwrap();
     assert!(
         last.contains("## Improve part 1") && last.contains("## Improve part 3"),
         "{last}"
@@ -86,7 +87,8 @@ fn plans_then_iterates_to_plan_empty_with_a_fresh_agent_and_a_commit_each() {
         "{tracked}"
     );
     assert!(
-        tracked.contains("wiggum/.gitignore") && tracked.contains("iteration-001/eval.json"),
+        tracked.contains("wiggum/.gitignore")
+            && tracked.contains("wiggum/iterations/001-100/iteration-001/eval.json"),
         "{tracked}"
     );
     // Runtime files are ignored: the work tree is clean after the loop.
@@ -176,6 +178,53 @@ fn max_iterations_ends_the_loop() {
     assert_eq!(t.state()["stop_reason"], "max_iterations");
     assert_eq!(t.runs("iteration").len(), 2);
     assert_eq!(t.git_log().len(), 3);
+}
+
+#[test]
+fn a_loop_an_earlier_version_started_goes_on_with_its_iterations_where_they_are() {
+    let t = TestHome::new();
+    t.start_fg("old", "", &["--max-iterations", "1"]).code(0);
+    // What an earlier version left: iteration 1 directly under wiggum/, committed there.
+    crate::support::git(
+        &t.art(),
+        &[
+            "mv",
+            "wiggum/iterations/001-100/iteration-001",
+            "wiggum/iteration-001",
+        ],
+    );
+    crate::support::git(&t.art(), &["commit", "-q", "-m", "an earlier layout"]);
+
+    t.start_fg("old", "", &["--max-iterations", "3"]).code(0);
+    assert_eq!(t.state()["last_committed_iteration"], 3, "{}", t.state());
+    // The old iteration stays where it was; the new ones are made in their folder, each built
+    // on the one before, the first of them on the old one.
+    assert!(t.wiggum("iteration-001/artifact.md").is_file());
+    assert!(!t.wiggum("iterations/001-100/iteration-001").exists());
+    let second =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-002/artifact.md")).unwrap();
+    assert!(
+        second.contains("## Improve part 1") && second.contains("## Improve part 2"),
+        "{second}"
+    );
+    assert!(
+        t.wiggum("iterations/001-100/iteration-003/artifact.md")
+            .is_file()
+    );
+    assert!(!t.wiggum("iteration-002").exists());
+    // Iteration 2 against iteration 1, across the two layouts.
+    let diff = t
+        .run(&["wiggum", "diff", "old", "--iteration", "2"])
+        .stdout();
+    assert!(
+        diff.contains(
+            "--- a/wiggum/iteration-001/artifact.md\n+++ b/wiggum/iterations/001-100/iteration-002/artifact.md"
+        ),
+        "{diff}"
+    );
+    let status = crate::support::git(&t.art(), &["status", "--porcelain"]);
+    assert_eq!(status, "", "git status is clean");
+    assert_no_survivors(&t.token);
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn the_revert_policy_restores_the_artifact_and_does_not_commit() {
     assert!(it["commit"].is_null());
     let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
     assert_eq!(
-        std::fs::read_to_string(t.wiggum("iteration-001/artifact.md")).unwrap(),
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap(),
         original
     );
 }

@@ -132,11 +132,21 @@ fn an_iteration_directory_deleted_in_a_revision_round_is_written_again() {
         assert_eq!(it["outcome"], "accepted", "{it}");
     }
     // The kept round is on disk and committed, and the gate's record beside it.
-    let kept = std::fs::read_to_string(t.wiggum("iteration-002/artifact.md")).unwrap();
+    let kept =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-002/artifact.md")).unwrap();
     assert!(kept.contains("Done in iteration 2"), "{kept}");
-    assert!(t.wiggum("iteration-002/eval.json").is_file());
+    assert!(
+        t.wiggum("iterations/001-100/iteration-002/eval.json")
+            .is_file()
+    );
     assert_eq!(
-        crate::support::git(&t.art(), &["show", "HEAD:wiggum/iteration-002/artifact.md"]),
+        crate::support::git(
+            &t.art(),
+            &[
+                "show",
+                "HEAD:wiggum/iterations/001-100/iteration-002/artifact.md"
+            ]
+        ),
         kept
     );
 }
@@ -153,14 +163,20 @@ fn everything_the_supervisor_writes_is_private_to_the_user() {
             & 0o777
     };
     assert_eq!(mode(""), 0o700);
-    assert_eq!(mode("iteration-001"), 0o700);
+    for d in [
+        "iterations",
+        "iterations/001-100",
+        "iterations/001-100/iteration-001",
+    ] {
+        assert_eq!(mode(d), 0o700, "{d}");
+    }
     for f in [
         "state.json",
         "runs.jsonl",
         ".lock",
         "PROMPT.md",
         "AGENT.md",
-        "iteration-001/eval.json",
+        "iterations/001-100/iteration-001/eval.json",
     ] {
         assert_eq!(mode(f), 0o600, "{f}");
     }

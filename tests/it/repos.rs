@@ -564,8 +564,8 @@ fn the_loops_own_files_are_committed_even_where_a_rule_of_the_repository_ignores
         "art/wiggum/PROMPT.md",
         "art/wiggum/AGENT.md",
         "art/wiggum/wiggum.toml",
-        "art/wiggum/iteration-001/artifact.md",
-        "art/wiggum/iteration-003/artifact.md",
+        "art/wiggum/iterations/001-100/iteration-001/artifact.md",
+        "art/wiggum/iterations/001-100/iteration-003/artifact.md",
     ] {
         assert!(
             tracked.lines().any(|l| l == f),
@@ -736,7 +736,7 @@ fn a_branch_switched_in_another_shell_makes_the_commit_wait_for_the_loops_branch
     assert!(
         files_of(&root, "main")
             .iter()
-            .any(|f| f.starts_with("art/wiggum/iteration-"))
+            .any(|f| f.starts_with("art/wiggum/iterations/001-100/iteration-"))
     );
     assert_eq!(git(&root, &["status", "--porcelain", "--", "art"]), "");
 }
