@@ -157,20 +157,22 @@ impl Layout {
                 .filter_map(|e| iteration_number(e.file_name().to_str()?))
                 .max()
         };
-        // The folders are named by their first iteration: the newest is the highest.
-        let newest_bucket = std::fs::read_dir(self.iterations())
-            .ok()
-            .and_then(|rd| {
+        // The folders are named by their first iteration: the newest is the highest that holds
+        // one (a discarded attempt can leave the newest folder empty).
+        let mut buckets: Vec<(u32, PathBuf)> = std::fs::read_dir(self.iterations())
+            .map(|rd| {
                 rd.flatten()
                     .filter_map(|e| {
                         let name = e.file_name().into_string().ok()?;
                         let first: u32 = name.split_once('-')?.0.parse().ok()?;
                         Some((first, e.path()))
                     })
-                    .max()
+                    .collect()
             })
-            .and_then(|(_, path)| numbered(&path));
-        newest_bucket.max(numbered(&self.wiggum()))
+            .unwrap_or_default();
+        buckets.sort_unstable_by(|a, b| b.cmp(a));
+        let newest = buckets.iter().find_map(|(_, path)| numbered(path));
+        newest.max(numbered(&self.wiggum()))
     }
     /// `fix_plan.md` as it was when the current attempt began: restored when the attempt is
     /// discarded, so a retried iteration does not skip items the discarded one had ticked.
@@ -458,6 +460,9 @@ mod tests {
             std::fs::create_dir_all(l.iterations().join(dir)).unwrap();
         }
         // `1001-1100` sorts before `101-200` by name; by number it is the newest.
+        assert_eq!(l.latest_iteration_dir(), Some(1001));
+        // A newer folder left empty (its only attempt discarded) hides nothing.
+        std::fs::create_dir_all(l.iterations().join("1101-1200")).unwrap();
         assert_eq!(l.latest_iteration_dir(), Some(1001));
     }
 
