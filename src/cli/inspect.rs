@@ -97,7 +97,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             .map(|s| s.current_iteration)
     };
     let mut n = pinned
-        .or_else(|| layout.latest_iteration_dir().max(current()))
+        .or_else(|| layout.latest_run().max(current()))
         .unwrap_or(0);
     let mut path = layout.agent_log(n);
     let discarded = if a.follow {
@@ -138,9 +138,9 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
         }
         // Followed without --iteration: the next iteration's log takes over once this one is
         // read to its end (like `tail -F`).
-        let latest = layout.latest_iteration_dir().unwrap_or(0);
+        let latest = layout.latest_run().unwrap_or(0);
         if pinned.is_none()
-            && let Some(next) = (n + 1..=latest).find(|m| layout.iteration_dir(*m).exists())
+            && let Some(next) = (n + 1..=latest).find(|m| layout.run_dir(*m).exists())
         {
             // What it wrote between the last read and the switch.
             if let Ok(mut f) = std::fs::File::open(&path) {

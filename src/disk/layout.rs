@@ -142,38 +142,6 @@ impl Layout {
         }
         dir
     }
-    /// Where the iteration directories are, a folder per hundred (see [`Self::iteration_dir`]).
-    #[must_use]
-    pub fn iterations(&self) -> PathBuf {
-        self.wiggum().join(ITERATIONS)
-    }
-    /// The newest iteration that has a directory (in either layout), if any.
-    #[must_use]
-    pub fn latest_iteration_dir(&self) -> Option<u32> {
-        let numbered = |dir: &Path| -> Option<u32> {
-            std::fs::read_dir(dir)
-                .ok()?
-                .flatten()
-                .filter_map(|e| iteration_number(e.file_name().to_str()?))
-                .max()
-        };
-        // The folders are named by their first iteration: the newest is the highest that holds
-        // one (a discarded attempt can leave the newest folder empty).
-        let mut buckets: Vec<(u32, PathBuf)> = std::fs::read_dir(self.iterations())
-            .map(|rd| {
-                rd.flatten()
-                    .filter_map(|e| {
-                        let name = e.file_name().into_string().ok()?;
-                        let first: u32 = name.split_once('-')?.0.parse().ok()?;
-                        Some((first, e.path()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        buckets.sort_unstable_by(|a, b| b.cmp(a));
-        let newest = buckets.iter().find_map(|(_, path)| numbered(path));
-        newest.max(numbered(&self.wiggum()))
-    }
     /// `fix_plan.md` as it was when the current attempt began: restored when the attempt is
     /// discarded, so a retried iteration does not skip items the discarded one had ticked.
     #[must_use]
@@ -194,6 +162,15 @@ impl Layout {
         } else {
             self.records.join(iteration_dir_name(n))
         }
+    }
+    /// The newest iteration with records (its agent's log and prompt), if any.
+    #[must_use]
+    pub fn latest_run(&self) -> Option<u32> {
+        std::fs::read_dir(&self.records)
+            .ok()?
+            .flatten()
+            .filter_map(|e| iteration_number(e.file_name().to_str()?))
+            .max()
     }
     /// The agent log of run `n` (see [`Self::run_dir`]).
     #[must_use]
@@ -428,10 +405,9 @@ mod tests {
             l.iteration_artifact(1),
             l.wiggum().join("iteration-001/artifact.md")
         );
-        let third = l.iterations().join("001-100/iteration-003");
+        let third = l.wiggum().join("iterations/001-100/iteration-003");
         assert_eq!(l.iteration_dir(3), third);
         std::fs::create_dir_all(&third).unwrap();
-        assert_eq!(l.latest_iteration_dir(), Some(3));
         // A flat directory made beside the folder's (an agent following old notes) moves
         // nothing: the iteration stays in its folder.
         std::fs::create_dir_all(l.wiggum().join("iteration-003")).unwrap();
@@ -440,30 +416,26 @@ mod tests {
         std::fs::write(l.wiggum().join("iteration-004"), "x").unwrap();
         assert_eq!(
             l.iteration_dir(4),
-            l.iterations().join("001-100/iteration-004")
+            l.wiggum().join("iterations/001-100/iteration-004")
         );
     }
 
     #[test]
-    fn the_latest_iteration_is_read_from_both_layouts_and_the_newest_folder() {
+    fn the_latest_run_is_the_highest_numbered_records_directory() {
         let d = tempfile::tempdir().unwrap();
-        let l = Layout::new(d.path());
-        assert_eq!(l.latest_iteration_dir(), None);
-        std::fs::create_dir_all(l.wiggum().join("iteration-040")).unwrap();
-        std::fs::create_dir_all(l.wiggum().join("iteration-041.attempt-1.20260101")).unwrap();
-        assert_eq!(l.latest_iteration_dir(), Some(40));
+        let l = Layout::for_loop(&d.path().join("home"), d.path().join("art"));
+        assert_eq!(l.latest_run(), None);
         for dir in [
-            "001-100/iteration-099",
-            "101-200/iteration-150",
-            "1001-1100/iteration-1001",
+            "planning",
+            "iteration-099",
+            "iteration-1001",
+            "iteration-1002.attempt-1.20260101",
+            "iteration-150",
         ] {
-            std::fs::create_dir_all(l.iterations().join(dir)).unwrap();
+            std::fs::create_dir_all(l.records().join(dir)).unwrap();
         }
-        // `1001-1100` sorts before `101-200` by name; by number it is the newest.
-        assert_eq!(l.latest_iteration_dir(), Some(1001));
-        // A newer folder left empty (its only attempt discarded) hides nothing.
-        std::fs::create_dir_all(l.iterations().join("1101-1200")).unwrap();
-        assert_eq!(l.latest_iteration_dir(), Some(1001));
+        // By number: `iteration-1001` sorts before `iteration-150` by name.
+        assert_eq!(l.latest_run(), Some(1001));
     }
 
     #[test]
