@@ -29,6 +29,7 @@ fn main() {
         Top::Wiggum(w) => match w {
             Wiggum::Start(a) => start::run(a, config),
             Wiggum::Stop(a) => control::stop(a),
+            Wiggum::Allow(a) => control::allow(&a.topic),
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),
             Wiggum::Status(a) => status::status(a),

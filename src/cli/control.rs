@@ -65,6 +65,24 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
 }
 
 /// `pause` (`on = true`) and `resume`.
+/// `allow`: take the loop's settings file as it is now, saying what that changes.
+pub fn allow(topic: &str) -> Result<i32> {
+    let lp = Handle::open_present(topic)?;
+    let changes = crate::ralph::start::allow(&lp.layout)?;
+    if changes.is_empty() {
+        println!("{}: allowed (no key changed)", lp.layout.config().display());
+    } else {
+        println!(
+            "{}: allowed, with these changes:",
+            lp.layout.config().display()
+        );
+        for c in &changes {
+            println!("  {c}");
+        }
+    }
+    Ok(0)
+}
+
 pub fn pause(topic: &str, on: bool) -> Result<i32> {
     let lp = Handle::open(topic)?;
     if !on && !crate::disk::requests::read(&lp.layout.requests()).pause {

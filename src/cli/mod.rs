@@ -77,6 +77,10 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum stop research\n  studio-agents wiggum stop research --after-iteration\n  studio-agents wiggum stop research --timeout 30"
     )]
     Stop(control::StopArgs),
+    /// Take the loop's `wiggum/wiggum.toml` as it is now: `start` refuses one that changed since
+    /// it was last allowed (the agent can write it).
+    #[command(after_help = "Example:\n  studio-agents wiggum allow research")]
+    Allow(TopicArg),
     /// Pause a running loop at the next iteration boundary.
     #[command(after_help = "Example:\n  studio-agents wiggum pause research")]
     Pause(TopicArg),

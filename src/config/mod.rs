@@ -2,6 +2,7 @@
 //! `wiggum/wiggum.toml` < `--config FILE` < flags. May import `sys` only. Each file is parsed on its own first, so a bad
 //! key or value is reported with that file's path and line; then the tables are merged.
 
+pub mod allow;
 mod entries;
 mod settings;
 

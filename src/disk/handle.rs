@@ -58,6 +58,8 @@ impl Handle {
     /// The loop `topic` on `root`, under `home`.
     #[must_use]
     pub fn at(home: &std::path::Path, topic: &str, root: PathBuf) -> Handle {
+        // A command that writes into the loop (`pause`, `sign add`) follows no link there.
+        crate::sys::beneath::guard(&root);
         Handle {
             topic: topic.to_string(),
             home: home.to_path_buf(),
@@ -69,6 +71,16 @@ impl Handle {
     /// the defaults where they no longer parse (a reader must not fail on them).
     #[must_use]
     pub fn settings(&self) -> crate::config::Settings {
+        // The settings the loop was started with, pinned out of the agent's reach.
+        let pinned = self.layout.pinned_settings();
+        if pinned.is_file() {
+            return crate::config::load(&crate::config::Sources {
+                home: None,
+                loop_file: Some(pinned),
+                explicit: None,
+            })
+            .unwrap_or_default();
+        }
         crate::config::load(&crate::config::Sources {
             home: Some(self.home.join("wiggum.toml")),
             loop_file: Some(self.layout.config()),

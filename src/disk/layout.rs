@@ -10,6 +10,16 @@ use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
 
+/// The loop's memory files in `wiggum/` (the agent reads and may edit them; the supervisor
+/// reads them, so none of them may be a link).
+pub const MEMORY_FILES: [&str; 5] = [
+    "PROMPT.md",
+    "PLANNING_PROMPT.md",
+    "AGENT.md",
+    "fix_plan.md",
+    ".gitignore",
+];
+
 /// The paths of one loop, rooted at its artifact directory.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -63,6 +73,20 @@ impl Layout {
     #[must_use]
     pub fn runs_copy(&self) -> PathBuf {
         self.records.join("runs.jsonl")
+    }
+
+    /// The bytes of `wiggum/wiggum.toml` a person last allowed (or the supervisor wrote), out of
+    /// the agent's reach: a loop file that differs is not taken without `wiggum allow`.
+    #[must_use]
+    pub fn allowed_settings(&self) -> PathBuf {
+        self.records.join("allowed.toml")
+    }
+
+    /// The effective settings the running loop was started with, pinned out of the agent's
+    /// reach (what `status` and the other readers take).
+    #[must_use]
+    pub fn pinned_settings(&self) -> PathBuf {
+        self.records.join("settings.toml")
     }
 
     /// The artifact directory.

@@ -252,7 +252,7 @@ pub fn commit_message(n: u32, review: Option<&str>, fallback: &str) -> String {
         .and_then(|r| {
             r.lines()
                 .map(|l| l.trim().trim_start_matches('#').trim())
-                .find(|l| !l.is_empty())
+                .find(|l| l.chars().any(|c| !c.is_control() && !c.is_whitespace()))
         })
         .unwrap_or(fallback);
     crate::git::subject::iteration(n, first)

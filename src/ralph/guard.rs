@@ -10,7 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::disk::layout::Layout;
-use crate::error::{IoContext, Result};
+use crate::error::Result;
 use crate::sys::fsutil;
 
 /// The most of one protected file kept (configs and hook scripts are small).
@@ -38,6 +38,51 @@ pub struct Before {
     git_configs: Vec<(String, PathBuf, Held)>,
     hooks: Option<(PathBuf, BTreeMap<String, Vec<u8>>)>,
     runs: Option<(u64, i64, i64)>,
+    /// The loop's memory files and what they held: the agent may change them, but never put a
+    /// link in their place (the supervisor would read and commit what it points at).
+    memory: Vec<(String, PathBuf, Held)>,
+    /// The loop's directories the supervisor writes into, and whether each was one.
+    dirs: Vec<(String, PathBuf, bool)>,
+    /// The run's own output files the supervisor reads whole (the iteration's `artifact.md` and
+    /// `review.md`).
+    outputs: Vec<(String, PathBuf)>,
+}
+
+fn too_large(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.len() > fsutil::TEXT_CAP)
+}
+
+/// The loop's directories the supervisor writes into under `wiggum/` (the run's own work
+/// directory when it is one of the loop's, such as the iteration's).
+fn loop_dirs(layout: &Layout, work: &Path) -> Vec<(String, PathBuf)> {
+    let wiggum = layout.wiggum();
+    let mut dirs: Vec<PathBuf> = vec![
+        layout.final_dir(),
+        layout.discarded(),
+        wiggum.join("iterations"),
+    ];
+    if work != wiggum && work.starts_with(&wiggum) {
+        // The iteration's directory and the folders on the way to it.
+        dirs.extend(
+            work.ancestors()
+                .take_while(|a| *a != wiggum && a.starts_with(&wiggum))
+                .map(Path::to_path_buf),
+        );
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs.into_iter()
+        .map(|d| {
+            let name = d
+                .strip_prefix(layout.root())
+                .map_or_else(|_| d.display().to_string(), |r| r.display().to_string());
+            (name, d)
+        })
+        .collect()
+}
+
+fn is_dir_itself(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir())
 }
 
 /// Where the repository keeps what is protected.
@@ -48,6 +93,8 @@ pub struct Protected {
     pub git_configs: Vec<(String, PathBuf)>,
     /// The hooks directory (`core.hooksPath` honoured).
     pub hooks_dir: Option<PathBuf>,
+    /// The loop's settings file, `wiggum/wiggum.toml` (the next `start` reads it).
+    pub loop_config: Option<PathBuf>,
 }
 
 fn read_small(p: &Path) -> Option<Vec<u8>> {
@@ -79,12 +126,45 @@ fn stat(p: &Path) -> Option<(u64, i64, i64)> {
 impl Protected {
     /// Keep what the protected files hold now.
     #[must_use]
-    pub fn before(&self, layout: &Layout) -> Before {
+    pub fn before(&self, layout: &Layout, work: &Path) -> Before {
         Before {
+            memory: crate::disk::layout::MEMORY_FILES
+                .iter()
+                .map(|name| {
+                    let p = layout.memory(name);
+                    (format!("wiggum/{name}"), p.clone(), held(&p))
+                })
+                .collect(),
+            outputs: if work != layout.wiggum() && work.starts_with(layout.wiggum()) {
+                ["artifact.md", "review.md"]
+                    .iter()
+                    .map(|f| {
+                        let p = work.join(f);
+                        let name = p
+                            .strip_prefix(layout.root())
+                            .map_or_else(|_| p.display().to_string(), |r| r.display().to_string());
+                        (name, p)
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            dirs: loop_dirs(layout, work)
+                .into_iter()
+                .map(|(name, d)| {
+                    let was = is_dir_itself(&d);
+                    (name, d, was)
+                })
+                .collect(),
             git_configs: self
                 .git_configs
                 .iter()
                 .map(|(name, p)| (name.clone(), p.clone(), held(p)))
+                .chain(
+                    self.loop_config
+                        .iter()
+                        .map(|p| ("wiggum/wiggum.toml".to_string(), p.clone(), held(p))),
+                )
                 .collect(),
             hooks: self.hooks_dir.as_ref().map(|d| (d.clone(), files_of(d))),
             runs: stat(&layout.runs()),
@@ -93,10 +173,62 @@ impl Protected {
 }
 
 impl Before {
+    /// Links (and files) the agent put where the loop's memory files and directories belong:
+    /// removed, what the file held put back, the directory made again. Nothing is followed.
+    fn unlink_planted(&self) -> Result<Vec<String>> {
+        let mut changed = Vec::new();
+        for (name, path, was) in &self.memory {
+            let why = if crate::sys::beneath::is_link(path) {
+                "a symbolic link"
+            } else if too_large(path) && name != "wiggum/fix_plan.md" {
+                // (The plan's own guard restores a bloated plan, and says so.)
+                "larger than the loop reads"
+            } else {
+                continue;
+            };
+            fsutil::remove_file_opt(path)?;
+            if let Held::Bytes(bytes) = was {
+                fsutil::atomic_write(path, bytes)?;
+            }
+            changed.push(format!("{name} ({why})"));
+        }
+        for (name, path) in &self.outputs {
+            let why = if crate::sys::beneath::is_link(path) {
+                "a symbolic link"
+            } else if too_large(path) {
+                "larger than the loop reads"
+            } else {
+                continue;
+            };
+            fsutil::remove_file_opt(path)?;
+            changed.push(format!("{name} ({why})"));
+        }
+        for (name, dir, was) in &self.dirs {
+            let link = crate::sys::beneath::is_link(dir);
+            let other = !link && dir.exists() && !is_dir_itself(dir);
+            if !link && !other {
+                continue;
+            }
+            fsutil::remove_dir_all_opt(dir)?;
+            if *was {
+                fsutil::create_dir_all(dir)?;
+            }
+            changed.push(format!(
+                "{name} ({})",
+                if link {
+                    "a symbolic link"
+                } else {
+                    "not a directory"
+                }
+            ));
+        }
+        Ok(changed)
+    }
+
     /// Compare with now; restore what changed; return the changed files (for people).
     /// `state_json` is what the supervisor last wrote to `state.json` (its next save restores it).
     pub fn restore_changes(&self, layout: &Layout, state_json: &[u8]) -> Result<Vec<String>> {
-        let mut changed = Vec::new();
+        let mut changed = self.unlink_planted()?;
         // What is replaced is kept, not lost: the change may be a person's (`git push -u` and
         // `git remote add` write `.git/config`), not the agent's.
         let aside = layout.discarded().join(format!(
@@ -113,7 +245,9 @@ impl Before {
                 continue;
             }
             // `.git/config` is kept as `config`, the others by their position.
-            let aside_name = if i == 0 {
+            let aside_name = if name == "wiggum/wiggum.toml" {
+                "wiggum.toml".to_string()
+            } else if i == 0 {
                 "config".to_string()
             } else {
                 format!("config.{i}")
@@ -152,8 +286,7 @@ impl Before {
             && layout.runs_copy() != layout.runs()
             && !fsutil::same_content(&layout.runs(), &layout.runs_copy())?
         {
-            let copy = layout.runs_copy();
-            std::fs::copy(&copy, layout.runs()).at(&copy, "restore runs.jsonl from")?;
+            fsutil::copy_file(&layout.runs_copy(), &layout.runs())?;
             changed.push("wiggum/runs.jsonl".to_string());
         }
         if std::fs::read(layout.state()).ok().as_deref() != Some(state_json) {
@@ -193,8 +326,9 @@ mod tests {
                 (".git/config.worktree".into(), git.join("config.worktree")),
             ],
             hooks_dir: Some(git.join("hooks")),
+            loop_config: None,
         };
-        let before = p.before(&layout);
+        let before = p.before(&layout, &layout.wiggum());
         assert!(before.restore_changes(&layout, b"{}").unwrap().is_empty());
         // The agent plants a hook, edits the config, rewrites the run records and the state.
         std::fs::write(git.join("hooks/pre-commit"), "#!/bin/sh\ncurl evil\n").unwrap();

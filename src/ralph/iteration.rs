@@ -98,11 +98,28 @@ fn move_dir(
         "{}.{label}.{stamp}",
         crate::disk::layout::iteration_dir_name(n)
     ));
-    std::fs::rename(&dir, &to).map_err(|e| crate::error::Error::Io {
-        path: dir,
-        action: "move aside",
-        source: e,
-    })
+    fsutil::rename(&dir, &to)
+}
+
+/// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
+/// an earlier agent left there), so the supervisor makes them again and writes into its own.
+fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Res<()> {
+    let mut on_the_way: Vec<&std::path::Path> = dir
+        .ancestors()
+        .take_while(|a| *a != wiggum && a.starts_with(wiggum))
+        .collect();
+    on_the_way.reverse();
+    for a in on_the_way {
+        let planted = std::fs::symlink_metadata(a).is_ok_and(|m| !m.is_dir());
+        if planted {
+            tracing::warn!(
+                "{}: not a directory (a link or a file an agent left); removed and made again",
+                a.display()
+            );
+            fsutil::remove_dir_all_opt(a)?;
+        }
+    }
+    Ok(())
 }
 
 /// Discard an attempt: restore the plan it may have ticked and move its directory aside.
@@ -120,7 +137,9 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         attempt += 1;
         lp.runner.state.current_iteration = n;
         lp.runner.save()?;
-        // A fresh directory, seeded with the artifact to build on; fresh records.
+        // A fresh directory, seeded with the artifact to build on; fresh records. A link or a
+        // file an agent left where it (or a folder on the way) belongs is removed, not followed.
+        clear_planted(&layout.wiggum(), &dir)?;
         fsutil::remove_dir_all_opt(&dir)?;
         fsutil::create_dir_all(&dir)?;
         let records = layout.run_dir(n);

@@ -136,7 +136,17 @@ impl Runner {
     /// them, or the branch was switched under the loop), after putting back what the supervisor
     /// owns; `None` while they are there.
     pub fn memory_gone(&mut self) -> Option<crate::error::Error> {
-        if self.layout.wiggum().is_dir() && self.layout.memory("PROMPT.md").is_file() {
+        let wiggum = self.layout.wiggum();
+        if crate::sys::beneath::is_link(&wiggum) {
+            // A link in `wiggum/`'s place is the loop's memory gone, and nothing is followed.
+            tracing::warn!(
+                "{}: a symbolic link in the loop's directory's place; removed",
+                wiggum.display()
+            );
+            if let Err(e) = crate::sys::fsutil::remove_file_opt(&wiggum) {
+                tracing::error!("{e}");
+            }
+        } else if wiggum.is_dir() && self.layout.memory("PROMPT.md").is_file() {
             return None;
         }
         let deleted = self.rebuild_after_deletion();
@@ -161,11 +171,7 @@ impl Runner {
         let restored = crate::sys::fsutil::create_dir_all(&wiggum).and_then(|()| {
             let copy = self.layout.runs_copy();
             if copy != self.layout.runs() && copy.exists() {
-                std::fs::copy(&copy, self.layout.runs())
-                    .map(|_| ())
-                    .map_err(|e| {
-                        crate::error::Error::runtime(format!("restore runs.jsonl: {e}"))
-                    })?;
+                crate::sys::fsutil::copy_file(&copy, &self.layout.runs())?;
             }
             self.save()
         });
@@ -225,7 +231,7 @@ impl Runner {
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
         self.state.agent_token = Some(launch.token.clone());
         self.save()?;
-        let before = self.protected.before(&self.layout);
+        let before = self.protected.before(&self.layout, phase.work);
         let state_path = self.layout.state();
         let st = &mut self.state;
         let run = launch::run(

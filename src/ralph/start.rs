@@ -171,6 +171,10 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         )));
     }
     let layout = Layout::for_loop(home, root);
+    // From here on the supervisor follows no link under what the agent may write.
+    crate::sys::beneath::guard(layout.root());
+    crate::sys::beneath::guard(&crate::agent::launch::work_root(layout.root()));
+    check_allowed(&layout, &opts.topic)?;
     let mut settings = config::load(&Sources {
         home: Some(home.join("wiggum.toml")),
         loop_file: Some(layout.config()),
@@ -364,6 +368,62 @@ fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Ha
     })
 }
 
+/// Refuse a loop settings file that changed since a person last allowed it (exit 2, with the
+/// changed keys): it lies in the agent's reach. A loop that never ran takes the file as the
+/// person's own.
+pub fn check_allowed(layout: &Layout, topic: &str) -> Result<()> {
+    let Some(found) = fsutil::read_opt(&layout.config())? else {
+        return Ok(());
+    };
+    let allowed = fsutil::read_opt(&layout.allowed_settings())?;
+    match &allowed {
+        Some(a) if *a == found => return Ok(()),
+        None if !layout.runs_copy().exists() => return Ok(()),
+        _ => {}
+    }
+    let parse = |text: &str| text.parse::<toml::Table>().unwrap_or_default();
+    let found_table = config::parse_layer(&layout.config(), false)?.unwrap_or_default();
+    let changes = config::allow::diff(
+        &allowed.as_deref().map(parse).unwrap_or_default(),
+        &found_table,
+    );
+    if changes.is_empty() {
+        // Only comments or layout changed: nothing to ask.
+        return Ok(());
+    }
+    let weak = changes.iter().filter(|c| c.weakens).count();
+    Err(Error::input(format!(
+        "{}: changed since it was last allowed ({} key{}{}); the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow {topic}` (or put it back)\n{}",
+        layout.config().display(),
+        changes.len(),
+        if changes.len() == 1 { "" } else { "s" },
+        if weak > 0 {
+            format!(", {weak} of them weakening the harness")
+        } else {
+            String::new()
+        },
+        changes
+            .iter()
+            .map(|c| format!("  {c}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )))
+}
+
+/// `wiggum allow`: take the loop's settings file as it is now. Returns what changed.
+pub fn allow(layout: &Layout) -> Result<Vec<config::allow::KeyChange>> {
+    let found = fsutil::read_opt(&layout.config())?.unwrap_or_default();
+    // It must parse as settings before it is allowed (the error names its line).
+    let found_table = config::parse_layer(&layout.config(), false)?.unwrap_or_default();
+    let allowed = fsutil::read_opt(&layout.allowed_settings())?
+        .map(|a| a.parse::<toml::Table>().unwrap_or_default())
+        .unwrap_or_default();
+    let changes = config::allow::diff(&allowed, &found_table);
+    fsutil::create_dir_all(layout.records())?;
+    fsutil::atomic_write(&layout.allowed_settings(), found.as_bytes())?;
+    Ok(changes)
+}
+
 /// A field a delegation recorded in `metadata.json` (`agent`, `agent_type`), if any.
 fn delegated(layout: &Layout, key: &str) -> Option<String> {
     let text = fsutil::read_opt(&layout.metadata()).ok()??;
@@ -375,7 +435,13 @@ fn delegated(layout: &Layout, key: &str) -> Option<String> {
 pub fn init(p: &Prepared) -> Result<()> {
     fsutil::create_dir_all(&p.layout.wiggum())?;
     templates::write_missing(&p.layout, &p.start_vars(), p.own_templates().as_deref())?;
-    fsutil::atomic_write(&p.layout.config(), config::to_toml(&p.settings)?.as_bytes())?;
+    let effective = config::to_toml(&p.settings)?;
+    fsutil::atomic_write(&p.layout.config(), effective.as_bytes())?;
+    // What the supervisor wrote is allowed, and the effective settings pinned, out of the
+    // agent's reach.
+    fsutil::create_dir_all(p.layout.records())?;
+    fsutil::atomic_write(&p.layout.allowed_settings(), effective.as_bytes())?;
+    fsutil::atomic_write(&p.layout.pinned_settings(), effective.as_bytes())?;
     registry::register(&p.home, &p.topic, p.layout.root())
 }
 
@@ -449,6 +515,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         protected: super::guard::Protected {
             git_configs: crate::git::preflight::config_files(repo.git(), repo.workdir()),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),
+            loop_config: Some(p.layout.config()),
         },
     };
     let tracker = super::changes::Tracker::start(&repo, &runner.layout);

@@ -9,7 +9,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
+use rustix::fs::OFlags;
+
 use crate::error::{Error, IoContext, Result};
+use crate::sys::beneath;
 
 /// Replace `path` atomically: write a temp file in the same directory and rename it over `path`.
 /// A crash of the process leaves either the old or the new content, never half. Like git's own
@@ -23,6 +26,9 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`atomic_write`] with its own failpoint name (tests crash between the temp write and the
 /// rename of one kind of file).
 pub fn atomic_write_at(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()> {
+    if beneath::atomic_write(path, bytes, || crate::sys::failpoint::hit(failpoint))?.is_some() {
+        return Ok(());
+    }
     let dir = match path.parent() {
         // A bare file name lives in the current directory.
         Some(d) if d.as_os_str().is_empty() => Path::new("."),
@@ -71,12 +77,7 @@ fn bare(e: std::io::Error) -> std::io::Error {
 /// Append one line (a newline is added) to `path`, creating it if needed, in one write (readers
 /// never see half a line of a record under 4 KiB; `O_APPEND` keeps concurrent writers whole).
 pub fn append_line(path: &Path, line: &str) -> Result<()> {
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .at(path, "open for append")?;
+    let mut f = open_append(path)?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     buf.push('\n');
@@ -114,11 +115,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
     const FIRST_READ: u64 = 8 * 1024;
     // Non-blocking: a FIFO an agent put in a file's place (`mkfifo fix_plan.md`) reads as empty
     // instead of blocking the supervisor in `open` for good (signals included).
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NONBLOCK)
-        .open(path)
-        .at(path, "read")?;
+    let f = open_read(path).at(path, "read")?;
     let mut buf = Vec::with_capacity(usize::try_from(FIRST_READ).unwrap_or(0));
     (&f).take(FIRST_READ.min(cap + 1))
         .read_to_end(&mut buf)
@@ -146,7 +143,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String> {
 /// The last `max` bytes of a file (lossily decoded, starting at a line boundary when one is in
 /// the window); empty when the file does not exist.
 pub fn read_tail(path: &Path, max: u64) -> Result<String> {
-    let mut f = match File::open(path) {
+    let mut f = match open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
         Err(e) => return Err(e).at(path, "read"),
@@ -166,6 +163,9 @@ pub fn read_tail(path: &Path, max: u64) -> Result<String> {
 
 /// `mkdir -p` (new directories 0700), naming the directory on failure.
 pub fn create_dir_all(path: &Path) -> Result<()> {
+    if beneath::create_dir_all(path).at(path, "create directory")? {
+        return Ok(());
+    }
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -175,6 +175,24 @@ pub fn create_dir_all(path: &Path) -> Result<()> {
 
 /// Open a log file for appending, creating it 0600.
 pub fn open_append(path: &Path) -> Result<File> {
+    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE;
+    match beneath::open(path, flags, 0o600) {
+        Ok(Some(f)) => return Ok(f),
+        Ok(None) => {}
+        // A link where the supervisor's own log or record file belongs is the agent's: removed,
+        // and the file made anew (the guard restores what it held after the run).
+        Err(_) if beneath::is_link(path) => {
+            tracing::warn!(
+                "{}: a symbolic link in the loop's file's place; removed",
+                path.display()
+            );
+            beneath::remove(path).at(path, "remove a link in place of")?;
+            if let Some(f) = beneath::open(path, flags, 0o600).at(path, "open for append")? {
+                return Ok(f);
+            }
+        }
+        Err(e) => return Err(e).at(path, "open for append"),
+    }
     OpenOptions::new()
         .create(true)
         .append(true)
@@ -203,6 +221,63 @@ pub fn remove_stale_temps(dir: &Path) -> Result<usize> {
     Ok(n)
 }
 
+/// Open a file for reading, non-blocking (a FIFO an agent put in a file's place reads as empty
+/// instead of blocking the supervisor in `open` for good), following no link under a guarded
+/// root (`sys::beneath`).
+pub fn open_read(path: &Path) -> std::io::Result<File> {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK;
+    if let Some(f) = beneath::open(path, flags, 0)? {
+        return Ok(f);
+    }
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Copy `from` over `to` (streamed; `to` is replaced through a temp file beside it, so a link in
+/// its place is replaced, never written through).
+pub fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    let mut src = open_read(from).at(from, "read")?;
+    let dir = to.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.copy.tmp",
+        to.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    remove_file_opt(&tmp)?;
+    let mut dst = if let Some(f) =
+        beneath::open(&tmp, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, 0o600)
+            .at(&tmp, "create")?
+    {
+        f
+    } else {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .at(&tmp, "create")?
+    };
+    std::io::copy(&mut src, &mut dst).at(to, "copy into")?;
+    drop(dst);
+    rename(&tmp, to)
+}
+
+/// Rename `from` to `to`, following no link under a guarded root on the way to either.
+pub fn rename(from: &Path, to: &Path) -> Result<()> {
+    match (
+        beneath::parent(from).at(from, "rename")?,
+        beneath::parent(to).at(to, "rename to")?,
+    ) {
+        (Some(a), Some(b)) => rustix::fs::renameat(&a.dir, &a.name, &b.dir, &b.name)
+            .map_err(std::io::Error::from)
+            .at(from, "rename"),
+        _ => fs::rename(from, to).at(from, "rename"),
+    }
+}
+
 /// Write a file only if it does not exist yet (the loop's memory is never overwritten).
 /// Returns whether it was written.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
@@ -215,7 +290,7 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 
 /// Whether two files hold the same bytes (streamed, bounded memory).
 pub fn same_content(a: &Path, b: &Path) -> Result<bool> {
-    let (Ok(fa), Ok(fb)) = (std::fs::File::open(a), std::fs::File::open(b)) else {
+    let (Ok(fa), Ok(fb)) = (open_read(a), open_read(b)) else {
         return Ok(false);
     };
     if fa.metadata().at(a, "stat")?.len() != fb.metadata().at(b, "stat")?.len() {
@@ -237,6 +312,9 @@ pub fn same_content(a: &Path, b: &Path) -> Result<bool> {
 
 /// Remove a directory tree if it exists.
 pub fn remove_dir_all_opt(path: &Path) -> Result<()> {
+    if beneath::remove(path).at(path, "remove directory")? {
+        return Ok(());
+    }
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -246,6 +324,9 @@ pub fn remove_dir_all_opt(path: &Path) -> Result<()> {
 
 /// Remove a file if it exists.
 pub fn remove_file_opt(path: &Path) -> Result<()> {
+    if beneath::remove(path).at(path, "remove")? {
+        return Ok(());
+    }
     match fs::remove_file(path) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -3,6 +3,7 @@
 //! async runtime (`runtime`), the file watch that tells which paths changed (`watch`), test
 //! failpoints (`failpoint`), and the one module with `unsafe` code (`kernel`).
 
+pub mod beneath;
 pub mod failpoint;
 pub mod fsutil;
 pub mod kernel;

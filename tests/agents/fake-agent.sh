@@ -39,6 +39,8 @@
 #                wiggum/state.json (iteration $FAKE_AT, default all)
 #   net          connect to each TCP port of $FAKE_PORTS on 127.0.0.1; results (errno, 0 = ok)
 #                in $ARTIFACT_PATH/net.log
+#   attack       run the script $FAKE_ATTACK with sh (iteration $FAKE_AT, default all): what a
+#                confused agent does to its supervisor, written by the test
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
 #   limit        on an iteration's first attempt, print Claude's usage limit with a reset
@@ -189,6 +191,8 @@ revision)
     cat "$ITERATION_DIR/artifact.md"
     ;;
 esac
+# After the iteration's own work: the attack sees (and may replace) what the agent wrote.
+if [ "$WIGGUM_PHASE" = iteration ] && has attack && at; then sh "$FAKE_ATTACK"; fi
 has promise && echo "<promise>COMPLETE</promise>"
 # linger: keep running after the promise (real CLIs keep helpers or sockets open)
 has linger && sleep 60

@@ -7,6 +7,7 @@ mod bad_input;
 mod crash;
 mod daemon;
 mod delegate;
+mod deputy;
 mod example;
 mod exits;
 mod gate_cmd;

@@ -107,7 +107,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
 
 /// The protected paths of a loop that can be made read-only: the repository's hooks and config
 /// (with `config.worktree`; only what exists can be bound read-only, the rest is checked),
-/// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`). The
+/// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`, `wiggum.toml`). The
 /// supervisor replaces `state.json` and `.lock` by rename, which would undo a bind mount: those
 /// two are checked after each run instead (`state.json`) or re-established (`.lock`).
 #[must_use]
@@ -118,7 +118,7 @@ pub fn protected(work_root: &Path, wiggum: Option<&Path>) -> Vec<PathBuf> {
         .collect();
     if let Some(w) = wiggum {
         out.extend(
-            ["runs.jsonl", "control.json", "daemon.log"]
+            ["runs.jsonl", "control.json", "daemon.log", "wiggum.toml"]
                 .iter()
                 .map(|f| w.join(f)),
         );

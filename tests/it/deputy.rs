@@ -1,0 +1,275 @@
+//! The supervisor is never the agent's deputy: what an agent writes inside the repository is
+//! data to the supervisor. Each test has a scripted agent do what a confused or prompt-injected
+//! one would, and checks what the user would lose.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+/// A directory outside the test's root, which the agent's sandbox does not open: the user's
+/// files elsewhere on the machine.
+struct Outside {
+    dir: tempfile::TempDir,
+}
+
+impl Outside {
+    fn new() -> Self {
+        let dir = tempfile::Builder::new()
+            .prefix("sa-outside-")
+            .tempdir()
+            .unwrap();
+        std::fs::write(dir.path().join("victim.txt"), "the user's file\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "TOKEN=s3cr3t-value\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("dir")).unwrap();
+        Self { dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().canonicalize().unwrap().join(rel)
+    }
+
+    /// Everything outside is as the user left it.
+    fn assert_untouched(&self) {
+        assert_eq!(
+            std::fs::read_to_string(self.path("victim.txt")).unwrap(),
+            "the user's file\n"
+        );
+        let inside: Vec<_> = std::fs::read_dir(self.path("dir"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(
+            inside.is_empty(),
+            "the supervisor wrote outside: {inside:?}"
+        );
+    }
+}
+
+/// Write the attack script the fake agent runs (`FAKE=attack`).
+fn attack(t: &TestHome, script: &str) -> String {
+    let p = t.root().join("attack.sh");
+    std::fs::write(&p, script).unwrap();
+    format!("FAKE_ATTACK={}", p.display())
+}
+
+fn protected_changed(run: &serde_json::Value) -> Vec<String> {
+    run["protected_changed"]
+        .as_array()
+        .map(|a| a.iter().map(|v| v.as_str().unwrap().to_string()).collect())
+        .unwrap_or_default()
+}
+
+fn committed_files(dir: &Path) -> String {
+    git(dir, &["log", "-p", "--all", "--format=%s"])
+}
+
+#[test]
+fn settings_the_agent_writes_are_restored_and_never_taken() {
+    let t = TestHome::new();
+    let out = Outside::new();
+    let env = attack(
+        &t,
+        &format!(
+            "cat > \"$WIGGUM_DIR/wiggum.toml\" <<'EOF'\n[safety]\nsandbox = \"off\"\nenv_allow = [\"*\"]\n[hooks]\non_iteration_end = \"touch {m}/hook-ran\"\n[validation]\ncommands = [\"touch {m}/validation-ran\"]\nEOF\n",
+            m = out.path("dir").display()
+        ),
+    );
+    t.start_bg(
+        "cfg",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "2"],
+    )
+    .code(0);
+    out.assert_untouched();
+    let toml = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
+    assert!(!toml.contains("sandbox = \"off\""), "{toml}");
+    let first = &t.runs("iteration")[0];
+    let st = t.state();
+    let sandbox = st["harness"]["sandbox"].as_str().unwrap().to_string();
+    if sandbox.contains("read-only") {
+        // As root the file is read-only to the agent: its write failed, nothing to restore.
+        let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+        assert!(log.contains("Read-only file system"), "{log}");
+    } else {
+        assert_eq!(first["outcome"], "rejected", "{first}");
+        assert_eq!(protected_changed(first), ["wiggum/wiggum.toml"]);
+        // The agent's version is kept aside, never executable, never committed.
+        let kept = crate::support::home::walk(&t.wiggum("discarded"));
+        assert!(kept.contains("wiggum.toml"), "{kept}");
+    }
+    // The next start is still sandboxed, and takes none of the agent's settings.
+    t.start_bg("cfg", "", "", &["--foreground", "--max-iterations", "3"])
+        .code(0);
+    let st = t.state();
+    assert!(
+        st["harness"]["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("enforced"),
+        "{st}"
+    );
+    out.assert_untouched();
+}
+
+#[test]
+fn a_changed_settings_file_is_refused_at_start_until_allowed() {
+    let t = TestHome::new();
+    t.start_bg("allow", "", "", &["--foreground", "--max-iterations", "1"])
+        .code(0);
+    let cfg = t.wiggum("wiggum.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(
+        text.contains("[hooks]\n") && text.contains("sandbox = \"landlock\""),
+        "{text}"
+    );
+    let text = text
+        .replace("[hooks]\n", "[hooks]\non_stop = \"echo stopped\"\n")
+        .replace("sandbox = \"landlock\"", "sandbox = \"off\"");
+    std::fs::write(&cfg, &text).unwrap();
+    let state_before = std::fs::read(t.wiggum("state.json")).unwrap();
+    let r = t.start_bg("allow", "", "", &["--foreground", "--max-iterations", "2"]);
+    r.code(2);
+    let err = r.stderr();
+    assert!(
+        err.contains("wiggum.toml: changed since it was last allowed (2 keys, 2 of them weakening the harness)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("~ safety.sandbox: \"landlock\" → \"off\"  (weakens the harness)")
+            && err.contains("+ hooks.on_stop: (unset) → \"echo stopped\"  (weakens the harness)")
+            && err.contains("studio-agents wiggum allow allow"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(t.wiggum("state.json")).unwrap(),
+        state_before,
+        "a refused start writes nothing"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cfg).unwrap(),
+        text,
+        "the file is left as it is"
+    );
+    let a = t.run(&["wiggum", "allow", "allow"]);
+    a.code(0);
+    assert!(
+        a.stdout().contains("allowed, with these changes:"),
+        "{}",
+        a.stdout()
+    );
+    t.start_bg("allow", "", "", &["--foreground", "--max-iterations", "2"])
+        .code(0);
+    assert!(
+        t.state()["harness"]["sandbox"]
+            .as_str()
+            .unwrap()
+            .starts_with("sandbox: off"),
+        "the person's allowed setting is taken"
+    );
+}
+
+#[test]
+fn links_planted_where_the_loops_files_belong_are_never_written_through() {
+    let t = TestHome::new();
+    let out = Outside::new();
+    let env = attack(
+        &t,
+        &format!(
+            "cd \"$WIGGUM_DIR\"\n\
+             rm -rf final discarded; ln -s {dir} final; ln -s {dir} discarded\n\
+             rm -f AGENT.md; ln -s {secret} AGENT.md\n\
+             rm -f \"$ITERATION_DIR/review.md\"; ln -s {secret} \"$ITERATION_DIR/review.md\"\n\
+             (rm -f runs.jsonl && ln -s {victim} runs.jsonl) 2>/dev/null\n\
+             (rm -f daemon.log && ln -s {victim} daemon.log) 2>/dev/null\n\
+             mkdir -p iterations/001-100 && ln -s {dir} iterations/001-100/iteration-002\n\
+             exit 0\n",
+            dir = out.path("dir").display(),
+            secret = out.path("secret.txt").display(),
+            victim = out.path("victim.txt").display(),
+        ),
+    );
+    t.start_bg(
+        "links",
+        "attack",
+        &format!("{env} FAKE_AT=1 FAKE_ITEMS=3"),
+        &["--foreground", "--max-iterations", "3"],
+    )
+    .code(0);
+    out.assert_untouched();
+    let st = t.state();
+    assert_ne!(st["status"], "failed", "{st}");
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "rejected", "{first}");
+    let changed = protected_changed(first).join(", ");
+    for name in [
+        "wiggum/AGENT.md (a symbolic link)",
+        "wiggum/final (a symbolic link)",
+        "wiggum/discarded (a symbolic link)",
+        "review.md (a symbolic link)",
+    ] {
+        assert!(changed.contains(name), "{name} in {changed}");
+    }
+    // The links are gone, and no secret reached a commit.
+    for p in ["AGENT.md", "final", "discarded"] {
+        assert!(
+            !std::fs::symlink_metadata(t.wiggum(p))
+                .unwrap()
+                .file_type()
+                .is_symlink(),
+            "{p}"
+        );
+    }
+    assert!(!committed_files(&t.art()).contains("s3cr3t"));
+    // Later iterations ran, in a directory of their own, and were committed.
+    let later: Vec<_> = t
+        .runs("iteration")
+        .into_iter()
+        .filter(|r| r["outcome"] == "accepted")
+        .collect();
+    assert!(!later.is_empty(), "{:?}", t.runs("iteration"));
+    // A later start writes its log and records into the loop's own files, not through links.
+    t.start_bg("links", "", "", &["--foreground", "--max-iterations", "4"])
+        .code(0);
+    out.assert_untouched();
+}
+
+#[test]
+fn a_nul_byte_in_the_review_or_an_oversized_artifact_rejects_nothing_but_that() {
+    let t = TestHome::new();
+    let env = attack(
+        &t,
+        "if [ \"$ITERATION\" = 1 ]; then printf 'Fixed\\000 the \\033[31mthing\\n' > \"$ITERATION_DIR/review.md\"; fi\n\
+         if [ \"$ITERATION\" = 2 ]; then head -c 17000000 /dev/zero | tr '\\0' a >> \"$ITERATION_DIR/artifact.md\"; fi\n",
+    );
+    t.start_bg(
+        "bytes",
+        "attack",
+        &format!("{env} FAKE_ITEMS=4"),
+        &["--foreground", "--max-iterations", "3"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let log = t.git_log();
+    assert!(
+        log.iter()
+            .any(|s| s.ends_with("|Wiggum iteration 1: Fixed the [31mthing")),
+        "{log:?}"
+    );
+    let runs = t.runs("iteration");
+    let second = runs.iter().find(|r| r["iteration"] == 2).unwrap();
+    assert_eq!(second["outcome"], "rejected", "{second}");
+    assert!(
+        protected_changed(second)
+            .join(",")
+            .contains("artifact.md (larger than the loop reads)"),
+        "{second}"
+    );
+    assert!(
+        runs.iter()
+            .any(|r| r["iteration"] == 3 && r["outcome"] == "accepted"),
+        "{runs:?}"
+    );
+}
