@@ -5,6 +5,7 @@
 
 mod commit;
 mod filters;
+pub mod history;
 mod pathstatus;
 pub mod preflight;
 mod snapshot;

@@ -181,6 +181,7 @@ pub async fn commit(
         .repo
         .finish(&mut pending, &message, &git.name, &git.email)?;
     lp.tracker.committed(&lp.repo, &pending);
+    lp.runner.last_accepted = Some(sha.clone());
     // libgit2's caches gain entries for every new directory it is asked about (one per
     // iteration): a fresh handle now and then keeps a long night's loop from growing.
     if n.is_multiple_of(100) {

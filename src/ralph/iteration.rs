@@ -180,6 +180,8 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             ));
             super::progress::log_run(&layout, &rec, None)?;
             restore_plan(&layout)?;
+            // The attempt is kept as evidence in `wiggum/discarded/`, out of the next one's way.
+            move_aside(&layout, n, "rejected")?;
             return Ok(Result::Done);
         }
         let tail = fsutil::read_tail(&run.log, 4096)?;

@@ -41,6 +41,9 @@ pub struct Runner {
     /// The repository's git dir and where its HEAD pointed when the loop started: the loop
     /// commits there only.
     pub head: Option<(PathBuf, crate::git::HeadRef)>,
+    /// The last commit the loop accepted (or found at start) on that branch: after every run
+    /// the branch must still hold it (`git::history`).
+    pub last_accepted: Option<String>,
 }
 
 /// Where and how one run happens.
@@ -184,6 +187,28 @@ impl Runner {
         ))
     }
 
+    /// After a run: the loop's branch must still hold the last accepted commit, with HEAD on
+    /// it. What the agent did to it is put back, and said (the run is then rejected).
+    fn put_history_back(&mut self) -> Option<String> {
+        let (git_dir, at) = self.head.as_ref()?;
+        let last = self.last_accepted.as_deref()?;
+        // A rebase, merge or cherry-pick in progress is someone's operation half done: it is not
+        // undone under them; the commit waits for it to finish, saying so.
+        if crate::git::busy_at(git_dir).is_some() {
+            return None;
+        }
+        let facts = crate::git::history::facts(git_dir, at, last)?;
+        let broke = crate::git::history::decide(at, &facts)?;
+        let what = broke.describe(at);
+        Some(match crate::git::history::restore(git_dir, at, last) {
+            Ok(()) => format!("{what}; put back at {}", &last[..last.len().min(10)]),
+            Err(e) => {
+                tracing::error!("{what}, and it could not be put back: {e}");
+                format!("{what}; could not put it back: {e}")
+            }
+        })
+    }
+
     /// Why HEAD is not where the loop started (another shell switched branches), if it is not.
     #[must_use]
     pub fn head_moved(&self) -> Option<String> {
@@ -254,11 +279,14 @@ impl Runner {
             },
         )
         .await;
+        // The history first: putting the branch back may bring the loop's memory back with it.
+        let history = self.put_history_back();
         if let Some(gone) = self.memory_gone() {
             return Err(gone);
         }
         let written = state::to_json(&self.state)?;
-        let changed = before.restore_changes(&self.layout, written.as_bytes())?;
+        let mut changed = before.restore_changes(&self.layout, written.as_bytes())?;
+        changed.extend(history);
         self.state.agent_pid = None;
         self.state.agent_pgid = None;
         self.state.agent_token = None;

@@ -507,6 +507,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         head: repo
             .head_ref()
             .map(|h| (repo.git().path().to_path_buf(), h)),
+        last_accepted: repo.head().map(|o| o.to_string()),
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),

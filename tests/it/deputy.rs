@@ -273,3 +273,162 @@ fn a_nul_byte_in_the_review_or_an_oversized_artifact_rejects_nothing_but_that() 
         "{runs:?}"
     );
 }
+
+/// Subjects of the commits on `branch`, newest first.
+fn subjects(dir: &Path, branch: &str) -> Vec<String> {
+    git(dir, &["log", "--format=%s", branch])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The artifact directory as a repository of its own on `main`, its artifact committed.
+fn repo_on_main(t: &TestHome) {
+    let art = t.art();
+    git(&art, &["init", "-q", "-b", "main"]);
+    git(&art, &["add", "artifact.md"]);
+    git(
+        &art,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "-m",
+            "the user's artifact",
+        ],
+    );
+}
+
+/// Run a loop whose agent does `script` to the repository's history at iteration `at`; returns
+/// the rejected run's record.
+fn history_attack(t: &TestHome, script: &str, at: u32) -> serde_json::Value {
+    repo_on_main(t);
+    let env = attack(
+        t,
+        &format!(
+            "cd \"$ARTIFACT_PATH\"\nexport GIT_AUTHOR_NAME=agent GIT_AUTHOR_EMAIL=a@b GIT_COMMITTER_NAME=agent GIT_COMMITTER_EMAIL=a@b\n{script}\n"
+        ),
+    );
+    t.start_bg(
+        "hist",
+        "attack",
+        &format!("{env} FAKE_AT={at} FAKE_ITEMS=6"),
+        &["--foreground", "--max-iterations", "4"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    assert_eq!(
+        git(&t.art(), &["symbolic-ref", "HEAD"]),
+        "refs/heads/main\n",
+        "HEAD is back on the loop's branch"
+    );
+    t.runs("iteration")
+        .into_iter()
+        .find(|r| r["iteration"] == at)
+        .unwrap()
+}
+
+fn assert_every_accepted_iteration_is_on_main(t: &TestHome) {
+    let on_main = subjects(&t.art(), "main");
+    for r in t.runs("iteration") {
+        if r["outcome"] == "accepted" {
+            let n = r["iteration"].as_u64().unwrap();
+            assert!(
+                on_main
+                    .iter()
+                    .any(|s| s.starts_with(&format!("Wiggum iteration {n}:"))),
+                "iteration {n} is on main: {on_main:?}"
+            );
+        }
+    }
+    assert_eq!(
+        git(
+            &t.art(),
+            &["status", "--porcelain", "--", "wiggum/fix_plan.md"]
+        ),
+        ""
+    );
+}
+
+#[test]
+fn an_agent_that_rewinds_the_loops_branch_loses_no_accepted_iteration() {
+    let t = TestHome::new();
+    let rejected = history_attack(&t, "git reset -q --hard HEAD~2", 3);
+    assert_eq!(rejected["outcome"], "rejected", "{rejected}");
+    assert!(
+        protected_changed(&rejected)
+            .join(",")
+            .contains("no longer holds its last accepted commit; put back"),
+        "{rejected}"
+    );
+    assert_every_accepted_iteration_is_on_main(&t);
+    assert!(subjects(&t.art(), "main")[0].starts_with("Wiggum iteration 4:"));
+}
+
+#[test]
+fn an_agent_that_amends_a_loop_commit_is_rejected_and_the_commit_kept() {
+    let t = TestHome::new();
+    let rejected = history_attack(&t, "git commit -q --amend -m 'rewritten by the agent'", 2);
+    assert_eq!(rejected["outcome"], "rejected", "{rejected}");
+    assert!(
+        !subjects(&t.art(), "main")
+            .iter()
+            .any(|s| s.contains("rewritten"))
+    );
+    assert_every_accepted_iteration_is_on_main(&t);
+}
+
+#[test]
+fn an_agent_that_deletes_the_loops_branch_does_not_park_the_loop() {
+    let t = TestHome::new();
+    let rejected = history_attack(
+        &t,
+        "git checkout -q -b elsewhere && git branch -q -D main",
+        2,
+    );
+    assert_eq!(rejected["outcome"], "rejected", "{rejected}");
+    let why = protected_changed(&rejected).join(",");
+    assert!(
+        why.contains("HEAD moved off `main` (to `elsewhere`); put back"),
+        "{why}"
+    );
+    assert!(
+        !t.wiggum("state.json").exists()
+            || t.runs("iteration")
+                .iter()
+                .all(|r| r["outcome"] != "waiting")
+    );
+    assert_every_accepted_iteration_is_on_main(&t);
+}
+
+#[test]
+fn an_agent_that_commits_its_own_work_on_top_is_not_a_rewind() {
+    let t = TestHome::new();
+    repo_on_main(&t);
+    let env = attack(
+        &t,
+        "cd \"$ARTIFACT_PATH\" && echo mine > own.md && git add own.md && git -c user.name=a -c user.email=a@b commit -q -m 'the agent commits'\n",
+    );
+    t.start_bg(
+        "own",
+        "attack",
+        &format!("{env} FAKE_AT=2"),
+        &["--foreground", "--max-iterations", "3"],
+    )
+    .code(0);
+    let second = t
+        .runs("iteration")
+        .into_iter()
+        .find(|r| r["iteration"] == 2)
+        .unwrap();
+    assert_eq!(second["outcome"], "accepted", "{second}");
+    assert!(
+        subjects(&t.art(), "main")
+            .iter()
+            .any(|s| s == "the agent commits")
+    );
+}

@@ -191,7 +191,17 @@ fn tamper(sandbox: &str) {
             [".git/config.worktree", "wiggum/state.json"],
             "{sandbox}"
         );
-        let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+        // The rejected attempt's records are kept aside with it.
+        let aside = std::fs::read_dir(t.records("discarded"))
+            .unwrap()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("iteration-001.rejected.")
+            })
+            .expect("the rejected attempt's records are kept");
+        let log = std::fs::read_to_string(aside.path().join("agent.log")).unwrap();
         assert!(log.contains("Read-only file system"), "{log}");
         return;
     }

@@ -1,0 +1,175 @@
+//! The loop's history is the user's: an agent that rewinds the loop's branch (`git reset --hard
+//! HEAD~3`), rewrites a loop commit (`--amend`), deletes the branch or leaves HEAD on another one
+//! would drop accepted iterations into the reflog or park the loop. After every agent run the
+//! supervisor compares the branch with the last commit it accepted ([`decide`], pure), and puts
+//! it back ([`restore`]): the ref to that commit, HEAD on it, the files the agent's rewind took
+//! checked out again where the work tree still holds what the rewind left (a file changed since
+//! is left alone, as `git checkout` would).
+
+use std::path::Path;
+
+use git2::{Oid, Repository};
+
+use super::HeadRef;
+use crate::error::{GitContext, Result};
+
+/// What happened to the loop's history during a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Break {
+    /// HEAD left the loop's branch (or its detached HEAD) for another branch or commit.
+    Switched(HeadRef),
+    /// The loop's branch is gone.
+    BranchGone,
+    /// The branch no longer holds the last accepted commit (a reset, an amend, a rebase).
+    Rewound,
+}
+
+impl Break {
+    /// For people and the run record.
+    #[must_use]
+    pub fn describe(&self, branch: &HeadRef) -> String {
+        match self {
+            Break::Switched(now) => format!(
+                "HEAD moved off {} (to {})",
+                branch.shown(),
+                match now {
+                    HeadRef::Branch(_) => now.shown(),
+                    HeadRef::Detached => "a detached HEAD".into(),
+                }
+            ),
+            Break::BranchGone => format!("the loop's branch {} was deleted", branch.shown()),
+            Break::Rewound => format!(
+                "the loop's branch {} no longer holds its last accepted commit",
+                branch.shown()
+            ),
+        }
+    }
+}
+
+/// The facts after a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    /// Where HEAD points now (`None`: unreadable).
+    pub head: Option<HeadRef>,
+    /// Whether the loop's branch exists (always, for a detached loop).
+    pub branch_exists: bool,
+    /// Whether the branch's tip (HEAD, for a detached loop) is the last accepted commit or one
+    /// that descends from it (an agent's own commits on top are its work, not a rewind).
+    pub holds_last: bool,
+}
+
+/// What broke, if anything. Pure.
+#[must_use]
+pub fn decide(at_start: &HeadRef, f: &Facts) -> Option<Break> {
+    match (&f.head, at_start) {
+        (Some(now), _) if now != at_start => Some(Break::Switched(now.clone())),
+        _ if !f.branch_exists => Some(Break::BranchGone),
+        _ if !f.holds_last => Some(Break::Rewound),
+        _ => None,
+    }
+}
+
+/// Read the facts from the repository at `git_dir`.
+#[must_use]
+pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
+    let last = Oid::from_str(last).ok()?;
+    let repo = Repository::open(git_dir).ok()?;
+    let head = HeadRef::read(git_dir);
+    let tip = match at_start {
+        HeadRef::Branch(r) => repo.refname_to_id(r).ok(),
+        HeadRef::Detached => repo.head().ok().and_then(|h| h.target()),
+    };
+    let holds_last =
+        tip.is_some_and(|t| t == last || repo.graph_descendant_of(t, last).unwrap_or(false));
+    Some(Facts {
+        head,
+        branch_exists: tip.is_some(),
+        holds_last,
+    })
+}
+
+/// Put the loop's branch back at `last` with HEAD on it. Files the rewind changed are checked
+/// out from `last` where the work tree holds what the rewind left; others are left as they are.
+pub fn restore(git_dir: &Path, at_start: &HeadRef, last: &str) -> Result<()> {
+    let repo = Repository::open(git_dir).git_at(git_dir, "open the repository")?;
+    let last = Oid::from_str(last).git_at(git_dir, "read the loop's last accepted commit")?;
+    let target = repo
+        .find_commit(last)
+        .git_at(git_dir, "find the loop's last accepted commit")?;
+    let target_tree = target.tree().git_at(git_dir, "read the loop's last tree")?;
+    // Before HEAD moves: a safe checkout's baseline is HEAD's tree, what the agent's git
+    // command synced the work tree to, so only files that still hold it are rewritten.
+    let mut co = git2::build::CheckoutBuilder::new();
+    co.safe().allow_conflicts(true).recreate_missing(true);
+    repo.checkout_tree(target_tree.as_object(), Some(&mut co))
+        .git_at(git_dir, "check out the loop's last commit")?;
+    match at_start {
+        HeadRef::Branch(r) => {
+            repo.reference(r, last, true, "wiggum: put the loop's branch back")
+                .git_at(git_dir, "put the loop's branch back")?;
+            repo.set_head(r)
+                .git_at(git_dir, "put HEAD back on the loop's branch")?;
+        }
+        HeadRef::Detached => {
+            repo.set_head_detached(last)
+                .git_at(git_dir, "put HEAD back on the loop's last commit")?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_broke_is_decided_from_head_the_branch_and_its_tip() {
+        let main = HeadRef::Branch("refs/heads/main".into());
+        let other = HeadRef::Branch("refs/heads/x".into());
+        let f = |head: Option<HeadRef>, exists: bool, holds: bool| Facts {
+            head,
+            branch_exists: exists,
+            holds_last: holds,
+        };
+        let table: &[(&HeadRef, Facts, Option<Break>)] = &[
+            (&main, f(Some(main.clone()), true, true), None),
+            // The agent's own commits on top hold the last accepted one.
+            (&main, f(Some(main.clone()), true, true), None),
+            (
+                &main,
+                f(Some(main.clone()), true, false),
+                Some(Break::Rewound),
+            ),
+            (
+                &main,
+                f(Some(other.clone()), false, false),
+                Some(Break::Switched(other.clone())),
+            ),
+            (
+                &main,
+                f(Some(HeadRef::Detached), true, true),
+                Some(Break::Switched(HeadRef::Detached)),
+            ),
+            // HEAD still names the deleted branch (an unborn ref).
+            (
+                &main,
+                f(Some(main.clone()), false, false),
+                Some(Break::BranchGone),
+            ),
+            (&main, f(None, true, true), None),
+            (
+                &HeadRef::Detached,
+                f(Some(HeadRef::Detached), true, false),
+                Some(Break::Rewound),
+            ),
+            (
+                &HeadRef::Detached,
+                f(Some(main.clone()), true, true),
+                Some(Break::Switched(main.clone())),
+            ),
+        ];
+        for (at, facts, want) in table {
+            assert_eq!(decide(at, facts), *want, "{at:?} {facts:?}");
+        }
+    }
+}
