@@ -46,6 +46,13 @@ pub fn hash_with_git(repo: &Repository, workdir: &Path, repo_rel: &Path, why: &s
         .env_remove("GIT_INDEX_FILE")
         .env_remove("GIT_OBJECT_DIRECTORY")
         .current_dir(workdir)
+        // Nothing but the conversion: no fsmonitor, no hooks, whatever the repository says.
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
         .args(["hash-object", "-w", "--"])
         .arg(repo_rel)
         .stdin(Stdio::null())

@@ -202,6 +202,28 @@ pub fn config_files(repo: &Repository, workdir: &Path) -> Vec<(String, PathBuf)>
     out
 }
 
+/// The files that say where the repository's git dir, common dir and objects are: the work
+/// tree's `.git` (a directory, or a gitfile naming the git dir), the git dir's `commondir` (a
+/// linked worktree's), and `objects/info/alternates`. An agent that rewrote one could point the
+/// supervisor's git at a config of its own; the loop's guard checks them after every run.
+#[must_use]
+pub fn layout_files(repo: &Repository, workdir: &Path) -> Vec<(String, PathBuf)> {
+    let commondir = repo.path().join("commondir");
+    let name = commondir
+        .strip_prefix(workdir)
+        .unwrap_or(&commondir)
+        .display()
+        .to_string();
+    vec![
+        (".git".to_string(), workdir.join(".git")),
+        (name, commondir),
+        (
+            ".git/objects/info/alternates".to_string(),
+            repo.commondir().join("objects/info/alternates"),
+        ),
+    ]
+}
+
 /// `path` with `.` and `..` resolved by name (the file need not exist).
 fn lexical(path: &Path) -> PathBuf {
     use std::path::Component;

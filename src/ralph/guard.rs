@@ -5,38 +5,26 @@
 //! what they held before is kept, a change is restored from the supervisor's copy, and the
 //! iteration is rejected and the event recorded.
 
+mod held;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use self::held::{Held, put_back};
 use crate::disk::layout::Layout;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::sys::fsutil;
 
-/// The most of one protected file kept (configs and hook scripts are small).
-const KEEP: u64 = 1024 * 1024;
-
-/// What a protected file held.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Held {
-    Absent,
-    Bytes(Vec<u8>),
-    /// Too large to keep, or unreadable: left alone.
-    Unknown,
-}
-
 fn held(p: &Path) -> Held {
-    match std::fs::symlink_metadata(p) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Held::Absent,
-        _ => read_small(p).map_or(Held::Unknown, Held::Bytes),
-    }
+    Held::of(p)
 }
 
 /// What the protected files held before an agent run.
 #[derive(Debug, Clone, Default)]
 pub struct Before {
     git_configs: Vec<(String, PathBuf, Held)>,
-    hooks: Option<(PathBuf, BTreeMap<String, Vec<u8>>)>,
+    hooks: Option<(PathBuf, Held, BTreeMap<String, Held>)>,
     runs: Option<(u64, i64, i64)>,
     /// The loop's memory files and what they held: the agent may change them, but never put a
     /// link in their place (the supervisor would read and commit what it points at).
@@ -95,25 +83,21 @@ pub struct Protected {
     pub hooks_dir: Option<PathBuf>,
     /// The loop's settings file, `wiggum/wiggum.toml` (the next `start` reads it).
     pub loop_config: Option<PathBuf>,
+    /// The repository's layout as `start` found it: the `.git` entry (a directory, or a gitfile
+    /// naming the git dir), the git dir's `commondir` and the object store's `alternates` —
+    /// each would let an agent point the supervisor's git at a config (a filter, an fsmonitor)
+    /// of its own.
+    pub git_layout: Vec<(String, PathBuf)>,
 }
 
-fn read_small(p: &Path) -> Option<Vec<u8>> {
-    let meta = std::fs::symlink_metadata(p).ok()?;
-    if !meta.is_file() || meta.len() > KEEP {
-        return None;
-    }
-    std::fs::read(p).ok()
-}
-
-fn files_of(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+/// Every entry of the hooks directory, of any type and size (a link or a large file is a hook
+/// git runs too).
+fn entries_of(dir: &Path) -> BTreeMap<String, Held> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return BTreeMap::new();
     };
     rd.flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            Some((name, read_small(&e.path())?))
-        })
+        .map(|e| (e.file_name().to_string_lossy().to_string(), held(&e.path())))
         .collect()
 }
 
@@ -156,17 +140,30 @@ impl Protected {
                     (name, d, was)
                 })
                 .collect(),
+            // The layout first: a `.git` that cannot be put back leaves the files under it alone.
             git_configs: self
-                .git_configs
+                .git_layout
                 .iter()
-                .map(|(name, p)| (name.clone(), p.clone(), held(p)))
+                .cloned()
+                .chain(
+                    self.git_configs
+                        .iter()
+                        .map(|(name, p)| (name.clone(), p.clone())),
+                )
                 .chain(
                     self.loop_config
                         .iter()
-                        .map(|p| ("wiggum/wiggum.toml".to_string(), p.clone(), held(p))),
+                        .map(|p| ("wiggum/wiggum.toml".to_string(), p.clone())),
                 )
+                .map(|(name, p)| {
+                    let h = held(&p);
+                    (name, p, h)
+                })
                 .collect(),
-            hooks: self.hooks_dir.as_ref().map(|d| (d.clone(), files_of(d))),
+            hooks: self
+                .hooks_dir
+                .as_ref()
+                .map(|d| (d.clone(), held(d), entries_of(d))),
             runs: stat(&layout.runs()),
         }
     }
@@ -187,9 +184,7 @@ impl Before {
                 continue;
             };
             fsutil::remove_file_opt(path)?;
-            if let Held::Bytes(bytes) = was {
-                fsutil::atomic_write(path, bytes)?;
-            }
+            put_back(path, was)?;
             changed.push(format!("{name} ({why})"));
         }
         for (name, path) in &self.outputs {
@@ -235,50 +230,69 @@ impl Before {
             "protected.{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f")
         ));
-        let keep = |name: &str, bytes: &[u8]| -> Result<()> {
+        let keep = |name: &str, now: &Held| -> Result<()> {
+            let Some(bytes) = now.evidence() else {
+                return Ok(());
+            };
             fsutil::create_dir_all(aside.join(name).parent().unwrap_or(&aside))?;
-            fsutil::atomic_write(&aside.join(name), bytes)
+            fsutil::atomic_write(&aside.join(name), &bytes)
         };
-        for (i, (name, path, was)) in self.git_configs.iter().enumerate() {
+        // What cannot be put back (a `.git` directory replaced, a large hook rewritten) ends the
+        // loop with the reason, after everything else is put back.
+        let mut cannot = Vec::new();
+        let mut lost: Vec<&Path> = Vec::new();
+        for (name, path, was) in &self.git_configs {
             let now = held(path);
-            if *was == Held::Unknown || now == *was {
+            if *was == Held::Unknown || now == *was || lost.iter().any(|l| path.starts_with(l)) {
                 continue;
             }
-            // `.git/config` is kept as `config`, the others by their position.
-            let aside_name = if name == "wiggum/wiggum.toml" {
-                "wiggum.toml".to_string()
-            } else if i == 0 {
-                "config".to_string()
-            } else {
-                format!("config.{i}")
+            // `.git/config` is kept as `config`, the others by their names made flat.
+            let aside_name = match name.as_str() {
+                ".git/config" => "config".to_string(),
+                "wiggum/wiggum.toml" => "wiggum.toml".to_string(),
+                other => other.trim_start_matches(['.', '/']).replace('/', "_"),
             };
-            if let Held::Bytes(bytes) = &now {
-                keep(&aside_name, bytes)?;
-            }
-            match was {
-                Held::Bytes(bytes) => fsutil::atomic_write(path, bytes)?,
-                _ => fsutil::remove_file_opt(path)?,
+            keep(&aside_name, &now)?;
+            if !put_back(path, was)? {
+                cannot.push(format!("{name} (was {}, now {})", was.kind(), now.kind()));
+                lost.push(path);
             }
             changed.push(name.clone());
         }
-        if let Some((dir, was)) = &self.hooks {
-            let now = files_of(dir);
-            if now != *was {
-                for (name, bytes) in &now {
-                    if was.get(name) != Some(bytes) {
-                        changed.push(format!("hooks/{name}"));
-                        keep(&format!("hooks/{name}"), bytes)?;
-                        match was.get(name) {
-                            Some(old) => fsutil::atomic_write(&dir.join(name), old)?,
-                            None => fsutil::remove_file_opt(&dir.join(name))?,
-                        }
-                    }
+        if let Some((dir, dir_was, was)) = self
+            .hooks
+            .as_ref()
+            .filter(|(dir, ..)| !lost.iter().any(|l| dir.starts_with(l)))
+        {
+            if *dir_was == Held::Dir && held(dir) != Held::Dir {
+                // The hooks directory itself replaced (by a link elsewhere): made again below.
+                changed.push(format!("hooks ({})", held(dir).kind()));
+                fsutil::remove_dir_all_opt(dir)?;
+                fsutil::create_dir_all(dir)?;
+            }
+            let now = entries_of(dir);
+            for name in now
+                .keys()
+                .chain(was.keys())
+                .collect::<std::collections::BTreeSet<_>>()
+            {
+                let (then, now) = (
+                    was.get(name).cloned().unwrap_or(Held::Absent),
+                    now.get(name).cloned().unwrap_or(Held::Absent),
+                );
+                if then == now {
+                    continue;
                 }
-                for (name, old) in was {
-                    if !now.contains_key(name) {
-                        changed.push(format!("hooks/{name}"));
-                        fsutil::atomic_write(&dir.join(name), old)?;
-                    }
+                changed.push(format!("hooks/{name}"));
+                keep(&format!("hooks/{name}"), &now)?;
+                if !put_back(&dir.join(name), &then)? {
+                    cannot.push(format!(
+                        "hooks/{name} (was {}, now {})",
+                        then.kind(),
+                        now.kind()
+                    ));
+                    // Never leave a hook the loop cannot vouch for in git's way.
+                    fsutil::remove_dir_all_opt(&dir.join(name))?;
                 }
             }
         }
@@ -297,6 +311,13 @@ impl Before {
                 "what replaced the protected files is kept in {} (a person's change is not lost)",
                 aside.display()
             );
+        }
+        if !cannot.is_empty() {
+            return Err(Error::runtime(format!(
+                "an agent run changed what the loop cannot put back: {}; what replaced it is kept in {} — put the repository back as it was, then start the loop again",
+                cannot.join(", "),
+                aside.display()
+            )));
         }
         Ok(changed)
     }
@@ -327,6 +348,7 @@ mod tests {
             ],
             hooks_dir: Some(git.join("hooks")),
             loop_config: None,
+            git_layout: Vec::new(),
         };
         let before = p.before(&layout, &layout.wiggum());
         assert!(before.restore_changes(&layout, b"{}").unwrap().is_empty());
@@ -369,7 +391,7 @@ mod tests {
             "[core]\nhooksPath = /tmp\n"
         );
         assert_eq!(
-            std::fs::read_to_string(kept[0].join("config.1")).unwrap(),
+            std::fs::read_to_string(kept[0].join("git_config.worktree")).unwrap(),
             "[core]\nfsmonitor = evil\n"
         );
         let hook = kept[0].join("hooks/pre-commit");

@@ -310,10 +310,14 @@ pub fn same_content(a: &Path, b: &Path) -> Result<bool> {
     }
 }
 
-/// Remove a directory tree if it exists.
+/// Remove a directory tree (or a file or link in its place) if it exists.
 pub fn remove_dir_all_opt(path: &Path) -> Result<()> {
     if beneath::remove(path).at(path, "remove directory")? {
         return Ok(());
+    }
+    // A file or a link in the directory's place goes as such (nothing followed).
+    if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
+        return remove_file_opt(path);
     }
     match fs::remove_dir_all(path) {
         Ok(()) => Ok(()),

@@ -432,3 +432,99 @@ fn an_agent_that_commits_its_own_work_on_top_is_not_a_rewind() {
             .any(|s| s == "the agent commits")
     );
 }
+
+#[test]
+fn git_indirections_the_agent_plants_run_nothing_and_are_put_back() {
+    let t = TestHome::new();
+    repo_on_main(&t);
+    let out = Outside::new();
+    let marker = out.path("dir/filter-ran");
+    let evil = t.root().join("evil-common");
+    let env = attack(
+        &t,
+        &format!(
+            "cd \"$ARTIFACT_PATH\"\n\
+             mkdir -p {evil}\n\
+             for d in objects refs HEAD; do ln -s \"$PWD/.git/$d\" {evil}/$d; done\n\
+             printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch {m}\\n[filter \"x\"]\\n\\tclean = touch {m}; cat\\n' > {evil}/config\n\
+             echo {evil} > .git/commondir\n\
+             echo '*.md filter=x' > .gitattributes\n\
+             echo 'more' >> notes.md\n\
+             echo '/tmp/elsewhere' > .git/objects/info/alternates 2>/dev/null\n\
+             {{ printf '#!/bin/sh\\ntouch {m}\\n'; head -c 2000000 /dev/zero | tr '\\0' '#'; }} > .git/hooks/post-commit 2>/dev/null\n\
+             ln -s {m}.sh .git/hooks/pre-push 2>/dev/null\n\
+             exit 0\n",
+            evil = evil.display(),
+            m = marker.display(),
+        ),
+    );
+    std::fs::write(t.art().join("notes.md"), "notes\n").unwrap();
+    git(&t.art(), &["add", "notes.md"]);
+    git(
+        &t.art(),
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "-m",
+            "notes",
+        ],
+    );
+    t.start_bg(
+        "gitind",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "2"],
+    )
+    .code(0);
+    assert!(!marker.exists(), "a command the agent planted ran");
+    assert!(!t.art().join(".git/commondir").exists());
+    assert!(!t.art().join(".git/objects/info/alternates").exists());
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "rejected", "{first}");
+    let changed = protected_changed(first).join(",");
+    assert!(changed.contains(".git/commondir"), "{changed}");
+    let hooks = std::fs::read_dir(t.art().join(".git/hooks"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| !n.ends_with(".sample"))
+        .collect::<Vec<_>>();
+    assert!(hooks.is_empty(), "planted hooks left: {hooks:?}");
+    // The user's next git commands run nothing of the agent's either.
+    git(&t.art(), &["status", "--porcelain"]);
+    assert!(
+        !marker.exists(),
+        "the user's git status ran the agent's fsmonitor"
+    );
+    assert_ne!(t.state()["status"], "failed");
+    out.assert_untouched();
+}
+
+#[test]
+fn a_git_directory_swapped_for_a_gitfile_ends_the_loop_saying_so() {
+    let t = TestHome::new();
+    repo_on_main(&t);
+    let env = attack(
+        &t,
+        "cd \"$ARTIFACT_PATH\" && mv .git .git-moved && echo 'gitdir: .git-moved' > .git\n",
+    );
+    let r = t.start_bg(
+        "gitfile",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "2"],
+    );
+    r.code(1);
+    let st = t.state();
+    let detail = st["stop_detail"].as_str().unwrap();
+    assert!(
+        detail.contains(".git (was a directory, now a file)")
+            && detail.contains("put the repository back"),
+        "{detail}"
+    );
+    assert!(t.art().join(".git-moved/HEAD").exists(), "nothing lost");
+}
