@@ -90,6 +90,13 @@ impl Launch {
         self.dir.join(format!("{}.md", self.stem))
     }
 
+    /// The prompt as the agent is handed it: a copy in its private temp dir, since the records
+    /// (where [`Launch::prompt_file`] keeps it) are out of the agent's sight.
+    #[must_use]
+    pub fn handed_prompt(&self) -> PathBuf {
+        self.tmp().join(format!("{}.md", self.stem))
+    }
+
     /// The run's private temp dir (`TMPDIR`), writable to it, removed after the run.
     #[must_use]
     pub fn tmp(&self) -> PathBuf {
@@ -145,7 +152,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let t = &agent.table;
     let safety = &l.safety;
     let program = sandbox::env::program_of(&t.command);
-    let prompt_file = l.prompt_file();
+    let prompt_file = l.handed_prompt();
     let path = |p: &Path| p.display().to_string();
     let mut env = sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow);
     env.push(("TMPDIR".into(), path(&l.tmp())));
@@ -178,6 +185,13 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let state = sandbox::policy::state_dirs(&program, &home);
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
+    // The store of every loop's records is out of sight, not only out of reach.
+    policy.hidden = crate::config::home_dir()
+        .ok()
+        .map(|h| h.canonicalize().unwrap_or(h))
+        .filter(|h| !root.starts_with(h))
+        .into_iter()
+        .collect();
     Job {
         command,
         cwd: t
@@ -249,6 +263,7 @@ pub async fn run(
         });
     }
     fsutil::create_dir_all(&l.tmp())?;
+    fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;
     fsutil::remove_dir_all_opt(&l.tmp())?;
@@ -363,7 +378,15 @@ mod tests {
         assert_eq!(j.cwd, Path::new("/art/sub"));
         assert_eq!(j.grace, Duration::from_secs(7));
         assert_eq!(j.stdin, None);
-        assert!(j.command.contains("/art/wiggum/iteration-003/prompt.md"));
+        // The prompt is handed over in the run's private temp dir; its record stays out of sight.
+        let handed = launch(AgentPhase::Revision).handed_prompt();
+        assert!(handed.starts_with(std::env::temp_dir()));
+        assert!(
+            j.command.contains(&handed.display().to_string()),
+            "{}",
+            j.command
+        );
+        assert_eq!(env.get("PROMPT_FILE").map(String::as_str), handed.to_str());
         assert_eq!(j.log, Path::new("/art/wiggum/iteration-003/agent.log"));
         assert!(j.env_clear && j.sandbox.is_some() && j.liveness.is_some());
     }

@@ -528,3 +528,53 @@ fn a_git_directory_swapped_for_a_gitfile_ends_the_loop_saying_so() {
     );
     assert!(t.art().join(".git-moved/HEAD").exists(), "nothing lost");
 }
+
+#[test]
+fn the_supervisors_store_is_out_of_the_agents_sight() {
+    let t = TestHome::new();
+    // Settings without the test kit's writable root (which holds the store): as a user has them.
+    t.write_home_config_raw("");
+    let home = t.home().canonicalize().unwrap();
+    let env = attack(
+        &t,
+        &format!(
+            "{{ echo \"prompt: $PROMPT_FILE\"\n\
+               cat {log} 2>&1 | head -c 300\n\
+               cat {prompt} 2>&1 | head -c 300\n\
+               ls -R {h} 2>&1 | head -c 300\n\
+               test -s \"$PROMPT_FILE\" && echo 'the prompt is readable'\n\
+             }} > \"$ARTIFACT_PATH/leak-$ITERATION.txt\"\n",
+            h = home.display(),
+            log = t.records("iteration-001/agent.log").display(),
+            prompt = t.records("iteration-001/prompt.md").display(),
+        ),
+    );
+    t.start_bg(
+        "sight",
+        "attack,marker",
+        &format!("{env} FAKE_AT=2"),
+        &["--foreground", "--max-iterations", "2"],
+    )
+    .code(0);
+    let st = t.state();
+    if !st["harness"]["sandbox"]
+        .as_str()
+        .unwrap()
+        .contains("enforced")
+    {
+        panic!("this test needs Landlock, which CI's kernel has: {st}");
+    }
+    let leak = std::fs::read_to_string(t.art().join("leak-2.txt")).unwrap();
+    assert!(!leak.contains("MARKER-1-secret"), "{leak}");
+    assert!(
+        !leak.contains("Iteration"),
+        "an earlier prompt was read: {leak}"
+    );
+    assert!(leak.contains("Permission denied"), "{leak}");
+    assert!(leak.contains("the prompt is readable"), "{leak}");
+    assert_eq!(leak.matches("Permission denied").count(), 3, "{leak}");
+    assert!(!leak.contains("runs\n"), "the store was listed: {leak}");
+    // The records are there, for the supervisor and the user.
+    let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+    assert!(log.contains("MARKER-1-secret"), "{log}");
+}

@@ -63,7 +63,10 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     }
     let write = AccessFs::from_write(TARGET);
     let read = AccessFs::from_read(TARGET);
-    let handled = if p.readable.is_some() {
+    // Reads are handled when narrowed, or when a directory is hidden (then every other path
+    // is covered by a read rule).
+    let hide = p.readable.is_none() && !p.hidden.is_empty();
+    let handled = if p.readable.is_some() || hide {
         write | read
     } else {
         write
@@ -90,6 +93,16 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
         created = created
             .add_rules(path_beneath_rules(existing(r), read))
             .map_err(err("read roots"))?;
+    }
+    if hide {
+        let cover = super::policy::cover_except(&p.hidden, |d| {
+            std::fs::read_dir(d)
+                .map(|rd| rd.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default()
+        });
+        created = created
+            .add_rules(path_beneath_rules(cover, read))
+            .map_err(err("read cover"))?;
     }
     for port in p.ports.iter().flatten() {
         created = created

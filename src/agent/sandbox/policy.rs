@@ -26,6 +26,11 @@ pub struct Policy {
     /// mount namespace where the kernel allows it (as root).
     #[serde(default)]
     pub read_only: Vec<PathBuf>,
+    /// Directories it may not even read (`$STUDIO_AGENTS_HOME`: every agent's log and prompt,
+    /// other loops' records, the copies of the user's work): Landlock's read rules then cover
+    /// everything else ([`cover_except`]).
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -102,7 +107,29 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         max_cpu_secs: safety.max_cpu_secs,
         max_open_files: safety.max_open_files,
         read_only: Vec::new(),
+        hidden: Vec::new(),
     }
+}
+
+/// Landlock grants, it cannot deny: to keep `hidden` out of sight, read rules go on every entry
+/// of each directory on the way from `/` to a hidden one, except the entries on that way and the
+/// hidden ones themselves. Everything else stays readable; the directories on the way can be
+/// passed through but not listed (`ls ~` fails when the store is `~/.studio-agents`), and entries
+/// made there after the run started are not readable. `list` names a directory's entries.
+#[must_use]
+pub fn cover_except(hidden: &[PathBuf], list: impl Fn(&Path) -> Vec<PathBuf>) -> Vec<PathBuf> {
+    use std::collections::BTreeSet;
+    let on_the_way: BTreeSet<&Path> = hidden.iter().flat_map(|h| h.ancestors().skip(1)).collect();
+    let hidden: BTreeSet<&Path> = hidden.iter().map(PathBuf::as_path).collect();
+    let mut out: BTreeSet<PathBuf> = BTreeSet::new();
+    for dir in &on_the_way {
+        for entry in list(dir) {
+            if !on_the_way.contains(entry.as_path()) && !hidden.contains(entry.as_path()) {
+                out.insert(entry);
+            }
+        }
+    }
+    out.into_iter().collect()
 }
 
 /// The protected paths of a loop that can be made read-only: the repository's hooks and config
@@ -169,6 +196,32 @@ impl Enforcement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cover_reads_everything_but_the_hidden_store_and_the_way_to_it() {
+        let tree = |d: &Path| -> Vec<PathBuf> {
+            let names: &[&str] = match d.to_str().unwrap() {
+                "/" => &["usr", "home", "tmp"],
+                "/home" => &["me", "other"],
+                "/home/me" => &[".studio-agents", ".claude", "project"],
+                _ => &[],
+            };
+            names.iter().map(|n| d.join(n)).collect()
+        };
+        let got = cover_except(&[PathBuf::from("/home/me/.studio-agents")], tree);
+        let want: Vec<PathBuf> = [
+            "/home/me/.claude",
+            "/home/me/project",
+            "/home/other",
+            "/tmp",
+            "/usr",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(got, want);
+        assert!(cover_except(&[], tree).is_empty());
+    }
     use crate::config::{Network, NetworkRule};
 
     #[test]
