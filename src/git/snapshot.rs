@@ -126,6 +126,43 @@ impl Repo {
         Ok(snap)
     }
 
+    /// The user's work anywhere in the work tree an agent may write (relative to the work
+    /// tree's root), not only under the artifact dir: tracked changes, untracked files, and
+    /// ignored *files* (an `.env`, a local config; an ignored directory — build output, caches —
+    /// is left out whole). The loop's own `wiggum/` under `loop_dir` is not the user's. A sparse
+    /// checkout's absent files are not work.
+    pub fn work_at_risk(&self, loop_dir: &Path) -> Result<Vec<PathBuf>> {
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(true)
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true);
+        let statuses = self
+            .repo
+            .statuses(Some(&mut opts))
+            .git_at(&self.workdir, "read status")?;
+        let sparse = self.skip_worktree_paths()?;
+        let mut out = Vec::new();
+        for e in statuses.iter() {
+            let path = e.path_bytes();
+            let s = e.status();
+            if s.is_empty() || s == Status::WT_DELETED || s == Status::INDEX_DELETED {
+                // A file deleted: HEAD has it.
+                continue;
+            }
+            if path.ends_with(b"/") {
+                continue; // an ignored (or empty untracked) directory, whole
+            }
+            let rel = PathBuf::from(OsStr::from_bytes(path));
+            if rel.starts_with(loop_dir) || sparse.contains(&rel) {
+                continue;
+            }
+            out.push(rel);
+        }
+        Ok(out)
+    }
+
     /// `prev` brought up to date for `touched` (paths relative to the artifact dir; a directory
     /// stands for everything under it), or a full [`Self::snapshot`] when `touched` is `None`
     /// (unknown), HEAD moved or the index was written by someone else since `prev`.

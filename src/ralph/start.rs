@@ -79,6 +79,11 @@ pub struct Prepared {
     /// The user's uncommitted files under the artifact dir (relative to it), left out of the
     /// loop's commits; `theirs::keep` copies them (empty in the daemon: its `start` did both).
     pub theirs: Vec<PathBuf>,
+    /// The user's work anywhere the agents may write (relative to `work_root`): what
+    /// `theirs::keep` copies out of their reach before any agent runs.
+    pub at_risk: Vec<PathBuf>,
+    /// Where the agents may write (the work tree, or the artifact dir alone).
+    pub work_root: PathBuf,
     /// What confines the agents.
     pub harness: Harness,
     /// Forget the breakers' history.
@@ -307,6 +312,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         theirs::uncommitted(&layout)?
     };
     notes.extend(theirs::note(&layout, &theirs));
+    let work_root = crate::agent::launch::work_root(layout.root());
+    let at_risk = if opts.probed.is_some() {
+        Vec::new()
+    } else {
+        theirs::at_risk(&layout, &work_root)?
+    };
     let harness = match &opts.probed {
         Some(h) => h.clone(),
         None => harness(&settings, &agent, &layout)?,
@@ -321,6 +332,8 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         home: home.to_path_buf(),
         notes,
         theirs,
+        at_risk,
+        work_root,
         harness,
         reset_breaker: opts.reset_breaker,
         artifact_type,

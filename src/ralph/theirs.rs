@@ -31,6 +31,25 @@ pub fn uncommitted(layout: &Layout) -> Result<Vec<PathBuf>> {
         .collect())
 }
 
+/// The user's work anywhere the agents may write (relative to `work_root`, the writable root):
+/// [`uncommitted`] work under the artifact dir, and tracked changes, untracked and ignored files
+/// elsewhere in the work tree (`git::Repo::work_at_risk`). Kept before any agent runs.
+pub fn at_risk(layout: &Layout, work_root: &Path) -> Result<Vec<PathBuf>> {
+    let Ok(repo) = Repo::open(work_root) else {
+        return Ok(Vec::new());
+    };
+    if repo.workdir() != work_root {
+        // The artifact dir alone is writable (a repository at the home): what is under it.
+        return uncommitted(layout);
+    }
+    let loop_dir = layout
+        .wiggum()
+        .strip_prefix(work_root)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    repo.work_at_risk(&loop_dir)
+}
+
 /// What `start` says about [`uncommitted`] work.
 #[must_use]
 pub fn note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
@@ -59,6 +78,9 @@ pub fn note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
 /// Keep a copy of the user's uncommitted files out of the agents' reach (`disk::kept`), before
 /// any agent runs. Returns what to tell the user.
 pub fn keep(root: &Path, theirs: &[PathBuf], home: &Path, topic: &str) -> Result<Option<String>> {
+    if theirs.is_empty() {
+        return Ok(None);
+    }
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
     let k = kept::keep(root, theirs, &kept::topic_dir(home, topic), &stamp)?;
     let mut parts = Vec::new();

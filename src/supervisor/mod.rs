@@ -59,7 +59,7 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     for n in &p.notes {
         eprintln!("warning: {n}");
     }
-    if let Some(n) = crate::ralph::theirs::keep(p.layout.root(), &p.theirs, &p.home, &p.topic)? {
+    if let Some(n) = crate::ralph::theirs::keep(&p.work_root, &p.at_risk, &p.home, &p.topic)? {
         eprintln!("note: {n}");
     }
     Ok(())

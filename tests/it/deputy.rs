@@ -578,3 +578,73 @@ fn the_supervisors_store_is_out_of_the_agents_sight() {
     let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
     assert!(log.contains("MARKER-1-secret"), "{log}");
 }
+
+#[test]
+fn the_users_work_anywhere_the_agent_may_write_is_kept_before_it_runs() {
+    let t = TestHome::new();
+    // A repository of the user's, the loop on one directory of it.
+    let proj = t.root().join("proj");
+    let art = proj.join("art");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::create_dir_all(proj.join("target/debug")).unwrap();
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::copy(t.art().join("artifact.md"), art.join("artifact.md")).unwrap();
+    std::fs::write(proj.join(".gitignore"), ".env\ntarget/\n").unwrap();
+    std::fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(&proj, &["init", "-q", "-b", "main"]);
+    git(&proj, &["add", "."]);
+    git(
+        &proj,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
+    // The user's work in progress, outside the artifact dir.
+    std::fs::write(proj.join("src/main.rs"), "fn main() { todo() }\n").unwrap();
+    std::fs::write(proj.join("notes.txt"), "half a thought\n").unwrap();
+    std::fs::write(proj.join(".env"), "API_KEY=the-users-key\n").unwrap();
+    std::fs::write(proj.join("target/debug/big.bin"), vec![0u8; 1 << 20]).unwrap();
+    let env = attack(
+        &t,
+        "cd \"$ARTIFACT_PATH/..\" && git checkout -q -- . && git clean -q -fdx -e art\n",
+    );
+    let cmd = t.agent_cmd("attack", &format!("{env} FAKE_AT=1"));
+    let args = t.start_args(
+        "whole",
+        &art,
+        &cmd,
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(0);
+    // The agent threw it all away...
+    assert!(!proj.join(".env").exists() && !proj.join("notes.txt").exists());
+    // ...and the copy holds it as it was, ignored build output aside.
+    let kept = t.home().join("kept/whole");
+    let dirs: Vec<_> = std::fs::read_dir(&kept).unwrap().flatten().collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let dir = dirs[0].path();
+    assert!(
+        r.stderr().contains(&format!("is in {}", dir.display())),
+        "{}",
+        r.stderr()
+    );
+    let read = |rel: &str| std::fs::read_to_string(dir.join(rel)).unwrap();
+    assert_eq!(read("src/main.rs"), "fn main() { todo() }\n");
+    assert_eq!(read("notes.txt"), "half a thought\n");
+    assert_eq!(read(".env"), "API_KEY=the-users-key\n");
+    assert!(
+        !dir.join("target").exists(),
+        "ignored directories are not copied"
+    );
+    let status = t.run(&["wiggum", "status", "whole"]).stdout();
+    assert!(status.contains(&dir.display().to_string()), "{status}");
+}
