@@ -146,6 +146,10 @@ pub struct LoopState {
     pub updated_at: DateTime<Utc>,
     /// The supervisor's pid.
     pub pid: u32,
+    /// The supervisor's start time, in clock ticks since boot: with the pid, who it is (a pid
+    /// alone may have been reused). Recovery kills a previous run's agent only when that
+    /// supervisor is gone.
+    pub pid_start_ticks: Option<u64>,
     /// The agent's name or command.
     pub agent: String,
     /// The running agent's pid, while one runs.
@@ -206,6 +210,7 @@ impl Default for LoopState {
             started_at: now,
             updated_at: now,
             pid: 0,
+            pid_start_ticks: None,
             agent: String::new(),
             agent_pid: None,
             agent_pgid: None,

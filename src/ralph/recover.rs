@@ -11,6 +11,22 @@ use crate::disk::state::{self, Loaded, LoopState};
 use crate::error::Result;
 use crate::sys::fsutil;
 
+/// The pid of the supervisor `s` names, when that very process still runs (its pid and start
+/// time; a state an earlier version wrote has no start time: then a live process of ours with
+/// that pid counts). Never this process.
+fn live_supervisor(s: &LoopState) -> Option<u32> {
+    if s.pid == 0 || s.pid == std::process::id() || !s.status.is_live() {
+        return None;
+    }
+    let now = crate::sys::procs::stat(s.pid.cast_signed()).filter(|p| p.is_running())?;
+    let same = match s.pid_start_ticks {
+        Some(ticks) => ticks == now.start_ticks,
+        None => std::fs::read_to_string(format!("/proc/{}/comm", s.pid))
+            .is_ok_and(|c| c.trim() == "studio-agents"),
+    };
+    same.then_some(s.pid)
+}
+
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
 pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
@@ -39,6 +55,18 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             None
         }
     };
+    // The previous run's supervisor may be alive: its lock files are the agent's to delete
+    // (`wiggum/.lock`), and a start under another `$STUDIO_AGENTS_HOME` holds another home lock.
+    // Its agent is killed only when it is verifiably gone.
+    if let Some(s) = &prev
+        && let Some(pid) = live_supervisor(s)
+    {
+        return Err(crate::error::Error::AlreadyRunning(format!(
+            "loop `{}` on {} is still run by its supervisor (pid {pid}), though its lock file is gone (an agent may have deleted it) or it runs under another $STUDIO_AGENTS_HOME; stop it with `kill -TERM {pid}`, then start again",
+            s.topic,
+            layout.root().display()
+        )));
+    }
     if let Some(s) = &prev
         && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
     {
@@ -77,13 +105,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     if layout.runs_copy() != layout.runs() {
         fsutil::create_dir_all(layout.records())?;
         if layout.runs().exists() {
-            std::fs::copy(layout.runs(), layout.runs_copy()).map_err(|e| {
-                crate::error::Error::Io {
-                    path: layout.runs(),
-                    action: "copy the run records from",
-                    source: e,
-                }
-            })?;
+            fsutil::copy_file(&layout.runs(), &layout.runs_copy())?;
         } else {
             fsutil::remove_file_opt(&layout.runs_copy())?;
         }

@@ -496,6 +496,8 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         quality_threshold: p.settings.defaults.quality_threshold,
         last_quality: prev.last_quality,
         pid: std::process::id(),
+        pid_start_ticks: crate::sys::procs::stat(std::process::id().cast_signed())
+            .map(|s| s.start_ticks),
         agent: p.agent.name.clone(),
         last_scores: prev.last_scores,
         last_gate_score: prev.last_gate_score,

@@ -648,3 +648,42 @@ fn the_users_work_anywhere_the_agent_may_write_is_kept_before_it_runs() {
     let status = t.run(&["wiggum", "status", "whole"]).stdout();
     assert!(status.contains(&dir.display().to_string()), "{status}");
 }
+
+#[test]
+fn recovery_kills_no_live_loops_agent_when_its_lock_file_is_gone() {
+    let t = TestHome::new();
+    let daemon = t.blocked_at_first("live", "");
+    let agent = t.state()["agent_pid"].as_i64().unwrap();
+    let alive = |pid: i64| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s.split(") ").nth(1).unwrap_or("").starts_with('Z'))
+    };
+    // Frozen, the supervisor cannot put its lock file back; then a start of the same loop under
+    // another $STUDIO_AGENTS_HOME (whose home lock is another file) finds no lock held.
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &daemon.to_string()])
+            .status()
+            .unwrap()
+    };
+    signal("-STOP");
+    std::fs::remove_file(t.wiggum(".lock")).unwrap();
+    let other = t.root().join("other-home");
+    std::fs::create_dir_all(&other).unwrap();
+    let cmd = t.agent_cmd("", "");
+    let args = t.start_args("live", &t.art(), &cmd, &["--foreground"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_HOME", other.to_str().unwrap())]);
+    signal("-CONT");
+    r.code(3);
+    assert!(
+        r.stderr()
+            .contains(&format!("still run by its supervisor (pid {daemon})")),
+        "{}",
+        r.stderr()
+    );
+    assert!(alive(agent), "the running loop's agent was killed");
+    std::fs::write(t.release_file(), "").unwrap();
+    let st = t.wait_stopped("live");
+    assert_eq!(st["status"], "completed", "{st}");
+}
