@@ -218,6 +218,46 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     }
 }
 
+/// A wrapper's program and arguments, and the whole environment of what it runs.
+pub type Wrapper = (Vec<String>, Vec<(String, String)>);
+
+/// The confinement of the `git` commands the loop runs itself (a filter driver's conversion),
+/// as a wrapper's program and arguments and the whole environment:
+/// the agent's sandbox — writes in the work root and the repository's common dir (a linked
+/// worktree's objects live there), its environment from the allow-list — so a filter or
+/// fsmonitor the repository names runs with no more than an agent could.
+///
+/// # Errors
+/// When the own executable cannot be found.
+pub fn git_confinement(
+    safety: &Safety,
+    artifact_root: &Path,
+    common_dir: &Path,
+) -> Result<Wrapper> {
+    let root = work_root(artifact_root);
+    let mut policy = sandbox::policy::build(safety, &root, common_dir, &[]);
+    policy.hidden = crate::config::home_dir()
+        .ok()
+        .map(|h| h.canonicalize().unwrap_or(h))
+        .filter(|h| !root.starts_with(h))
+        .into_iter()
+        .collect();
+    let exe = std::env::current_exe()
+        .map_err(|e| crate::error::Error::runtime(format!("cannot find own executable: {e}")))?;
+    let policy = serde_json::to_string(&policy)
+        .map_err(|e| crate::error::Error::runtime(format!("serialise the sandbox policy: {e}")))?;
+    Ok((
+        vec![
+            exe.display().to_string(),
+            "sandbox-exec".into(),
+            "--policy".into(),
+            policy,
+            "--".into(),
+        ],
+        sandbox::env::allowed(std::env::vars(), "git", &safety.env_allow),
+    ))
+}
+
 /// One finished agent run.
 #[derive(Debug)]
 pub struct AgentRun {

@@ -166,7 +166,13 @@ impl Repo {
             return Ok(None);
         }
         let oid = match super::filters::external(&self.repo, repo_rel) {
-            Some(why) => super::filters::hash_with_git(&self.repo, &self.workdir, repo_rel, &why)?,
+            Some(why) => super::filters::hash_with_git(
+                &self.repo,
+                &self.workdir,
+                repo_rel,
+                &why,
+                self.confine.as_ref(),
+            )?,
             None => self.repo.blob_path(&full).git_at(&full, "store a file")?,
         };
         let mode = if meta.permissions().mode() & 0o111 != 0 {

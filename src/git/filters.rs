@@ -30,9 +30,25 @@ pub fn external(repo: &Repository, repo_rel: &Path) -> Option<String> {
     })
 }
 
+/// How a `git` command is confined: the program and arguments it runs behind (our
+/// `sandbox-exec` with the agent's policy) and the environment it gets instead of ours.
+#[derive(Debug, Clone)]
+pub struct Confine {
+    /// The wrapper's program and arguments, the `git` command line appended.
+    pub argv: Vec<String>,
+    /// The whole environment (built from the agents' allow-list).
+    pub env: Vec<(String, String)>,
+}
+
 /// Store the work-tree file `repo_rel` as `git add` would, conversion included, and return its
-/// blob id. Runs git on exactly the repository libgit2 opened.
-pub fn hash_with_git(repo: &Repository, workdir: &Path, repo_rel: &Path, why: &str) -> Result<Oid> {
+/// blob id. Runs git on exactly the repository libgit2 opened, behind `confine` when given.
+pub fn hash_with_git(
+    repo: &Repository,
+    workdir: &Path,
+    repo_rel: &Path,
+    why: &str,
+    confine: Option<&Confine>,
+) -> Result<Oid> {
     let full = workdir.join(repo_rel);
     let fail = |detail: String| {
         Error::runtime(format!(
@@ -40,7 +56,18 @@ pub fn hash_with_git(repo: &Repository, workdir: &Path, repo_rel: &Path, why: &s
             full.display()
         ))
     };
-    let out = Command::new("git")
+    let mut cmd = match confine.and_then(|c| c.argv.split_first().map(|a| (a, c))) {
+        Some(((program, args), c)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args)
+                .arg("git")
+                .env_clear()
+                .envs(c.env.iter().cloned());
+            cmd
+        }
+        None => Command::new("git"),
+    };
+    let out = cmd
         .env("GIT_DIR", repo.path())
         .env("GIT_WORK_TREE", workdir)
         .env_remove("GIT_INDEX_FILE")

@@ -4,7 +4,7 @@
 //! `config` and `sys`.
 
 mod commit;
-mod filters;
+pub mod filters;
 pub mod history;
 mod pathstatus;
 pub mod preflight;
@@ -122,6 +122,9 @@ pub struct Repo {
     workdir: PathBuf,
     /// The artifact dir relative to the work tree ("" when they are the same).
     scope: PathBuf,
+    /// How the `git` commands the loop runs are confined (the agent's sandbox and environment:
+    /// what the repository configures is the agent's input); `None` runs them as they are.
+    confine: Option<filters::Confine>,
 }
 
 impl Repo {
@@ -163,7 +166,13 @@ impl Repo {
             repo,
             workdir,
             scope,
+            confine: None,
         })
+    }
+
+    /// Run every `git` command of this repository behind `confine`.
+    pub fn confine(&mut self, confine: filters::Confine) {
+        self.confine = Some(confine);
     }
 
     /// Open the repository afresh, dropping what libgit2 keeps for the handle's life (its

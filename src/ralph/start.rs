@@ -484,7 +484,13 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     let (prev, completed) = super::recover::recover(&layout).await?;
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
     requests::clear(&layout.requests())?;
-    let repo = Repo::open_or_init(layout.root())?;
+    let mut repo = Repo::open_or_init(layout.root())?;
+    if p.settings.safety.sandbox != config::SandboxMode::Off {
+        let common = repo.git().commondir().to_path_buf();
+        let (argv, env) =
+            crate::agent::launch::git_confinement(&p.settings.safety, layout.root(), &common)?;
+        repo.confine(crate::git::filters::Confine { argv, env });
+    }
     let prev = prev.unwrap_or_default();
     let state = LoopState {
         topic: p.topic.clone(),

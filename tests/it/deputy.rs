@@ -687,3 +687,46 @@ fn recovery_kills_no_live_loops_agent_when_its_lock_file_is_gone() {
     let st = t.wait_stopped("live");
     assert_eq!(st["status"], "completed", "{st}");
 }
+
+#[test]
+fn the_git_command_the_loop_runs_is_confined_like_an_agent() {
+    let t = TestHome::new();
+    repo_on_main(&t);
+    let out = Outside::new();
+    let art = t.art();
+    // A filter the repository configures: what it writes outside the repository is refused,
+    // what it converts is stored as `git add` would.
+    git(
+        &art,
+        &[
+            "config",
+            "filter.up.clean",
+            &format!("tee {}/leak | tr a-z A-Z", out.path("dir").display()),
+        ],
+    );
+    std::fs::write(art.join(".gitattributes"), "*.up filter=up\n").unwrap();
+    git(&art, &["add", ".gitattributes"]);
+    git(
+        &art,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "-m",
+            "attrs",
+        ],
+    );
+    let env = attack(&t, "echo 'shout this' > \"$ARTIFACT_PATH/note.up\"\n");
+    t.start_bg(
+        "conf",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "1"],
+    )
+    .code(0);
+    assert_eq!(git(&art, &["show", "HEAD:note.up"]), "SHOUT THIS\n");
+    out.assert_untouched();
+}
