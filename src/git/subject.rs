@@ -12,7 +12,7 @@ const SUMMARY_CAP: usize = 200;
 /// `Wiggum iteration N: <summary>` (the summary on one line). The summary comes from the agent's
 /// `review.md`: NUL and other control bytes are dropped (git refuses a message with a NUL, and
 /// an escape sequence would reach the terminal of whoever reads the log), and it is cut at
-/// [`SUMMARY_CAP`] characters.
+/// 200 characters (`SUMMARY_CAP`).
 #[must_use]
 pub fn iteration(n: u32, summary: &str) -> String {
     let one_line: String = summary
