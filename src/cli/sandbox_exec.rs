@@ -57,6 +57,25 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
         },
     };
     enforced.read_only = read_only;
+    if policy.mode != SandboxMode::Off {
+        // After the mounts (they need the capabilities), before the filter (it needs none).
+        match apply::drop_capabilities() {
+            Ok(dropped) => enforced.no_capabilities = dropped,
+            Err(e) if policy.mode == SandboxMode::Required => {
+                eprintln!("studio-agents sandbox: {e}; refusing to run with privileges");
+                return Ok(REFUSED);
+            }
+            Err(e) => eprintln!("studio-agents sandbox: {e}"),
+        }
+        match crate::agent::sandbox::seccomp::apply(&policy) {
+            Ok(()) => enforced.seccomp = true,
+            Err(e) if policy.mode == SandboxMode::Required => {
+                eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
+                return Ok(REFUSED);
+            }
+            Err(e) => eprintln!("studio-agents sandbox: {e}"),
+        }
+    }
     if a.probe {
         println!("{}", serde_json::to_string(&enforced).unwrap_or_default());
         return Ok(0);

@@ -127,7 +127,8 @@ fn weakens(key: &str, before: Option<&toml::Value>, after: Option<&toml::Value>)
             let now = after.and_then(toml::Value::as_str).unwrap_or("landlock");
             now == "off" || (was == "required" && now != "required")
         }
-        "safety.writable" | "safety.env_allow" | "safety.unix_sockets" => added(),
+        "safety.writable" | "safety.env_allow" => added(),
+        "safety.unix_sockets" => after.and_then(toml::Value::as_str) == Some("allow"),
         // `readable` narrows reads when set: an entry added or the list emptied reads more.
         "safety.readable" => {
             let now = strings(after);

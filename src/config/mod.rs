@@ -14,7 +14,7 @@ pub use entries::{
 pub use settings::{
     Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Network, NetworkRule,
     OPTIONAL_SECTIONS, OnGateFail, Price, QualityWeights, Safety, SandboxMode, Settings, TypeDef,
-    Validation, default_weights, price_of,
+    UnixSockets, Validation, default_weights, price_of,
 };
 
 use crate::error::{Error, Result};

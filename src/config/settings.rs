@@ -242,6 +242,20 @@ pub struct Safety {
     pub max_open_files: u64,
     /// Tools the agent may not use, for presets that accept a deny-list (claude).
     pub deny_tools: Vec<String>,
+    /// Whether an agent may make Unix sockets (`"deny"`: the user's tmux, ssh-agent and
+    /// desktop bus are out of reach; `socketpair` always works).
+    pub unix_sockets: UnixSockets,
+}
+
+/// `[safety] unix_sockets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum UnixSockets {
+    /// No Unix socket is made (a seccomp filter refuses `socket(AF_UNIX, …)`).
+    #[default]
+    Deny,
+    /// Unix sockets as the kernel allows them.
+    Allow,
 }
 
 impl Default for Safety {
@@ -274,6 +288,7 @@ impl Default for Safety {
             max_cpu_secs: 0,
             max_open_files: 0,
             deny_tools: Vec::new(),
+            unix_sockets: UnixSockets::Deny,
         }
     }
 }

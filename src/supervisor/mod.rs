@@ -68,6 +68,12 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
 /// Run the loop in this process. Returns the exit code.
 pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     crate::sys::kernel::keep_freed_heap();
+    // Not dumpable: no process of the same user (an agent with the sandbox off, say) reads the
+    // supervisor's environment or memory through /proc or ptrace; as root, the agents run with
+    // no capability to override it.
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        tracing::warn!("cannot make the supervisor undumpable: {e}");
+    }
     let home = config::home_dir()?;
     let daemonized = std::env::var_os(DAEMON_ENV).is_some();
     let mut opts = opts.clone();

@@ -100,7 +100,12 @@ if [ "$WIGGUM_PHASE" = iteration ]; then
     fi
     if has net; then
         for port in ${FAKE_PORTS:-}; do
-            python3 -c "import socket,sys; s=socket.socket(); s.settimeout(2); print(sys.argv[1], s.connect_ex(('127.0.0.1', int(sys.argv[1]))))" "$port"
+            python3 -c "
+import socket, sys
+try:
+    s = socket.socket(); s.settimeout(2); print(sys.argv[1], s.connect_ex(('127.0.0.1', int(sys.argv[1]))))
+except OSError as e:
+    print(sys.argv[1], e.errno)" "$port"
         done > "$ARTIFACT_PATH/net.log" 2>&1
     fi
     has spew && yes "runaway output of iteration $ITERATION"

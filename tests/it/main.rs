@@ -4,6 +4,7 @@ mod support;
 
 mod architecture;
 mod bad_input;
+mod confine;
 mod crash;
 mod daemon;
 mod delegate;

@@ -3,8 +3,8 @@
 //! executes the agent's shell, so every process of the run inherits both.
 
 use landlock::{
-    ABI, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 use nix::sys::resource::{Resource, setrlimit};
 
@@ -52,6 +52,30 @@ pub fn read_only(p: &Policy) -> Result<bool, String> {
     Ok(true)
 }
 
+/// No privilege inside: every capability leaves the bounding, ambient and inheritable sets, so
+/// what this process executes has none even as root (and, with `no_new_privs`, cannot gain one
+/// from a setuid program). Returns whether there was anything to drop (only root has it).
+pub fn drop_capabilities() -> Result<bool, String> {
+    use caps::CapSet;
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+    let bounding = caps::read(None, CapSet::Bounding).map_err(|e| format!("capabilities: {e}"))?;
+    if bounding.is_empty() {
+        return Ok(true);
+    }
+    let effective =
+        caps::read(None, CapSet::Effective).map_err(|e| format!("capabilities: {e}"))?;
+    if !effective.contains(&caps::Capability::CAP_SETPCAP) {
+        // Not root: nothing to drop, nothing the run could gain (no_new_privs).
+        return Ok(false);
+    }
+    for cap in bounding {
+        caps::drop(None, CapSet::Bounding, cap).map_err(|e| format!("drop {cap}: {e}"))?;
+    }
+    caps::clear(None, CapSet::Ambient).map_err(|e| format!("ambient capabilities: {e}"))?;
+    caps::clear(None, CapSet::Inheritable).map_err(|e| format!("inheritable capabilities: {e}"))?;
+    Ok(true)
+}
+
 /// Confine this process (and what it executes) with Landlock. Returns what the kernel enforced.
 pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     let mut e = Enforcement {
@@ -74,9 +98,13 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
         move |x| format!("landlock {what}: {x}")
     }
+    // Signals and abstract Unix sockets reach only the run's own processes (ABI 6; best
+    // effort: an older kernel leaves them open, and `scoped` says so).
     let mut ruleset = Ruleset::default()
         .handle_access(handled)
-        .map_err(err("filesystem rules"))?;
+        .map_err(err("filesystem rules"))?
+        .scope(Scope::from_all(TARGET))
+        .map_err(err("scopes"))?;
     if p.ports.is_some() {
         ruleset = ruleset
             .handle_access(AccessNet::ConnectTcp)
@@ -115,6 +143,7 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
         _ => 0,
     };
     e.filesystem = status.ruleset != RulesetStatus::NotEnforced;
+    e.scoped = e.filesystem && e.abi >= 6;
     e.network = p.ports.is_some() && e.abi >= 4 && e.filesystem;
     e.note = match status.landlock {
         LandlockStatus::NotEnabled => "Landlock is not enabled in this kernel".into(),

@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod env;
 pub mod policy;
+pub mod seccomp;
 
 pub use policy::{Enforcement, Policy};
 

@@ -31,6 +31,9 @@ pub struct Policy {
     /// everything else ([`cover_except`]).
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
+    /// Whether Unix sockets may be made (the seccomp filter refuses them otherwise).
+    #[serde(default)]
+    pub unix_sockets: bool,
 }
 
 impl Policy {
@@ -76,10 +79,14 @@ const SYSTEM_READS: [&str; 10] = [
 ];
 
 /// Devices an agent may write to.
-const DEVICES: [&str; 6] = [
+/// The devices an agent's tools write to: the null devices, terminals — `/dev/ptmx` makes a
+/// pseudo-terminal, as CLIs that run commands in one do (a pty's input cannot be injected:
+/// the seccomp filter refuses `TIOCSTI`) —, shared memory.
+const DEVICES: [&str; 7] = [
     "/dev/null",
     "/dev/zero",
     "/dev/tty",
+    "/dev/ptmx",
     "/dev/pts",
     "/dev/shm",
     "/dev/full",
@@ -108,6 +115,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         max_open_files: safety.max_open_files,
         read_only: Vec::new(),
         hidden: Vec::new(),
+        unix_sockets: safety.unix_sockets == crate::config::UnixSockets::Allow,
     }
 }
 
@@ -167,6 +175,17 @@ pub struct Enforcement {
     /// Protected files made read-only (a private mount namespace; needs root).
     #[serde(default)]
     pub read_only: bool,
+    /// Signals and abstract Unix sockets scoped to the run's own processes (Landlock ABI ≥ 6):
+    /// it cannot signal its supervisor, nor reach an abstract socket outside.
+    #[serde(default)]
+    pub scoped: bool,
+    /// The seccomp filter installed (Unix sockets, terminal injection, datagrams).
+    #[serde(default)]
+    pub seccomp: bool,
+    /// Every capability dropped from the bounding and ambient sets (as root: the run executes
+    /// with none).
+    #[serde(default)]
+    pub no_capabilities: bool,
     /// Why something is not enforced.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
@@ -185,6 +204,15 @@ impl Enforcement {
         let mut s = format!("sandbox: landlock ABI {}, enforced", self.abi);
         if self.read_only {
             s.push_str("; control files read-only");
+        }
+        if self.scoped {
+            s.push_str("; signals scoped");
+        }
+        if self.seccomp {
+            s.push_str("; seccomp");
+        }
+        if self.no_capabilities {
+            s.push_str("; no capabilities");
         }
         if !self.note.is_empty() {
             s.push_str(&format!(" ({})", self.note));
@@ -267,8 +295,20 @@ mod tests {
             network: true,
             read_only: false,
             note: String::new(),
+            ..Enforcement::default()
         };
         assert_eq!(e.line(), "sandbox: landlock ABI 7, enforced");
+        let all = Enforcement {
+            read_only: true,
+            scoped: true,
+            seccomp: true,
+            no_capabilities: true,
+            ..e.clone()
+        };
+        assert_eq!(
+            all.line(),
+            "sandbox: landlock ABI 7, enforced; control files read-only; signals scoped; seccomp; no capabilities"
+        );
         let none = Enforcement {
             mode: "landlock".into(),
             note: "kernel has no Landlock".into(),

@@ -114,6 +114,45 @@ impl TestHome {
     pub fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.cmd(args);
         cmd.envs(env.iter().copied());
+        self.finish(cmd, args)
+    }
+
+    /// [`Self::run_with`] as an unprivileged user: as root, the test's directory is handed to
+    /// `nobody` and the command runs through `setpriv` (no capabilities, no groups); otherwise
+    /// the test already runs unprivileged.
+    #[allow(dead_code)]
+    pub fn run_unprivileged(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        if !nix_is_root() {
+            return self.run_with(args, env);
+        }
+        // Everything the command will use exists before it changes hands.
+        let plain = self.cmd(args);
+        let ok = Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(self.dir.path())
+            .status()
+            .expect("chown");
+        assert!(ok.success(), "chown the test directory");
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ])
+        .arg(plain.get_program())
+        .args(plain.get_args())
+        .env_clear()
+        .envs(plain.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .envs(env.iter().copied())
+        .current_dir(self.root())
+        .stdin(Stdio::null());
+        self.finish(cmd, args)
+    }
+
+    fn finish(&self, mut cmd: Command, args: &[&str]) -> Run {
         let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -281,6 +320,15 @@ impl Drop for TestHome {
 }
 
 /// Read a JSON file or panic naming it.
+/// Whether the tests run as root (CI does).
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+        s.lines()
+            .find(|l| l.starts_with("Uid:"))
+            .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"))
+    })
+}
+
 pub fn read_json(p: &Path) -> Value {
     let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{t}", p.display()))

@@ -1,0 +1,221 @@
+//! Confinement with no side doors: what Landlock's filesystem rules do not name. Each test has a
+//! scripted agent try a side door and checks what the user would lose.
+
+use std::os::unix::net::UnixListener;
+use std::time::Duration;
+
+use crate::support::*;
+
+/// Write the attack script the fake agent runs (`FAKE=attack`) and return its environment.
+fn attack(t: &TestHome, script: &str) -> String {
+    let p = t.root().join("attack.sh");
+    std::fs::write(&p, script).unwrap();
+    format!("FAKE_ATTACK={}", p.display())
+}
+
+/// Run one iteration of a loop whose agent runs `script`; returns what it wrote to `out.txt`.
+fn run_attack(t: &TestHome, topic: &str, script: &str, env: &[(&str, &str)]) -> String {
+    let env_line = attack(
+        t,
+        &format!("{{\n{script}\n}} > \"$ARTIFACT_PATH/out.txt\" 2>&1\nexit 0\n"),
+    );
+    let cmd = t.agent_cmd("attack", &format!("{env_line} FAKE_AT=1"));
+    let args = t.start_args(
+        topic,
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_with(&args, env).code(0);
+    std::fs::read_to_string(t.art().join("out.txt")).unwrap_or_default()
+}
+
+fn enforced(t: &TestHome) -> String {
+    t.state()["harness"]["sandbox"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Write a Python probe the agent runs (`python3 <path>`), returning the command.
+fn probe(t: &TestHome, name: &str, code: &str) -> String {
+    let p = t.root().join(name);
+    std::fs::write(&p, code).unwrap();
+    format!("python3 {}", p.display())
+}
+
+/// The supervisor's pid, as the agent can read it from `state.json`.
+const SUPERVISOR: &str =
+    "sup=$(sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p' \"$WIGGUM_DIR/state.json\" | head -1)";
+
+#[test]
+fn an_agent_cannot_stop_kill_or_read_its_supervisor() {
+    let t = TestHome::new();
+    let out = run_attack(
+        &t,
+        "sig",
+        &format!(
+            "{SUPERVISOR}\necho \"supervisor $sup\"\n\
+             kill -STOP \"$sup\"; echo \"stop $?\"\n\
+             kill -KILL \"$sup\"; echo \"kill $?\"\n\
+             cat /proc/$sup/environ | tr '\\0' '\\n' | grep SUPERVISOR_SECRET; echo \"environ done\"\n\
+             grep -E '^Cap(Eff|Bnd|Prm)' /proc/self/status"
+        ),
+        &[("SUPERVISOR_SECRET", "hunter2")],
+    );
+    let sandbox = enforced(&t);
+    assert!(out.contains("supervisor "), "{out}");
+    if !sandbox.contains("signals scoped") {
+        panic!("Landlock scopes (ABI 6) are on CI's kernel; this one: {sandbox}");
+    }
+    assert!(out.contains("stop 1") && out.contains("kill 1"), "{out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+    // The loop went on as if nothing happened.
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    // No privilege inside, even as root.
+    for line in out.lines().filter(|l| l.starts_with("Cap")) {
+        assert!(line.ends_with("0000000000000000"), "{line}");
+    }
+}
+
+#[test]
+fn unix_sockets_outside_the_sandbox_are_not_reached() {
+    let t = TestHome::new();
+    let outside = tempfile::Builder::new()
+        .prefix("sa-sock-")
+        .tempdir()
+        .unwrap();
+    let path = outside.path().join("tmux.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let abstract_name = format!("sa-test-{}", std::process::id());
+    use std::os::linux::net::SocketAddrExt;
+    let addr =
+        std::os::unix::net::SocketAddr::from_abstract_name(abstract_name.as_bytes()).unwrap();
+    let abstract_listener = UnixListener::bind_addr(&addr).unwrap();
+    abstract_listener.set_nonblocking(true).unwrap();
+    let out = run_attack(
+        &t,
+        "sock",
+        &probe(
+            &t,
+            "sock.py",
+            &format!(
+                r#"import socket
+for name, addr in [("path", {path:?}), ("abstract", "\0" + {abstract_name:?})]:
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(addr)
+        s.sendall(b"tmux send-keys evil")
+        print(name, "connected")
+    except OSError as e:
+        print(name, "refused", e.errno)
+a, b = socket.socketpair()
+a.sendall(b"x")
+print("socketpair", b.recv(1))
+"#,
+                path = path.display().to_string(),
+            ),
+        ),
+        &[],
+    );
+    assert!(out.contains("path refused 13"), "{out}");
+    assert!(out.contains("abstract refused"), "{out}");
+    assert!(out.contains("socketpair b'x'"), "{out}");
+    assert!(
+        listener.accept().is_err(),
+        "the pathname socket was reached"
+    );
+    assert!(
+        abstract_listener.accept().is_err(),
+        "the abstract socket was reached"
+    );
+}
+
+#[test]
+fn terminal_injection_is_refused() {
+    let t = TestHome::new();
+    let out = run_attack(
+        &t,
+        "tty",
+        &probe(
+            &t,
+            "inject.py",
+            r#"import fcntl, pty, termios
+m, s = pty.openpty()
+for name, req in [("TIOCSTI", termios.TIOCSTI), ("TIOCLINUX", getattr(termios, "TIOCLINUX", 0x541C))]:
+    try:
+        fcntl.ioctl(s, req, b"x")
+        print(name, "done")
+    except OSError as e:
+        print(name, "refused", e.errno)
+"#,
+        ),
+        &[],
+    );
+    assert!(out.contains("TIOCSTI refused 13"), "{out}");
+    assert!(out.contains("TIOCLINUX refused 13"), "{out}");
+}
+
+#[test]
+fn network_none_means_no_datagrams_either() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nnetwork = \"none\"\n");
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let port = udp.local_addr().unwrap().port();
+    let out = run_attack(
+        &t,
+        "udp",
+        &probe(
+            &t,
+            "udp.py",
+            &format!(
+                r#"import socket
+for fam, kind in [(socket.AF_INET, socket.SOCK_DGRAM), (socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET6, socket.SOCK_DGRAM)]:
+    try:
+        s = socket.socket(fam, kind)
+        if kind == socket.SOCK_DGRAM and fam == socket.AF_INET:
+            s.sendto(b"leak", ("127.0.0.1", {port}))
+        print(fam, kind, "made")
+    except OSError as e:
+        print(fam, kind, "refused", e.errno)
+"#
+            ),
+        ),
+        &[],
+    );
+    assert_eq!(out.matches("refused 13").count(), 3, "{out}");
+    let mut buf = [0u8; 16];
+    assert!(udp.recv(&mut buf).is_err(), "a datagram got out");
+}
+
+#[test]
+fn with_the_sandbox_off_an_agent_of_the_same_user_cannot_read_the_supervisors_environment() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nsandbox = \"off\"\n");
+    let env_line = attack(
+        &t,
+        &format!(
+            "{{\n{SUPERVISOR}\nid -u\ncat /proc/$sup/environ | tr '\\0' '\\n' | grep SUPERVISOR_SECRET\necho done\n}} > \"$ARTIFACT_PATH/out.txt\" 2>&1\nexit 0\n"
+        ),
+    );
+    let cmd = t.agent_cmd("attack", &format!("{env_line} FAKE_AT=1"));
+    let args = t.start_args(
+        "off",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_unprivileged(&args, &[("SUPERVISOR_SECRET", "hunter2")])
+        .code(0);
+    let out = std::fs::read_to_string(t.art().join("out.txt")).unwrap();
+    assert!(!out.starts_with("0\n"), "the agent ran as root: {out}");
+    assert!(!out.contains("hunter2"), "{out}");
+    assert!(out.contains("Permission denied"), "{out}");
+}
