@@ -78,6 +78,10 @@ pub struct Launch {
     pub token: String,
     /// The harness settings (`[safety]`): environment, sandbox, ceilings, liveness.
     pub safety: Safety,
+    /// Whether the run may write the whole repository (a `code` loop) or only its artifact
+    /// directory (documents: least privilege), plus its temp dir, its CLI's state and
+    /// `[safety] writable` either way.
+    pub repo_wide: bool,
     /// A file watch over the work tree already running (the loop's); without one the run
     /// watches for itself.
     pub activity: Option<crate::sys::watch::Shared>,
@@ -180,7 +184,11 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         let tools = safety.deny_tools.join(",").replace('\'', "");
         command.push_str(&format!(" --disallowedTools '{tools}'"));
     }
-    let root = work_root(&l.root);
+    let root = if l.repo_wide {
+        work_root(&l.root)
+    } else {
+        l.root.clone()
+    };
     let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
     let state = sandbox::policy::state_dirs(&program, &home);
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
@@ -349,6 +357,7 @@ mod tests {
 
     fn launch(phase: AgentPhase) -> Launch {
         Launch {
+            repo_wide: true,
             phase,
             iteration: 3,
             topic: "t".into(),

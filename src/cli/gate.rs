@@ -83,6 +83,7 @@ impl Reviser for AloneReviser {
             grace: self.grace,
             token: process::new_token("gate-producer"),
             safety: self.safety.clone(),
+            repo_wide: false,
             activity: None,
         };
         launch::run(spec, &launch, prompt, "", &mut self.stops, |_| {}).await

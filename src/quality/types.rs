@@ -167,6 +167,15 @@ pub fn of(settings: &Settings) -> ArtifactType {
 }
 
 impl ArtifactType {
+    /// Whether a loop of this type changes the repository (`code`): its agents may write the
+    /// whole work tree. Documents — `research`, `design`, `generic`, a user's own types — are
+    /// written in their artifact directory alone (least privilege: one bad `git clean` reaches
+    /// nothing else); `[safety] writable` widens either.
+    #[must_use]
+    pub fn writes_repository(&self) -> bool {
+        self.name == "code"
+    }
+
     /// The block the planning prompt and AGENT.md carry: what a good artifact of this type has.
     #[must_use]
     pub fn requirements(&self) -> String {

@@ -41,6 +41,8 @@ pub struct Runner {
     /// The repository's git dir and where its HEAD pointed when the loop started: the loop
     /// commits there only.
     pub head: Option<(PathBuf, crate::git::HeadRef)>,
+    /// Whether agents may write the whole repository (`code` loops) or only the artifact dir.
+    pub repo_wide: bool,
     /// The last commit the loop accepted (or found at start) on that branch: after every run
     /// the branch must still hold it (`git::history`).
     pub last_accepted: Option<String>,
@@ -249,6 +251,7 @@ impl Runner {
             grace: Duration::from_secs(self.safety.kill_grace_secs),
             token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
             safety: self.safety.clone(),
+            repo_wide: self.repo_wide,
             activity: self.activity.clone(),
         };
         self.take_call_slot().await?;

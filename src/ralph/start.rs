@@ -320,7 +320,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     };
     let harness = match &opts.probed {
         Some(h) => h.clone(),
-        None => harness(&settings, &agent, &layout)?,
+        None => harness(&settings, &agent, &layout, &artifact_type)?,
     };
     Ok(Prepared {
         topic: opts.topic.clone(),
@@ -342,12 +342,21 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
 
 /// What the harness will enforce for this loop's agents, probed on this kernel; `required`
 /// refuses to start when the sandbox cannot be enforced.
-fn harness(settings: &Settings, agent: &AgentSpec, layout: &Layout) -> Result<Harness> {
+fn harness(
+    settings: &Settings,
+    agent: &AgentSpec,
+    layout: &Layout,
+    kind: &ArtifactType,
+) -> Result<Harness> {
     use crate::agent::sandbox::{self, policy};
     let safety = &settings.safety;
     let program = sandbox::env::program_of(&agent.table.command);
     let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
-    let root = crate::agent::launch::work_root(layout.root());
+    let root = if kind.writes_repository() {
+        crate::agent::launch::work_root(layout.root())
+    } else {
+        layout.root().to_path_buf()
+    };
     let mut p = policy::build(
         safety,
         &root,
@@ -529,6 +538,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
             .head_ref()
             .map(|h| (repo.git().path().to_path_buf(), h)),
         last_accepted: repo.head().map(|o| o.to_string()),
+        repo_wide: p.artifact_type.writes_repository(),
         stops: control_rx,
         state,
         promise: p.settings.defaults.promise.clone(),

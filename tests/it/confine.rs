@@ -219,3 +219,66 @@ fn with_the_sandbox_off_an_agent_of_the_same_user_cannot_read_the_supervisors_en
     assert!(!out.contains("hunter2"), "{out}");
     assert!(out.contains("Permission denied"), "{out}");
 }
+
+/// A repository of the user's with the loop's artifact directory inside it.
+fn user_repo(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
+    let proj = t.root().join("proj");
+    let art = proj.join("art");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::copy(t.art().join("artifact.md"), art.join("artifact.md")).unwrap();
+    std::fs::write(proj.join("src/main.rs"), "fn main() {}\n").unwrap();
+    git(&proj, &["init", "-q", "-b", "main"]);
+    git(&proj, &["add", "."]);
+    git(
+        &proj,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@x",
+            "commit",
+            "-q",
+            "-m",
+            "base",
+        ],
+    );
+    (proj, art)
+}
+
+#[test]
+fn a_document_loops_agent_writes_only_its_artifact_directory_and_a_code_loops_the_repository() {
+    for (kind, may) in [("research", false), ("code", true)] {
+        let t = TestHome::new();
+        // The user's settings, without the test kit's writable root.
+        t.write_home_config_raw("");
+        let (proj, art) = user_repo(&t);
+        let env_line = attack(
+            &t,
+            "echo 'fn main() { evil() }' > \"$ARTIFACT_PATH/../src/main.rs\" 2>/dev/null; echo \"outside $?\" > \"$ARTIFACT_PATH/out.txt\"\n",
+        );
+        let cmd = t.agent_cmd("attack", &format!("{env_line} FAKE_AT=1"));
+        let args = t.start_args(
+            kind,
+            &art,
+            &cmd,
+            &["--foreground", "--max-iterations", "1", "--type", kind],
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = t.run(&args);
+        r.code(0);
+        let main = std::fs::read_to_string(proj.join("src/main.rs")).unwrap();
+        let out = std::fs::read_to_string(art.join("out.txt")).unwrap();
+        assert_eq!(main.contains("evil"), may, "{kind}: {out}");
+        let st: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(art.join("wiggum/state.json")).unwrap())
+                .unwrap();
+        let writable = st["harness"]["writable"].to_string();
+        let root = if may { &proj } else { &art };
+        assert!(
+            writable.contains(&format!("\"{}\"", root.display())),
+            "{kind}: {writable}"
+        );
+        assert!(r.stderr().contains("sandbox:"), "{}", r.stderr());
+    }
+}

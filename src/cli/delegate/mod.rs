@@ -181,6 +181,7 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         grace: Duration::from_secs(settings.safety.kill_grace_secs),
         token: process::new_token(&format!("delegate-{}", a.topic)),
         safety: settings.safety.clone(),
+        repo_wide: kind.writes_repository(),
         activity: None,
     };
     crate::agent::kill::become_supervisor();
