@@ -30,6 +30,7 @@ fn main() {
             Wiggum::Start(a) => start::run(a, config),
             Wiggum::Stop(a) => control::stop(a),
             Wiggum::Allow(a) => control::allow(&a.topic),
+            Wiggum::Doctor(a) => studio_agents::cli::doctor::doctor(a),
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),
             Wiggum::Status(a) => status::status(a),

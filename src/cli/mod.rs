@@ -10,6 +10,7 @@ pub mod common;
 pub mod control;
 pub mod delegate;
 pub mod diff;
+pub mod doctor;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
@@ -81,6 +82,12 @@ pub enum Wiggum {
     /// it was last allowed (the agent can write it).
     #[command(after_help = "Example:\n  studio-agents wiggum allow research")]
     Allow(TopicArg),
+    /// What this machine enforces around an agent run, and what it cannot (exit 1 when
+    /// `[safety] sandbox = "required"` would refuse to run).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum doctor\n  studio-agents wiggum doctor --json"
+    )]
+    Doctor(doctor::DoctorArgs),
     /// Pause a running loop at the next iteration boundary.
     #[command(after_help = "Example:\n  studio-agents wiggum pause research")]
     Pause(TopicArg),

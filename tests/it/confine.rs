@@ -282,3 +282,51 @@ fn a_document_loops_agent_writes_only_its_artifact_directory_and_a_code_loops_th
         assert!(r.stderr().contains("sandbox:"), "{}", r.stderr());
     }
 }
+
+#[test]
+fn doctor_says_what_this_machine_enforces_and_finds_the_agent_clis() {
+    let t = TestHome::new();
+    let bin = t.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(&claude, "#!/bin/sh\necho '2.1.197 (Claude Code)'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    let r = t.run_with(&["wiggum", "doctor"], &[("PATH", &path)]);
+    let out = r.stdout();
+    let sandbox = out.lines().next().unwrap_or_default().to_string();
+    assert!(sandbox.starts_with("sandbox: "), "{out}");
+    if sandbox.contains("enforced") {
+        r.code(0);
+        assert!(
+            out.contains("sandbox = \"required\" would run here"),
+            "{out}"
+        );
+    } else {
+        r.code(1);
+        assert!(out.contains("would refuse to run here"), "{out}");
+    }
+    assert!(
+        out.contains(&format!(
+            "agent claude    {} (2.1.197 (Claude Code)); presets checked with 2.1.197",
+            claude.display()
+        )),
+        "{out}"
+    );
+    assert!(out.contains("agent codex     not on PATH"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "settings  {}",
+            t.home().join("wiggum.toml").display()
+        )),
+        "{out}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &t.run_with(&["wiggum", "doctor", "--json"], &[("PATH", &path)])
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(json["required_satisfied"], json["filesystem"]);
+    assert_eq!(json["agents"][0]["version"], "2.1.197 (Claude Code)");
+}

@@ -1,0 +1,311 @@
+//! `wiggum doctor`: what this machine enforces around an agent run and what it cannot, in one
+//! place — the sandbox the kernel applies (probed by running our own helper, as `start` does),
+//! cgroups, user namespaces, root, the agent CLIs on `PATH` against the versions the presets were
+//! checked with, git, and the settings layers in effect. Exit 0 when `[safety] sandbox =
+//! "required"` would be satisfied, 1 when not: peers fall back to no sandbox without a word;
+//! this one says so.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use crate::agent::sandbox::{self, Enforcement, policy};
+use crate::agent::spec;
+use crate::config::{self, Sources};
+use crate::error::Result;
+
+/// Flags of `doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Machine-readable output (documented in docs/json.md).
+    #[arg(long)]
+    pub json: bool,
+    /// A settings file to read as `start --config` would.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// One agent CLI.
+#[derive(Debug, Serialize)]
+pub struct AgentCli {
+    /// The preset's name.
+    pub preset: String,
+    /// The program it runs.
+    pub program: String,
+    /// Where it was found on `PATH`.
+    pub path: Option<PathBuf>,
+    /// What `--version` printed (its first line).
+    pub version: Option<String>,
+    /// The version the preset's flags were checked against.
+    pub checked: Option<&'static str>,
+}
+
+/// What `doctor` found.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// What the kernel enforces of the effective `[safety]` (probed).
+    pub sandbox: Enforcement,
+    /// The line `start` prints.
+    pub sandbox_line: String,
+    /// Filesystem writes confined (Landlock).
+    pub filesystem: bool,
+    /// TCP connections confinable (Landlock ABI ≥ 4).
+    pub tcp_rules: bool,
+    /// Device ioctls confined (Landlock ABI ≥ 5).
+    pub ioctl_rules: bool,
+    /// Signals and abstract sockets scoped (Landlock ABI ≥ 6).
+    pub scopes: bool,
+    /// The seccomp filter installs.
+    pub seccomp: bool,
+    /// A cgroup v2 hierarchy where this user can make a group (per-run containment).
+    pub cgroup_v2: Option<PathBuf>,
+    /// Unprivileged user namespaces are available.
+    pub user_namespaces: bool,
+    /// Running as root.
+    pub root: bool,
+    /// The agent CLIs of the presets.
+    pub agents: Vec<AgentCli>,
+    /// `git --version`, when the command is there (needed only for filter drivers).
+    pub git: Option<String>,
+    /// The settings files in effect, lowest first.
+    pub settings: Vec<PathBuf>,
+    /// Whether `[safety] sandbox = "required"` would let a loop run here.
+    pub required_satisfied: bool,
+}
+
+/// The versions the presets' flags were checked against (`tests/fixtures/cli-help/`).
+const CHECKED: [(&str, &str); 7] = [
+    ("claude", "2.1.197"),
+    ("codex", "0.169.0"),
+    ("gemini", "0.61.0"),
+    ("aider", "0.86.2"),
+    ("opencode", "1.18.33"),
+    ("amp", "0.0.1790142911"),
+    ("kiro-cli", ""),
+];
+
+fn checked(program: &str) -> Option<&'static str> {
+    CHECKED
+        .iter()
+        .find(|(p, v)| *p == program && !v.is_empty())
+        .map(|(_, v)| *v)
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+}
+
+/// The first line a program prints for `--version`, within a few seconds (a CLI that waits for
+/// input or the network is given up on).
+fn version_of(program: &Path) -> Option<String> {
+    let mut child = std::process::Command::new(program)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => {
+                child.kill().ok();
+                child.wait().ok();
+                return None;
+            }
+        }
+    }
+    let out = child.wait_with_output().ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.chars().take(120).collect())
+}
+
+/// A cgroup v2 group this process could make below its own (made and removed again).
+fn cgroup_v2() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mount = mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        (right.split_whitespace().next() == Some("cgroup2"))
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })?;
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let base = mount.join(rel.trim_start_matches('/'));
+    let probe = base.join(format!("studio-agents-doctor-{}", std::process::id()));
+    std::fs::create_dir(&probe).ok()?;
+    std::fs::remove_dir(&probe).ok();
+    Some(base)
+}
+
+fn user_namespaces() -> bool {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let max = read("/proc/sys/user/max_user_namespaces").is_some_and(|v| v != "0");
+    let debian_switch = read("/proc/sys/kernel/unprivileged_userns_clone").is_none_or(|v| v != "0");
+    max && debian_switch
+}
+
+/// Everything `doctor` looks at.
+pub fn examine(explicit: Option<PathBuf>) -> Result<Report> {
+    let home = config::home_dir()?;
+    let home_file = home.join("wiggum.toml");
+    let settings = config::load(&Sources {
+        home: Some(home_file.clone()),
+        loop_file: None,
+        explicit: explicit.clone(),
+    })?;
+    let layers: Vec<PathBuf> = [Some(home_file).filter(|p| p.is_file()), explicit]
+        .into_iter()
+        .flatten()
+        .collect();
+    let scratch = std::env::temp_dir();
+    let mut safety = settings.safety.clone();
+    // What the kernel offers is asked with the sandbox on, whatever the settings say.
+    if safety.sandbox == config::SandboxMode::Off {
+        safety.sandbox = config::SandboxMode::Landlock;
+    }
+    let p = policy::build(&safety, &scratch, &scratch, &[]);
+    let enforced = sandbox::probe(&p);
+    let agents = spec::PRESETS
+        .iter()
+        .filter_map(|name| {
+            let table = spec::preset(name)?;
+            let program = sandbox::env::program_of(&table.command);
+            let path = on_path(&program);
+            let version = path.as_deref().and_then(version_of);
+            Some(AgentCli {
+                preset: (*name).to_string(),
+                checked: checked(&program),
+                program,
+                path,
+                version,
+            })
+        })
+        .collect();
+    let git = on_path("git").as_deref().and_then(version_of);
+    Ok(Report {
+        sandbox_line: enforced.line(),
+        filesystem: enforced.filesystem,
+        tcp_rules: enforced.filesystem && enforced.abi >= 4,
+        ioctl_rules: enforced.filesystem && enforced.abi >= 5,
+        scopes: enforced.scoped,
+        seccomp: enforced.seccomp,
+        required_satisfied: enforced.filesystem,
+        sandbox: enforced,
+        cgroup_v2: cgroup_v2(),
+        user_namespaces: user_namespaces(),
+        root: nix::unistd::geteuid().is_root(),
+        agents,
+        git,
+        settings: layers,
+    })
+}
+
+fn mark(ok: bool) -> &'static str {
+    if ok { "ok  " } else { "NO  " }
+}
+
+/// The report as people read it.
+#[must_use]
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |s: String| {
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line(r.sandbox_line.clone());
+    line(format!(
+        "{}filesystem writes confined (Landlock ABI {})",
+        mark(r.filesystem),
+        r.sandbox.abi
+    ));
+    line(format!("{}TCP connection rules (ABI 4)", mark(r.tcp_rules)));
+    line(format!("{}device ioctl rules (ABI 5)", mark(r.ioctl_rules)));
+    line(format!(
+        "{}signals and abstract sockets scoped to the run (ABI 6)",
+        mark(r.scopes)
+    ));
+    line(format!(
+        "{}seccomp filter (Unix sockets, terminal injection, datagrams)",
+        mark(r.seccomp)
+    ));
+    line(match &r.cgroup_v2 {
+        Some(p) => format!("ok  cgroup v2 groups can be made under {}", p.display()),
+        None => {
+            "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)"
+                .into()
+        }
+    });
+    line(format!(
+        "{}unprivileged user namespaces",
+        mark(r.user_namespaces)
+    ));
+    line(
+        if r.root {
+            "note running as root: agents run with no capability, and some CLIs refuse root (docs/agents.md)"
+        } else {
+            "ok  not running as root"
+        }
+        .to_string(),
+    );
+    for a in &r.agents {
+        let found = match (&a.path, &a.version) {
+            (None, _) => "not on PATH".to_string(),
+            (Some(p), Some(v)) => format!("{} ({v})", p.display()),
+            (Some(p), None) => format!("{} (no version answer)", p.display()),
+        };
+        let checked = a
+            .checked
+            .map_or_else(String::new, |v| format!("; presets checked with {v}"));
+        line(format!("agent {:<9} {}{checked}", a.preset, found));
+    }
+    line(format!(
+        "git       {}",
+        r.git
+            .as_deref()
+            .unwrap_or("not on PATH (needed only for filter drivers, e.g. git-lfs)")
+    ));
+    if r.settings.is_empty() {
+        line("settings  built-in defaults".into());
+    } else {
+        for s in &r.settings {
+            line(format!("settings  {}", s.display()));
+        }
+    }
+    line(if r.required_satisfied {
+        "sandbox = \"required\" would run here".into()
+    } else {
+        "sandbox = \"required\" would refuse to run here: the kernel does not confine writes".into()
+    });
+    out
+}
+
+/// `wiggum doctor`.
+pub fn doctor(a: &DoctorArgs) -> Result<i32> {
+    let r = examine(a.config.clone())?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&r).unwrap_or_else(|_| "{}".into())
+        );
+    } else {
+        print!("{}", render(&r));
+    }
+    Ok(if r.required_satisfied { 0 } else { 1 })
+}
