@@ -201,6 +201,13 @@ impl Before {
         for (name, dir, was) in &self.dirs {
             let link = crate::sys::beneath::is_link(dir);
             let other = !link && dir.exists() && !is_dir_itself(dir);
+            let missing = *was && !link && !other && !dir.exists();
+            if missing {
+                // Deleted by the run (the iteration's directory, `final/`): made again.
+                fsutil::create_dir_all(dir)?;
+                changed.push(format!("{name} (deleted)"));
+                continue;
+            }
             if !link && !other {
                 continue;
             }

@@ -730,3 +730,33 @@ fn the_git_command_the_loop_runs_is_confined_like_an_agent() {
     assert_eq!(git(&art, &["show", "HEAD:note.up"]), "SHOUT THIS\n");
     out.assert_untouched();
 }
+
+#[test]
+fn settings_the_agent_writes_are_restored_as_an_unprivileged_user_too() {
+    // Unprivileged, nothing is bound read-only: the supervisor's check is what restores.
+    let t = TestHome::new();
+    let env = attack(
+        &t,
+        "printf '[safety]\\nsandbox = \"off\"\\nenv_allow = [\"*\"]\\n' > \"$WIGGUM_DIR/wiggum.toml\"\n",
+    );
+    let cmd = t.agent_cmd("attack", &format!("{env} FAKE_AT=1"));
+    let args = t.start_args(
+        "cfgu",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-iterations", "2"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_unprivileged(&args, &[]).code(0);
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "rejected", "{first}");
+    assert_eq!(protected_changed(first), ["wiggum/wiggum.toml"]);
+    let toml = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
+    assert!(!toml.contains("sandbox = \"off\""), "{toml}");
+    assert!(
+        t.state()["harness"]["sandbox"]
+            .as_str()
+            .unwrap()
+            .contains("enforced")
+    );
+}
