@@ -264,8 +264,10 @@ impl Repo {
         let mut index = self.repo.index().git_at(wd, "open the index")?;
         let mut pause = std::time::Duration::from_millis(1);
         loop {
-            // Re-read only when someone else wrote it since (libgit2 compares the file's stamp).
-            index.read(false).git_at(wd, "reload the index")?;
+            // Always re-read: libgit2's "changed since" test compares the file's stamp, which two
+            // writes within one timestamp tick (another loop's commit a moment ago) can share,
+            // and a stale index written back would drop that loop's entries.
+            index.read(true).git_at(wd, "reload the index")?;
             for (p, entry) in paths {
                 let old = index.get_path(p, 0);
                 match entry {
