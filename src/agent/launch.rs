@@ -226,6 +226,30 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     }
 }
 
+/// Make the run's cgroup where this machine allows one, with its ceilings, and point the
+/// helper at it. `None`: the process group and token are the nets.
+fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
+    let policy = job
+        .sandbox
+        .as_mut()
+        .filter(|p| p.mode != crate::config::SandboxMode::Off)?;
+    let path = crate::sys::cgroup::group_path(crate::sys::cgroup::base()?, &l.token);
+    match crate::sys::cgroup::create(
+        &path,
+        l.safety.max_memory_mb.saturating_mul(1 << 20),
+        l.safety.max_processes,
+    ) {
+        Ok(_) => {
+            policy.cgroup = Some(path.clone());
+            Some(path)
+        }
+        Err(e) => {
+            tracing::warn!("cannot make the run's cgroup {}: {e}", path.display());
+            None
+        }
+    }
+}
+
 /// A wrapper's program and arguments, and the whole environment of what it runs.
 pub type Wrapper = (Vec<String>, Vec<(String, String)>);
 
@@ -312,8 +336,20 @@ pub async fn run(
     }
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
+    let group = run_group(&mut job, l);
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;
+    if let Some(g) = &group {
+        // The last net: whatever left the process group and the token behind goes with the
+        // group.
+        let left = crate::sys::cgroup::kill_and_remove(g, Duration::from_secs(2));
+        if !left.is_empty() {
+            tracing::warn!(
+                "killed {} process(es) of the run that escaped its process group: {left:?}",
+                left.len()
+            );
+        }
+    }
     fsutil::remove_dir_all_opt(&l.tmp())?;
     let outcome = outcome?;
     let format = agent.table.output_format;

@@ -132,24 +132,6 @@ fn version_of(program: &Path) -> Option<String> {
         .map(|l| l.chars().take(120).collect())
 }
 
-/// A cgroup v2 group this process could make below its own (made and removed again).
-fn cgroup_v2() -> Option<PathBuf> {
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let mount = mounts.lines().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        (right.split_whitespace().next() == Some("cgroup2"))
-            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
-            .flatten()
-    })?;
-    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
-    let base = mount.join(rel.trim_start_matches('/'));
-    let probe = base.join(format!("studio-agents-doctor-{}", std::process::id()));
-    std::fs::create_dir(&probe).ok()?;
-    std::fs::remove_dir(&probe).ok();
-    Some(base)
-}
-
 fn user_namespaces() -> bool {
     let read = |p: &str| {
         std::fs::read_to_string(p)
@@ -208,7 +190,7 @@ pub fn examine(explicit: Option<PathBuf>) -> Result<Report> {
         seccomp: enforced.seccomp,
         required_satisfied: enforced.filesystem,
         sandbox: enforced,
-        cgroup_v2: cgroup_v2(),
+        cgroup_v2: crate::sys::cgroup::writable_base(),
         user_namespaces: user_namespaces(),
         root: nix::unistd::geteuid().is_root(),
         agents,
@@ -246,7 +228,7 @@ pub fn render(r: &Report) -> String {
         mark(r.seccomp)
     ));
     line(match &r.cgroup_v2 {
-        Some(p) => format!("ok  cgroup v2 groups can be made under {}", p.display()),
+        Some(_) => format!("ok  {}", crate::sys::cgroup::describe()),
         None => {
             "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)"
                 .into()

@@ -32,6 +32,15 @@ pub struct SandboxArgs {
 pub fn run(a: &SandboxArgs) -> Result<i32> {
     let policy: Policy =
         serde_json::from_str(&a.policy).map_err(|e| Error::input(format!("--policy: {e}")))?;
+    // First: everything this run starts lives in its cgroup, whatever it does to escape.
+    if let Some(group) = &policy.cgroup
+        && let Err(e) = crate::sys::cgroup::join(group)
+    {
+        eprintln!(
+            "studio-agents sandbox: cannot join {}: {e}; the run is stopped by process group and token",
+            group.display()
+        );
+    }
     if let Err(e) = apply::limits(&policy) {
         eprintln!("studio-agents sandbox: {e}");
         return Ok(REFUSED);

@@ -242,6 +242,9 @@ pub struct Safety {
     pub max_open_files: u64,
     /// Tools the agent may not use, for presets that accept a deny-list (claude).
     pub deny_tools: Vec<String>,
+    /// Processes (and threads) of one agent run at most, where cgroup v2's `pids` controller is
+    /// on (0: no ceiling): a fork bomb stops there.
+    pub max_processes: u64,
     /// Whether an agent may make Unix sockets (`"deny"`: the user's tmux, ssh-agent and
     /// desktop bus are out of reach; `socketpair` always works).
     pub unix_sockets: UnixSockets,
@@ -289,6 +292,7 @@ impl Default for Safety {
             max_open_files: 0,
             deny_tools: Vec::new(),
             unix_sockets: UnixSockets::Deny,
+            max_processes: 1024,
         }
     }
 }

@@ -94,10 +94,20 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             tracing::warn!("killed (SIGKILL) what ignored SIGTERM: pids {left:?}");
         }
     }
-    // Its private temp dir too (its token is on disk before its spawn, its group only after).
+    // Its private temp dir too (its token is on disk before its spawn, its group only after),
+    // and its cgroup with whatever escaped the nets above.
     if let Some(token) = prev.as_ref().and_then(|s| s.agent_token.as_deref())
         && !token.is_empty()
     {
+        if let Some(base) = crate::sys::cgroup::base() {
+            let left = crate::sys::cgroup::kill_and_remove(
+                &crate::sys::cgroup::group_path(base, token),
+                std::time::Duration::from_secs(2),
+            );
+            if !left.is_empty() {
+                tracing::warn!("killed what was left in the previous run's cgroup: pids {left:?}");
+            }
+        }
         fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(token))?;
     }
     // The records' copy of the run log starts from the loop's own (which a stopped loop's

@@ -371,8 +371,13 @@ fn harness(
             enforced.note
         )));
     }
+    let sandbox = if enforced.filesystem || safety.sandbox != config::SandboxMode::Off {
+        format!("{}; {}", enforced.line(), crate::sys::cgroup::describe())
+    } else {
+        enforced.line()
+    };
     Ok(Harness {
-        sandbox: enforced.line(),
+        sandbox,
         writable: p.writable.into_iter().filter(|w| w.exists()).collect(),
         network: match p.ports {
             None => "any".into(),

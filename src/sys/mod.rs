@@ -4,6 +4,7 @@
 //! failpoints (`failpoint`), and the one module with `unsafe` code (`kernel`).
 
 pub mod beneath;
+pub mod cgroup;
 pub mod failpoint;
 pub mod fsutil;
 pub mod kernel;

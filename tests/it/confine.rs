@@ -330,3 +330,73 @@ fn doctor_says_what_this_machine_enforces_and_finds_the_agent_clis() {
     assert_eq!(json["required_satisfied"], json["filesystem"]);
     assert_eq!(json["agents"][0]["version"], "2.1.197 (Claude Code)");
 }
+
+/// The pids of live processes whose command line holds `marker`.
+fn alive_with(marker: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(marker) && !stat.contains(") Z") {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_helper_that_leaves_the_session_and_clears_its_environment_does_not_outlive_the_run() {
+    let t = TestHome::new();
+    let marker = format!(
+        "escapee-{}",
+        t.root().file_name().unwrap().to_string_lossy()
+    );
+    let r = t.start_bg(
+        "esc",
+        "attack",
+        &format!(
+            "{} FAKE_AT=1",
+            attack(
+                &t,
+                &format!(
+                    "setsid env -i /usr/bin/python3 -c 'import os, time\nif os.fork() == 0:\n    time.sleep(300)\ntime.sleep(300)' {marker} >/dev/null 2>&1 &\nsleep 0.3\ngrep -l {marker} /proc/[0-9]*/cmdline 2>/dev/null | wc -l > \"$ARTIFACT_PATH/started.txt\"\n"
+                ),
+            )
+        ),
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let left = alive_with(&marker);
+    for pid in &left {
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .ok();
+    }
+    r.code(0);
+    let started: u32 = std::fs::read_to_string(t.art().join("started.txt"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(started >= 2, "the helper and its fork ran: {started}");
+    let sandbox = t.state()["harness"]["sandbox"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if sandbox.contains("a cgroup per run") {
+        assert!(left.is_empty(), "escaped the run: {left:?} ({sandbox})");
+    } else {
+        // The documented fallback: the line says so, and the process group and token are the
+        // nets (which this helper escapes).
+        assert!(
+            sandbox.contains("no cgroup v2 group can be made"),
+            "{sandbox}"
+        );
+    }
+    if !sandbox.contains("pids ceiling") {
+        assert!(sandbox.contains("max_processes not enforced"), "{sandbox}");
+    }
+}

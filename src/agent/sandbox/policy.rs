@@ -34,6 +34,9 @@ pub struct Policy {
     /// Whether Unix sockets may be made (the seccomp filter refuses them otherwise).
     #[serde(default)]
     pub unix_sockets: bool,
+    /// The run's cgroup, which the helper joins first (everything the run starts follows).
+    #[serde(default)]
+    pub cgroup: Option<PathBuf>,
 }
 
 impl Policy {
@@ -116,6 +119,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         read_only: Vec::new(),
         hidden: Vec::new(),
         unix_sockets: safety.unix_sockets == crate::config::UnixSockets::Allow,
+        cgroup: None,
     }
 }
 
