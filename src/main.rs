@@ -49,6 +49,7 @@ fn main() {
         Top::Delegate(d) => delegate::run(d, config),
         Top::Skill(s) => studio_agents::cli::skill::run(s),
         Top::SandboxExec(a) => sandbox_exec::run(a),
+        Top::CgroupWatch(a) => Ok(studio_agents::cli::cgroup_watch::run(a)),
         Top::Completions { shell } => Ok(studio_agents::cli::completions(*shell)),
         Top::Man => studio_agents::cli::man(),
     };

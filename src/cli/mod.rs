@@ -6,6 +6,7 @@
 // placeholder, not a link or an HTML tag.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+pub mod cgroup_watch;
 pub mod common;
 pub mod control;
 pub mod delegate;
@@ -63,6 +64,9 @@ pub enum Top {
     /// goes through it).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(sandbox_exec::SandboxArgs),
+    /// Internal: kill the supervisor's runs' cgroups when it dies outright.
+    #[command(name = "cgroup-watch", hide = true)]
+    CgroupWatch(cgroup_watch::WatchArgs),
 }
 
 /// `wiggum` subcommands.

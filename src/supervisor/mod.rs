@@ -140,6 +140,29 @@ fn take_locks(
     Ok((home_lock, lock::acquire(&layout.lock(), topic)?))
 }
 
+/// Where runs get a cgroup each: a watcher beside the supervisor (outside every run's group)
+/// that kills them within a fifth of a second of the supervisor dying outright. It exits by
+/// itself once the supervisor is gone; its environment is empty (it needs nothing of ours).
+fn spawn_cgroup_watcher() -> Option<std::process::Child> {
+    let base = crate::sys::cgroup::base()?;
+    let exe = std::env::current_exe().ok()?;
+    std::process::Command::new(exe)
+        .args([
+            "cgroup-watch",
+            "--parent",
+            &std::process::id().to_string(),
+            "--base",
+        ])
+        .arg(base)
+        .env_clear()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| tracing::warn!("cannot start the cgroup watcher: {e}"))
+        .ok()
+}
+
 async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result<i32> {
     let (_home, artifact_lock) = match early {
         Some(locks) => locks,
@@ -147,6 +170,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     };
     watch_lock(artifact_lock);
     kill::become_supervisor();
+    let _watcher = spawn_cgroup_watcher();
     // libgit2 caches every commit and small tree it reads for the life of the process: over a
     // night of iterations that is memory that only grows. The loop reads each object about once.
     git2::opts::enable_caching(false);

@@ -41,6 +41,7 @@
 #                in $ARTIFACT_PATH/net.log
 #   attack       run the script $FAKE_ATTACK with sh (iteration $FAKE_AT, default all): what a
 #                confused agent does to its supervisor, written by the test
+#   escapee      start a setsid + env -i + double-fork helper marked $FAKE_MARKER
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
 #   limit        on an iteration's first attempt, print Claude's usage limit with a reset
@@ -64,6 +65,14 @@ has ignore-term && trap '' TERM
 if has log-term; then
     trap 'echo "term $$" >> "$pids"' TERM
     echo "trapped $$" >> "$pids"
+fi
+# escapee: a helper that leaves the session, clears its environment and forks again, its
+# command line carrying $FAKE_MARKER
+if has escapee; then
+    setsid env -i /usr/bin/python3 -c 'import os, time
+if os.fork() == 0:
+    time.sleep(300)
+time.sleep(300)' "$FAKE_MARKER" >/dev/null 2>&1 &
 fi
 has bad-bytes && printf 'before \377\376\375 after\n\200\n'
 has lock-delete && rm -f "$WIGGUM_DIR/.lock"

@@ -400,3 +400,56 @@ fn a_helper_that_leaves_the_session_and_clears_its_environment_does_not_outlive_
         assert!(sandbox.contains("max_processes not enforced"), "{sandbox}");
     }
 }
+
+#[test]
+fn nothing_of_a_run_outlives_a_supervisor_killed_outright() {
+    let t = TestHome::new();
+    let marker = format!(
+        "k9escapee-{}",
+        t.root().file_name().unwrap().to_string_lossy()
+    );
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=1 FAKE_MARKER={marker}",
+        t.release_file().display()
+    );
+    t.start_bg("k9", "escapee,block", &env, &[]).code(0);
+    let st = t.wait_state("iteration 1's agent", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    t.wait_blocked();
+    wait_for("the escapee to start", Duration::from_secs(10), || {
+        if alive_with(&marker).len() >= 2 {
+            Ok(())
+        } else {
+            Err(alive_with(&marker))
+        }
+    });
+    let supervisor = st["pid"].as_i64().unwrap();
+    let sandbox = st["harness"]["sandbox"].as_str().unwrap().to_string();
+    std::process::Command::new("kill")
+        .args(["-9", &supervisor.to_string()])
+        .status()
+        .unwrap();
+    if sandbox.contains("a cgroup per run") {
+        wait_for(
+            "the run's processes to die with their group",
+            Duration::from_secs(2),
+            || {
+                let left = alive_with(&marker);
+                if left.is_empty() { Ok(()) } else { Err(left) }
+            },
+        );
+    } else {
+        assert!(
+            sandbox.contains("no cgroup v2 group can be made"),
+            "{sandbox}"
+        );
+    }
+    for pid in alive_with(&marker) {
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .ok();
+    }
+    crate::support::procs::kill_all(&t.token);
+}
