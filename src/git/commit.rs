@@ -256,18 +256,49 @@ impl Repo {
     }
 
     /// Set the index entries of `paths` to what the commit holds for them; leave every other
-    /// entry. While another writer holds the index's lock (a loop on another directory of the
-    /// repository, `git add` in another shell), it waits a little and applies them again to
-    /// what that writer wrote.
+    /// entry. The read, the change and the write happen under git's own `index.lock`, taken
+    /// first (as git does for `git add`): another writer — a loop on another directory of the
+    /// repository, `git add` in another shell — waits, or is waited for, and no write drops
+    /// another's entries. The locked copy is changed through libgit2 and renamed over the index.
     fn sync_index(&self, paths: &[(PathBuf, Option<(Oid, FileMode)>)]) -> Result<()> {
         let wd = &self.workdir;
-        let mut index = self.repo.index().git_at(wd, "open the index")?;
+        let index_path = self.repo.path().join("index");
+        let lock_path = self.repo.path().join("index.lock");
         let mut pause = std::time::Duration::from_millis(1);
         loop {
-            // Always re-read: libgit2's "changed since" test compares the file's stamp, which two
-            // writes within one timestamp tick (another loop's commit a moment ago) can share,
-            // and a stale index written back would drop that loop's entries.
-            index.read(true).git_at(wd, "reload the index")?;
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&lock_path)
+            {
+                Ok(_) => break,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AlreadyExists
+                        && pause < std::time::Duration::from_millis(500) =>
+                {
+                    std::thread::sleep(pause); // allow: another writer holds index.lock
+                    pause *= 2;
+                }
+                Err(e) => {
+                    return Err(crate::error::Error::Io {
+                        path: lock_path,
+                        action: "take the index's lock",
+                        source: e,
+                    });
+                }
+            }
+        }
+        let changed = (|| -> Result<()> {
+            if index_path.exists() {
+                std::fs::copy(&index_path, &lock_path).map_err(|e| crate::error::Error::Io {
+                    path: index_path.clone(),
+                    action: "copy the index",
+                    source: e,
+                })?;
+            } else {
+                std::fs::remove_file(&lock_path).ok();
+            }
+            let mut index = git2::Index::open(&lock_path).git_at(wd, "open the index")?;
             for (p, entry) in paths {
                 let old = index.get_path(p, 0);
                 match entry {
@@ -282,17 +313,17 @@ impl Repo {
                     None => {}
                 }
             }
-            match index.write() {
-                Err(e)
-                    if e.code() == ErrorCode::Locked
-                        && pause < std::time::Duration::from_millis(500) =>
-                {
-                    std::thread::sleep(pause); // allow: another writer holds index.lock
-                    pause *= 2;
-                }
-                other => return other.git_at(wd, "write the index"),
-            }
+            index.write().git_at(wd, "write the index")?;
+            std::fs::rename(&lock_path, &index_path).map_err(|e| crate::error::Error::Io {
+                path: index_path.clone(),
+                action: "replace the index with",
+                source: e,
+            })
+        })();
+        if changed.is_err() {
+            std::fs::remove_file(&lock_path).ok();
         }
+        changed
     }
 }
 

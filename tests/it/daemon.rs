@@ -344,6 +344,10 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
     assert!(scratch.is_dir(), "the run's TMPDIR {}", scratch.display());
     let before = t.git_log();
     assert_eq!(before.len(), 2, "planning and iteration 1: {before:?}");
+    let grouped = t.state()["harness"]["sandbox"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("a cgroup per run");
     std::process::Command::new("kill")
         .args(["-9", &daemon.to_string()])
         .status()
@@ -361,20 +365,32 @@ fn kill_9_mid_iteration_then_start_resumes_with_every_commit_intact() {
             if pid_alive(agent) { Err(agent) } else { Ok(()) }
         },
     );
-    // ... while helpers it started elsewhere (a setsid'd one, one with a cleared environment)
-    // are left for the restart to kill.
+    // ... and helpers it started elsewhere (a setsid'd one, one with a cleared environment) die
+    // with the run's cgroup where there is one; elsewhere they are left for the restart to kill.
     let helpers: Vec<i64> = std::fs::read_to_string(t.pids_file())
         .unwrap()
         .lines()
         .filter(|l| l.starts_with("setsid ") || l.starts_with("envi "))
         .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .filter(|p| pid_alive(*p))
         .collect();
-    assert_eq!(
-        helpers.len(),
-        2,
-        "iteration 2's setsid helper and env -i grandchild outlived the dead supervisor"
-    );
+    // Iteration 2's, the last two started (earlier runs' ended with their runs).
+    let helpers = helpers[helpers.len().saturating_sub(2)..].to_vec();
+    assert_eq!(helpers.len(), 2, "iteration 2 started its two helpers");
+    if grouped {
+        wait_for(
+            "the helpers to die with the run's group",
+            Duration::from_secs(2),
+            || {
+                let alive: Vec<i64> = helpers.iter().copied().filter(|p| pid_alive(*p)).collect();
+                if alive.is_empty() { Ok(()) } else { Err(alive) }
+            },
+        );
+    } else {
+        assert!(
+            helpers.iter().all(|p| pid_alive(*p)),
+            "iteration 2's setsid helper and env -i grandchild outlived the dead supervisor"
+        );
+    }
 
     // Same topic, no other flags: the registry and the loop's own settings know the rest.
     t.run(&["wiggum", "start", "crashy"]).code(0);
