@@ -6,6 +6,7 @@
 //! iteration is rejected and the event recorded.
 
 mod held;
+pub mod persist;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -170,6 +171,23 @@ impl Protected {
 }
 
 impl Before {
+    /// Keep the list of what the protected files held in `dir` (the loop's records), for a
+    /// start after a crash ([`persist::restore_after_crash`]).
+    pub fn persist(&self, dir: &Path) -> Result<()> {
+        let mut entries: Vec<(String, PathBuf, Held)> = self
+            .git_configs
+            .iter()
+            .filter(|(name, ..)| name != "wiggum/wiggum.toml")
+            .cloned()
+            .collect();
+        if let Some((dir, _, hooks)) = &self.hooks {
+            for (name, held) in hooks {
+                entries.push((format!("hooks/{name}"), dir.join(name), held.clone()));
+            }
+        }
+        persist::save(dir, &entries)
+    }
+
     /// Links (and files) the agent put where the loop's memory files and directories belong:
     /// removed, what the file held put back, the directory made again. Nothing is followed.
     fn unlink_planted(&self) -> Result<Vec<String>> {

@@ -94,6 +94,17 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             tracing::warn!("killed (SIGKILL) what ignored SIGTERM: pids {left:?}");
         }
     }
+    // Before anything else reads the repository: what the protected files held before the
+    // dead supervisor's last run, put back where that run changed them.
+    let planted = super::guard::persist::restore_after_crash(layout.records())?;
+    if !planted.is_empty() {
+        let what = format!(
+            "the run a dead supervisor left changed {}; restored",
+            planted.join(", ")
+        );
+        tracing::warn!("{what}");
+        eprintln!("warning: {what}");
+    }
     // Its private temp dir too (its token is on disk before its spawn, its group only after),
     // and its cgroup with whatever escaped the nets above.
     if let Some(token) = prev.as_ref().and_then(|s| s.agent_token.as_deref())

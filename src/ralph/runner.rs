@@ -260,6 +260,7 @@ impl Runner {
         self.state.agent_token = Some(launch.token.clone());
         self.save()?;
         let before = self.protected.before(&self.layout, phase.work);
+        before.persist(self.layout.records())?;
         let state_path = self.layout.state();
         let st = &mut self.state;
         let run = launch::run(
@@ -289,6 +290,7 @@ impl Runner {
         }
         let written = state::to_json(&self.state)?;
         let mut changed = before.restore_changes(&self.layout, written.as_bytes())?;
+        super::guard::persist::clear(self.layout.records())?;
         changed.extend(history);
         self.state.agent_pid = None;
         self.state.agent_pgid = None;

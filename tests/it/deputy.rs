@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::support::wait_for;
 use crate::support::*;
 
 /// A directory outside the test's root, which the agent's sandbox does not open: the user's
@@ -759,4 +760,51 @@ fn settings_the_agent_writes_are_restored_as_an_unprivileged_user_too() {
             .unwrap()
             .contains("enforced")
     );
+}
+
+#[test]
+fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_start() {
+    let t = TestHome::new();
+    let env = format!(
+        "FAKE_AT=1 FAKE_RELEASE={} FAKE_BLOCK_AT=1",
+        t.release_file().display()
+    );
+    t.start_bg("crashplant", "tamper,block", &env, &[]).code(0);
+    let st = t.wait_state("iteration 1's agent", |s| {
+        s["current_iteration"] == 1 && s["agent_pid"].is_number()
+    });
+    t.wait_blocked();
+    let planted = t.art().join(".git/config.worktree");
+    assert!(planted.exists(), "the agent planted its config");
+    std::process::Command::new("kill")
+        .args(["-9", &st["pid"].as_i64().unwrap().to_string()])
+        .status()
+        .unwrap();
+    let pid = st["pid"].as_i64().unwrap();
+    wait_for(
+        "the supervisor to be gone",
+        std::time::Duration::from_secs(10),
+        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) if !s.contains(") Z") => Err(s),
+            _ => Ok(()),
+        },
+    );
+    std::fs::write(t.release_file(), "").unwrap();
+    let r = t.start_bg(
+        "crashplant",
+        "",
+        "",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    assert!(
+        !planted.exists(),
+        "the planted config.worktree is still there"
+    );
+    assert!(
+        r.stderr()
+            .contains("the run a dead supervisor left changed .git/config.worktree; restored"),
+        "{}",
+        r.stderr()
+    );
+    crate::support::procs::kill_all(&t.token);
 }
