@@ -13,8 +13,8 @@ pub use entries::{
 };
 pub use settings::{
     Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Network, NetworkRule,
-    OPTIONAL_SECTIONS, OnGateFail, Price, QualityWeights, Safety, SandboxMode, Settings, TypeDef,
-    UnixSockets, Validation, default_weights, price_of,
+    OPTIONAL_SECTIONS, OnGateFail, Price, PromiseCheck, QualityWeights, Safety, SandboxMode,
+    Settings, TypeDef, UnixSockets, Validation, default_weights, price_of,
 };
 
 use crate::error::{Error, Result};

@@ -126,6 +126,9 @@ pub struct Defaults {
     pub auto_watch: bool,
     /// The completion promise: a line of agent output equal to this ends the loop.
     pub promise: String,
+    /// `check` (the promise ends the loop only with the plan done and the gate passed) or
+    /// `trust` (any promise ends it).
+    pub promise_check: PromiseCheck,
     /// Run the three-persona panel after the evaluator.
     pub panel: bool,
     /// Headings of `fix_plan.md` whose items are optional (never hold the loop open).
@@ -150,6 +153,7 @@ impl Default for Defaults {
             evaluator: "heuristic".into(),
             auto_watch: false,
             promise: "<promise>COMPLETE</promise>".into(),
+            promise_check: PromiseCheck::Check,
             panel: false,
             optional_sections: OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect(),
             kind: None,
@@ -242,12 +246,25 @@ pub struct Safety {
     pub max_open_files: u64,
     /// Tools the agent may not use, for presets that accept a deny-list (claude).
     pub deny_tools: Vec<String>,
+    /// Completion claims in a row not taken before the loop ends as `promise_rejected` (0: never).
+    pub max_premature_promises: u32,
     /// Processes (and threads) of one agent run at most, where cgroup v2's `pids` controller is
     /// on (0: no ceiling): a fork bomb stops there.
     pub max_processes: u64,
     /// Whether an agent may make Unix sockets (`"deny"`: the user's tmux, ssh-agent and
     /// desktop bus are out of reach; `socketpair` always works).
     pub unix_sockets: UnixSockets,
+}
+
+/// `[defaults] promise_check`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum PromiseCheck {
+    /// A claim is taken only with no open plan item and, with the gate on, the gate passed.
+    #[default]
+    Check,
+    /// Any promise ends the loop.
+    Trust,
 }
 
 /// `[safety] unix_sockets`.
@@ -293,6 +310,7 @@ impl Default for Safety {
             deny_tools: Vec::new(),
             unix_sockets: UnixSockets::Deny,
             max_processes: 1024,
+            max_premature_promises: 2,
         }
     }
 }

@@ -331,6 +331,9 @@ pub struct RunRecord {
     /// The agent printed the completion promise.
     #[serde(default)]
     pub promise_seen: bool,
+    /// The promise was printed but not taken, and why (items open, the gate failed, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub premature_promise: Option<String>,
     /// What happened.
     pub outcome: Outcome,
     /// A note (the breaker's reason, an error).
@@ -372,6 +375,7 @@ impl RunRecord {
             validation_failed: None,
             gate: None,
             promise_seen: false,
+            premature_promise: None,
             outcome: Outcome::Crashed,
             note: None,
             env_passed: Vec::new(),
@@ -412,6 +416,7 @@ impl RunRecord {
             validation_failed: None,
             gate: None,
             promise_seen: false,
+            premature_promise: None,
             outcome,
             note: Some(note.into()),
             env_passed: Vec::new(),

@@ -77,6 +77,7 @@ mod tests {
             validation_failed: None,
             gate: None,
             promise_seen: false,
+            premature_promise: None,
             outcome: Outcome::Accepted,
             note: None,
             env_passed: vec![],

@@ -82,6 +82,9 @@ pub enum StopReason {
     Budget,
     /// A circuit breaker tripped (no change, repeated crashes).
     Breaker,
+    /// The agent claimed completion (the promise) again and again with the plan still open or
+    /// the gate failing (`[safety] max_premature_promises` claims in a row).
+    PromiseRejected,
     /// An unrecoverable error.
     Error,
 }
@@ -98,6 +101,7 @@ impl StopReason {
             StopReason::UserStop => "user_stop",
             StopReason::Budget => "budget",
             StopReason::Breaker => "breaker",
+            StopReason::PromiseRejected => "promise_rejected",
             StopReason::Error => "error",
         }
     }
@@ -111,7 +115,7 @@ impl StopReason {
             | StopReason::MaxIterations
             | StopReason::Promise => Status::Completed,
             StopReason::UserStop | StopReason::Budget => Status::Stopped,
-            StopReason::Breaker | StopReason::Error => Status::Failed,
+            StopReason::Breaker | StopReason::PromiseRejected | StopReason::Error => Status::Failed,
         }
     }
 }
@@ -188,6 +192,10 @@ pub struct LoopState {
     pub agent_env: Vec<String>,
     /// The last thing the harness caught (a protected file changed, a ceiling crossed).
     pub last_event: Option<String>,
+    /// Completion claims in a row that were not taken (the plan open, the gate failing).
+    pub premature_promises: u32,
+    /// Why the last claim was not taken, for the next agent's prompt (cleared once used).
+    pub promise_note: Option<String>,
     /// Paths (relative to the artifact dir) the loop's agents changed that no commit holds yet:
     /// a rejected or discarded attempt's work, committed with the next accepted iteration.
     pub carried_paths: Vec<PathBuf>,
@@ -211,6 +219,8 @@ impl Default for LoopState {
             updated_at: now,
             pid: 0,
             pid_start_ticks: None,
+            premature_promises: 0,
+            promise_note: None,
             agent: String::new(),
             agent_pid: None,
             agent_pgid: None,

@@ -305,6 +305,7 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     rec.outcome = Outcome::Rejected;
     rec.validation_failed = Some(why);
     rec.ended_at = Utc::now();
+    super::claim::check(lp, &mut rec)?;
     super::progress::log_run(&layout, &rec, None)?;
     fsutil::remove_file_opt(&layout.plan_backup())
 }
@@ -397,6 +398,7 @@ pub async fn accept(
     rec.ended_at = Utc::now();
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
+    super::claim::check(lp, &mut rec)?;
     super::progress::log_run(&layout, &rec, what.as_deref())?;
     fsutil::remove_file_opt(&layout.plan_backup())?;
     Ok(None)

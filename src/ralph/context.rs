@@ -34,6 +34,8 @@ pub struct Loop {
     pub breaker: Breaker,
     /// The last iteration's agent printed the promise.
     pub promise_seen: bool,
+    /// Claims in a row were not taken past `[safety] max_premature_promises`: why.
+    pub promise_rejected: Option<String>,
     /// Iterations completed (not counting discarded attempts).
     pub done: u32,
     /// Identifies this run (evaluator pool choice).

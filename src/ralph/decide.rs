@@ -19,8 +19,10 @@ pub struct Facts {
     pub quality: Option<f64>,
     /// The outer threshold.
     pub quality_threshold: f64,
-    /// The last iteration's agent printed the promise.
+    /// The last iteration's agent printed the promise, and the claim was taken.
     pub promise_seen: bool,
+    /// Claims in a row were not taken past the ceiling: why.
+    pub promise_rejected: Option<String>,
     /// The budget that is spent, with its figures (see `budget::exhausted`).
     pub budget: Option<String>,
 }
@@ -34,8 +36,11 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
     if f.promise_seen {
         return Some((
             StopReason::Promise,
-            "the agent printed the completion promise".into(),
+            "the agent printed the completion promise (taken: no plan item open, the gate passed where it runs)".into(),
         ));
+    }
+    if let Some(why) = &f.promise_rejected {
+        return Some((StopReason::PromiseRejected, why.clone()));
     }
     if f.plan_remaining == 0 {
         return Some((

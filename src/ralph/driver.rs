@@ -28,6 +28,7 @@ impl Loop {
             quality: self.runner.state.last_quality,
             quality_threshold: self.settings.defaults.quality_threshold,
             promise_seen: self.promise_seen,
+            promise_rejected: self.promise_rejected.clone(),
             budget: self.budget_spent(),
         })
     }
@@ -232,7 +233,9 @@ impl Loop {
         });
         match reason {
             StopReason::Budget => self.runner.notify("budget", n, why, fields.clone()).await,
-            StopReason::Breaker => self.runner.notify("breaker", n, why, fields.clone()).await,
+            StopReason::Breaker | StopReason::PromiseRejected => {
+                self.runner.notify("breaker", n, why, fields.clone()).await;
+            }
             _ => {}
         }
         self.runner.notify("stop", n, reason.as_str(), fields).await;

@@ -151,7 +151,13 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
         }
         let template = fsutil::read(&layout.memory("PROMPT.md"))?;
-        let prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
+        let mut prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
+        if let Some(note) = &lp.runner.state.promise_note {
+            // Why the last agent's claim of completion was not taken, once.
+            prompt.push_str(&format!(
+                "\n\n## Your predecessor's claim was not taken\n\n{note}\n"
+            ));
+        }
         let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.tracker.snapshot(&lp.repo)?;
@@ -295,14 +301,13 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 return Ok(Result::Stop(StopReason::Breaker, why));
             }
             AfterRun::NoChange(trip) => {
-                lp.promise_seen = rec.promise_seen;
+                super::claim::check(lp, &mut rec)?;
                 fsutil::remove_file_opt(&layout.plan_backup())?;
                 rec.outcome = Outcome::NoChange;
                 super::progress::log_run(&layout, &rec, None)?;
                 return Ok(trip.map_or(Result::Done, |why| Result::Stop(StopReason::Breaker, why)));
             }
             AfterRun::Accept => {
-                lp.promise_seen = rec.promise_seen;
                 if let Some(why) =
                     accept::accept(lp, n, &dir, &plan_before, rec, &changed_paths).await?
                 {

@@ -8,6 +8,7 @@
 pub mod accept;
 pub mod budget;
 pub mod changes;
+pub mod claim;
 pub mod commit;
 pub mod context;
 pub mod decide;

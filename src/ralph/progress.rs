@@ -195,6 +195,9 @@ pub fn reason_words(r: StopReason) -> &'static str {
         StopReason::ThresholdMet => "the quality threshold was reached",
         StopReason::MaxIterations => "the iteration limit was reached",
         StopReason::Promise => "the agent said it is finished",
+        StopReason::PromiseRejected => {
+            "the agent claimed it was finished too often with work left (the claims were not taken)"
+        }
         StopReason::UserStop => "stopped on request",
         StopReason::Budget => "the budget is spent",
         StopReason::Breaker => "a circuit breaker tripped",

@@ -573,6 +573,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         artifact_type: p.artifact_type,
         breaker: Breaker::default(),
         promise_seen: false,
+        promise_rejected: None,
         done: completed,
     })
 }

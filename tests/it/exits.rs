@@ -285,8 +285,13 @@ fn an_agent_that_lingers_after_its_promise_is_stopped_after_the_grace() {
     let t = TestHome::new();
     t.write_home_config("[safety]\npromise_grace_secs = 1\nmax_time_per_iteration = 120\n");
     let begun = std::time::Instant::now();
-    t.start_fg("linger", "promise,linger", &["--max-rounds", "1"])
-        .code(0);
+    t.start_with_env(
+        "linger",
+        "promise,linger",
+        "FAKE_ITEMS=1",
+        &["--max-rounds", "1", "--pass-threshold", "0"],
+    )
+    .code(0);
     assert!(
         begun.elapsed() < crate::support::wait::scaled(std::time::Duration::from_secs(30)),
         "{:?}",

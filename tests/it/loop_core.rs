@@ -230,7 +230,14 @@ fn a_loop_an_earlier_version_started_goes_on_with_its_iterations_where_they_are(
 #[test]
 fn the_promise_ends_the_loop() {
     let t = TestHome::new();
-    t.start_fg("prom", "promise", &[]).code(0);
+    // One item, done in the run that claims completion, and a gate any iteration passes.
+    t.start_with_env(
+        "prom",
+        "promise",
+        "FAKE_ITEMS=1",
+        &["--pass-threshold", "0"],
+    )
+    .code(0);
     assert_eq!(t.state()["stop_reason"], "promise");
     let iters = t.runs("iteration");
     assert_eq!(iters.len(), 1);

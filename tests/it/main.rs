@@ -4,6 +4,7 @@ mod support;
 
 mod architecture;
 mod bad_input;
+mod claims;
 mod confine;
 mod crash;
 mod daemon;

@@ -9,8 +9,13 @@ use crate::support::TestHome;
 #[test]
 fn output_that_is_not_utf8_does_not_fail_the_loop() {
     let t = TestHome::new();
-    t.start_fg("bytes", "bad-bytes,promise", &["--max-iterations", "2"])
-        .code(0);
+    t.start_with_env(
+        "bytes",
+        "bad-bytes,promise",
+        "FAKE_ITEMS=1",
+        &["--max-iterations", "2", "--pass-threshold", "0"],
+    )
+    .code(0);
     let st = t.state();
     assert_eq!(st["status"], "completed", "{st}");
     assert_eq!(st["stop_reason"], "promise");

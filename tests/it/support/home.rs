@@ -206,6 +206,14 @@ impl TestHome {
     }
 
     /// `start --foreground` with the fake agent.
+    /// [`Self::start_fg`] with extra environment for the fake agent (`FAKE_ITEMS=1`).
+    #[allow(dead_code)]
+    pub fn start_with_env(&self, topic: &str, fake: &str, env: &str, extra: &[&str]) -> Run {
+        let mut args = vec!["--foreground"];
+        args.extend_from_slice(extra);
+        self.start_with(topic, fake, env, &args)
+    }
+
     pub fn start_fg(&self, topic: &str, fake: &str, extra: &[&str]) -> Run {
         let mut args = vec!["--foreground"];
         args.extend_from_slice(extra);

@@ -1,0 +1,99 @@
+//! Done means done: the completion promise is a claim the loop checks against the plan and the
+//! gate, and the reason a loop stops is the one that held.
+
+use crate::support::*;
+
+fn records_with_claims(t: &TestHome) -> Vec<serde_json::Value> {
+    t.runs("iteration")
+        .into_iter()
+        .filter(|r| r["promise_seen"] == true)
+        .collect()
+}
+
+#[test]
+fn a_promise_with_plan_items_open_is_not_taken_and_the_next_agent_is_told_why() {
+    let t = TestHome::new();
+    // Three items, one done per iteration, the promise printed every time; any iteration passes
+    // the gate, so the plan alone decides.
+    t.start_with_env(
+        "early",
+        "promise",
+        "FAKE_ITEMS=3",
+        &["--pass-threshold", "0", "--max-iterations", "10"],
+    )
+    .code(1);
+    let st = t.state();
+    // Two premature claims in a row (the default ceiling) end the loop, naming what is open.
+    assert_eq!(st["stop_reason"], "promise_rejected", "{st}");
+    let detail = st["stop_detail"].as_str().unwrap();
+    assert!(
+        detail.contains("2 completion claims in a row were not taken")
+            && detail.contains("1 plan item is still open (Improve part 3)"),
+        "{detail}"
+    );
+    let claims = records_with_claims(&t);
+    assert_eq!(claims.len(), 2, "{claims:?}");
+    assert_eq!(
+        claims[0]["premature_promise"],
+        "2 plan items are still open (Improve part 2; Improve part 3)"
+    );
+    // The second agent was told why the first claim was not taken.
+    let prompt = std::fs::read_to_string(t.records("iteration-002/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("Your predecessor's claim was not taken")
+            && prompt.contains("Improve part 2; Improve part 3"),
+        "{prompt}"
+    );
+    let status = t.run(&["wiggum", "status", "early"]).stdout();
+    assert!(
+        status.contains("claimed it was finished too often"),
+        "{status}"
+    );
+}
+
+#[test]
+fn a_promise_the_gate_did_not_pass_is_not_taken() {
+    let t = TestHome::new();
+    // One item, done and claimed in iteration 1; a gate no draft passes.
+    t.start_with_env(
+        "gated",
+        "promise",
+        "FAKE_ITEMS=1",
+        &["--pass-threshold", "10", "--max-rounds", "1"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    let claims = records_with_claims(&t);
+    assert!(
+        claims[0]["premature_promise"]
+            .as_str()
+            .unwrap()
+            .starts_with("the gate did not pass the iteration (score"),
+        "{claims:?}"
+    );
+}
+
+#[test]
+fn a_promise_on_the_last_allowed_iteration_ends_the_loop_as_promise() {
+    let t = TestHome::new();
+    t.start_with_env(
+        "last",
+        "promise",
+        "FAKE_ITEMS=1",
+        &["--pass-threshold", "0", "--max-iterations", "1"],
+    )
+    .code(0);
+    assert_eq!(t.state()["stop_reason"], "promise");
+}
+
+#[test]
+fn promise_check_trust_takes_every_promise_as_before() {
+    let t = TestHome::new();
+    t.write_home_config("[defaults]\npromise_check = \"trust\"\n");
+    t.start_with_env("trust", "promise", "FAKE_ITEMS=3", &[])
+        .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "promise", "{st}");
+    assert_eq!(t.runs("iteration").len(), 1);
+}
