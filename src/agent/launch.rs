@@ -307,6 +307,9 @@ pub struct AgentRun {
     pub env_names: Vec<String>,
     /// Protected files it changed (restored by the caller's check).
     pub protected_changed: Vec<String>,
+    /// The agent made commits of its own on top of the loop's (its work, though the work tree
+    /// may be clean).
+    pub committed: bool,
 }
 
 /// Run `agent` for `l` with `prompt`; `on_event` sees its events, `promise` is looked for in a
@@ -367,6 +370,7 @@ pub async fn run(
         started_at,
         env_names: job.env.iter().map(|(k, _)| k.clone()).collect(),
         protected_changed: Vec::new(),
+        committed: false,
         log: job.log,
     })
 }

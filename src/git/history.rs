@@ -88,6 +88,23 @@ pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
     })
 }
 
+/// Whether the branch's tip (HEAD, for a detached loop) is a commit made on top of `last`: the
+/// agent committed its own work.
+#[must_use]
+pub fn moved_on(git_dir: &Path, at_start: &HeadRef, last: &str) -> bool {
+    let Ok(last) = Oid::from_str(last) else {
+        return false;
+    };
+    let Ok(repo) = Repository::open(git_dir) else {
+        return false;
+    };
+    let tip = match at_start {
+        HeadRef::Branch(r) => repo.refname_to_id(r).ok(),
+        HeadRef::Detached => repo.head().ok().and_then(|h| h.target()),
+    };
+    tip.is_some_and(|t| t != last && repo.graph_descendant_of(t, last).unwrap_or(false))
+}
+
 /// Put the loop's branch back at `last` with HEAD on it. Files the rewind changed are checked
 /// out from `last` where the work tree holds what the rewind left; others are left as they are.
 pub fn restore(git_dir: &Path, at_start: &HeadRef, last: &str) -> Result<()> {

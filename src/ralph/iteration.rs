@@ -263,7 +263,8 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             let why = decide::how_to_continue(&why, &lp.runner.topic);
             return Ok(Result::Stop(StopReason::Breaker, why));
         }
-        let kind = decide::classify(run.outcome.ending, !changed.is_empty());
+        // Commits the agent made of its own work are progress, though they leave nothing dirty.
+        let kind = decide::classify(run.outcome.ending, !changed.is_empty() || run.committed);
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;
         let (idle, retries) = (safety.max_no_change_iterations, safety.max_crash_retries);

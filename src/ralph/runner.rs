@@ -285,6 +285,12 @@ impl Runner {
         .await;
         // The history first: putting the branch back may bring the loop's memory back with it.
         let history = self.put_history_back();
+        let committed = history.is_none()
+            && self
+                .head
+                .as_ref()
+                .zip(self.last_accepted.as_deref())
+                .is_some_and(|((dir, at), last)| crate::git::history::moved_on(dir, at, last));
         if let Some(gone) = self.memory_gone() {
             return Err(gone);
         }
@@ -314,6 +320,7 @@ impl Runner {
             }
         };
         run.protected_changed = changed;
+        run.committed = committed;
         self.state.agent_env.clone_from(&run.env_names);
         let report = &run.report;
         let priced = report.cost_usd.or_else(|| {

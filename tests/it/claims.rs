@@ -97,3 +97,27 @@ fn promise_check_trust_takes_every_promise_as_before() {
     assert_eq!(st["stop_reason"], "promise", "{st}");
     assert_eq!(t.runs("iteration").len(), 1);
 }
+
+#[test]
+fn an_agent_that_commits_its_own_work_is_making_progress() {
+    let t = TestHome::new();
+    let script = t.root().join("commit-all.sh");
+    std::fs::write(
+        &script,
+        "cd \"$ARTIFACT_PATH\" && git add -A . && git -c user.name=agent -c user.email=a@b commit -qm \"the agent's own iteration $ITERATION\"\n",
+    )
+    .unwrap();
+    t.start_with_env(
+        "own",
+        "attack",
+        &format!("FAKE_ATTACK={} FAKE_ITEMS=5", script.display()),
+        &["--pass-threshold", "0", "--max-iterations", "4"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let runs = t.runs("iteration");
+    assert!(runs.iter().all(|r| r["outcome"] != "no_change"), "{runs:?}");
+    let log = git(&t.art(), &["log", "--format=%s"]);
+    assert!(log.contains("the agent's own iteration 3"), "{log}");
+}
