@@ -305,6 +305,11 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         );
     }
     notes.extend(type_warning);
+    if settings.defaults.promise_check == config::PromiseCheck::Trust {
+        notes.push(
+            "[defaults] promise_check = \"trust\": any completion promise ends the loop, with plan items open or the gate failing".into(),
+        );
+    }
     // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
     let theirs = if opts.probed.is_some() {
         Vec::new()

@@ -91,8 +91,15 @@ fn a_promise_on_the_last_allowed_iteration_ends_the_loop_as_promise() {
 fn promise_check_trust_takes_every_promise_as_before() {
     let t = TestHome::new();
     t.write_home_config("[defaults]\npromise_check = \"trust\"\n");
-    t.start_with_env("trust", "promise", "FAKE_ITEMS=3", &[])
-        .code(0);
+    let r = t.start_with_env("trust", "promise", "FAKE_ITEMS=3", &[]);
+    r.code(0);
+    assert!(
+        r.stderr().contains(
+            "warning: [defaults] promise_check = \"trust\": any completion promise ends the loop"
+        ),
+        "{}",
+        r.stderr()
+    );
     let st = t.state();
     assert_eq!(st["stop_reason"], "promise", "{st}");
     assert_eq!(t.runs("iteration").len(), 1);
