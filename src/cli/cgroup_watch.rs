@@ -19,22 +19,55 @@ pub struct WatchArgs {
     /// The cgroup directory the supervisor makes its runs' groups in.
     #[arg(long)]
     pub base: PathBuf,
+    /// A run's wall limit, in seconds: while the supervisor is stopped (SIGSTOP, Ctrl-Z), the
+    /// watcher keeps it (0: none).
+    #[arg(long, default_value_t = 0)]
+    pub limit_secs: u64,
+}
+
+/// The groups of the supervisor `parent`'s runs under `base`:
+/// `studio-agents-<topic>-<n>-<its pid>-<nanos>`.
+fn groups(base: &std::path::Path, parent: i32) -> Vec<PathBuf> {
+    let pid = parent.to_string();
+    std::fs::read_dir(base)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    name.starts_with("studio-agents-")
+                        && name.rsplit('-').nth(1) == Some(pid.as_str())
+                })
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `pid` is stopped (`T`, or `t` under a tracer).
+fn stopped(pid: i32) -> bool {
+    crate::sys::procs::stat(pid).is_some_and(|s| s.state == 'T' || s.state == 't')
 }
 
 /// Watch; returns once the parent is gone and its groups are killed.
 pub fn run(a: &WatchArgs) -> i32 {
     while nix::unistd::getppid().as_raw() == a.parent {
         std::thread::sleep(Duration::from_millis(200));
-    }
-    // The supervisor's runs' groups: `studio-agents-<topic>-<n>-<its pid>-<nanos>`.
-    let pid = a.parent.to_string();
-    if let Ok(rd) = std::fs::read_dir(&a.base) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if name.starts_with("studio-agents-") && name.rsplit('-').nth(1) == Some(pid.as_str()) {
-                crate::sys::cgroup::kill_and_remove(&e.path(), Duration::from_secs(2));
+        if a.limit_secs > 0 && stopped(a.parent) {
+            // The supervisor cannot keep its runs' limits while stopped: the watcher does.
+            for g in groups(&a.base, a.parent) {
+                let age = std::fs::metadata(&g)
+                    .and_then(|m| m.created().or_else(|_| m.modified()))
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .unwrap_or_default();
+                if age > Duration::from_secs(a.limit_secs) {
+                    crate::sys::cgroup::kill_and_remove(&g, Duration::from_secs(2));
+                }
             }
         }
+    }
+    for g in groups(&a.base, a.parent) {
+        crate::sys::cgroup::kill_and_remove(&g, Duration::from_secs(2));
     }
     0
 }

@@ -261,6 +261,7 @@ impl Runner {
         self.save()?;
         let before = self.protected.before(&self.layout, phase.work);
         before.persist(self.layout.records())?;
+        let continued = crate::sys::resumed::count();
         let state_path = self.layout.state();
         let st = &mut self.state;
         let run = launch::run(
@@ -319,6 +320,16 @@ impl Runner {
                 return Err(e);
             }
         };
+        // Let the signal task count a SIGCONT that came with the run's end.
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        // (A `stop` continues the supervisor too, after its SIGTERM: that is no stop of the run's
+        // watch, and the run is interrupted anyway.)
+        if crate::sys::resumed::count() != continued && self.stop_level() == StopLevel::None {
+            // Stopped (SIGSTOP, Ctrl-Z) while the agent ran: it went on unwatched.
+            changed.push("the supervisor (stopped during the run)".into());
+        }
         run.protected_changed = changed;
         run.committed = committed;
         self.state.agent_env.clone_from(&run.env_names);

@@ -143,7 +143,7 @@ fn take_locks(
 /// Where runs get a cgroup each: a watcher beside the supervisor (outside every run's group)
 /// that kills them within a fifth of a second of the supervisor dying outright. It exits by
 /// itself once the supervisor is gone; its environment is empty (it needs nothing of ours).
-fn spawn_cgroup_watcher() -> Option<std::process::Child> {
+fn spawn_cgroup_watcher(limit_secs: u64) -> Option<std::process::Child> {
     let base = crate::sys::cgroup::base()?;
     let exe = std::env::current_exe().ok()?;
     std::process::Command::new(exe)
@@ -154,6 +154,7 @@ fn spawn_cgroup_watcher() -> Option<std::process::Child> {
             "--base",
         ])
         .arg(base)
+        .args(["--limit-secs", &limit_secs.to_string()])
         .env_clear()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -170,7 +171,13 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     };
     watch_lock(artifact_lock);
     kill::become_supervisor();
-    let _watcher = spawn_cgroup_watcher();
+    // While the supervisor is stopped, the watcher keeps a run's wall limit (and its grace).
+    let s = &p.settings.safety;
+    let _watcher = spawn_cgroup_watcher(
+        s.max_time_per_iteration
+            .saturating_add(s.kill_grace_secs)
+            .saturating_add(2),
+    );
     // libgit2 caches every commit and small tree it reads for the life of the process: over a
     // night of iterations that is memory that only grows. The loop reads each object about once.
     git2::opts::enable_caching(false);

@@ -21,6 +21,14 @@ pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::Path
     let mut term = sig(SignalKind::terminate())?;
     let mut int = sig(SignalKind::interrupt())?;
     let mut hup = sig(SignalKind::hangup())?;
+    // Continued after a stop: counted, so the run that went on unwatched is rejected.
+    let mut cont = sig(SignalKind::from_raw(nix::libc::SIGCONT))?;
+    tokio::spawn(async move {
+        while cont.recv().await.is_some() {
+            tracing::warn!("the supervisor was stopped and is continued");
+            crate::sys::resumed::note();
+        }
+    });
     tokio::spawn(async move {
         let mut count = 0;
         loop {

@@ -10,5 +10,6 @@ pub mod fsutil;
 pub mod kernel;
 pub mod lines;
 pub mod procs;
+pub mod resumed;
 pub mod runtime;
 pub mod watch;

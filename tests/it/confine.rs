@@ -453,3 +453,53 @@ fn nothing_of_a_run_outlives_a_supervisor_killed_outright() {
     }
     crate::support::procs::kill_all(&t.token);
 }
+
+#[test]
+fn a_stopped_supervisors_run_keeps_its_wall_limit_and_is_rejected() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_time_per_iteration = 2\nkill_grace_secs = 1\n");
+    let daemon = t.blocked_at_first("frozen", "");
+    let st = t.state();
+    let sandbox = st["harness"]["sandbox"].as_str().unwrap().to_string();
+    let agent = st["agent_pid"].as_i64().unwrap();
+    let signal = |sig: &str| {
+        std::process::Command::new("kill")
+            .args([sig, &daemon.to_string()])
+            .status()
+            .unwrap()
+    };
+    // Frozen as an agent on a kernel without Landlock scopes could freeze it (or Ctrl-Z).
+    signal("-STOP");
+    if sandbox.contains("a cgroup per run") {
+        let gone = std::panic::catch_unwind(|| {
+            wait_for(
+                "the watcher to end the run at its limit",
+                Duration::from_secs(15),
+                || {
+                    let alive = std::fs::read_to_string(format!("/proc/{agent}/stat"))
+                        .is_ok_and(|s| !s.contains(") Z"));
+                    if alive { Err(agent) } else { Ok(()) }
+                },
+            )
+        });
+        signal("-CONT");
+        gone.unwrap();
+    } else {
+        signal("-CONT");
+        assert!(
+            sandbox.contains("no cgroup v2 group can be made"),
+            "{sandbox}"
+        );
+        std::fs::write(t.release_file(), "").unwrap();
+    }
+    let st = t.wait_stopped("frozen");
+    assert_eq!(st["status"], "completed", "{st}");
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "rejected", "{first}");
+    assert!(
+        first["protected_changed"]
+            .to_string()
+            .contains("the supervisor (stopped during the run)"),
+        "{first}"
+    );
+}
