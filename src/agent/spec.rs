@@ -153,6 +153,35 @@ pub fn check_installed(settings: &Settings, spec: &AgentSpec, from_flag: bool) -
     }
 }
 
+/// An `--agent-cmd` whose program is a relative path (`./my-agent.sh`, `bin/agent`) that exists
+/// from the directory the user typed it in (`cwd`): the command with that word made absolute,
+/// and the path. The agent runs in the artifact directory, where the relative path would name
+/// nothing; the user meant the file beside them, as with every other CLI. `None`: the command is
+/// left as it is (a name on `PATH`, an absolute path, or nothing there).
+#[must_use]
+pub fn anchor_program(
+    cmd: &str,
+    cwd: &Path,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<(String, std::path::PathBuf)> {
+    let word = cmd
+        .split_whitespace()
+        .find(|w| !w.contains('=') && *w != "env" && *w != "exec")?;
+    if word.starts_with('/') || !word.contains('/') || word.contains(['\'', '"', '$', '`']) {
+        return None;
+    }
+    let full = std::path::absolute(cwd.join(word)).ok()?;
+    if !exists(&full) {
+        return None;
+    }
+    let at = cmd.find(word)?;
+    let mut out = String::with_capacity(cmd.len() + full.as_os_str().len());
+    out.push_str(&cmd[..at]);
+    out.push_str(&shell_quote(&full));
+    out.push_str(&cmd[at + word.len()..]);
+    Some((out, full))
+}
+
 /// Single-quote a path for `sh`.
 #[must_use]
 pub fn shell_quote(p: &Path) -> String {
@@ -165,6 +194,41 @@ pub fn command_line(table: &AgentTable, prompt_file: &Path) -> String {
     table
         .command
         .replace("{prompt_file}", &shell_quote(prompt_file))
+}
+
+#[cfg(test)]
+mod anchor_tests {
+    use super::*;
+
+    #[test]
+    fn a_relative_program_is_taken_from_where_the_user_typed_it() {
+        let cwd = Path::new("/home/me/proj");
+        let there = |p: &Path| {
+            p == Path::new("/home/me/proj/my-agent.sh") || p == Path::new("/home/me/proj/bin/a b")
+        };
+        let table: &[(&str, Option<&str>)] = &[
+            ("./my-agent.sh", Some("'/home/me/proj/my-agent.sh'")),
+            (
+                "FOO=1 ./my-agent.sh --yes",
+                Some("FOO=1 '/home/me/proj/my-agent.sh' --yes"),
+            ),
+            (
+                "env X=2 ./my-agent.sh",
+                Some("env X=2 '/home/me/proj/my-agent.sh'"),
+            ),
+            // On PATH, absolute, or not there: left as it is.
+            ("claude -p", None),
+            ("/usr/bin/agent", None),
+            ("./missing.sh", None),
+        ];
+        for (cmd, want) in table {
+            assert_eq!(
+                anchor_program(cmd, cwd, there).map(|(c, _)| c).as_deref(),
+                *want,
+                "{cmd}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

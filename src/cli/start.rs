@@ -92,7 +92,21 @@ impl StartArgs {
 
 /// Run `start`; returns the exit code.
 pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
-    let opts = args.opts(config);
+    let mut opts = args.opts(config);
+    // A relative program is the file beside the user, not one in the artifact directory where
+    // the agent runs: made absolute here, so the daemon and a restart run the same file.
+    if let Some(cmd) = &opts.agent_cmd
+        && let Ok(cwd) = std::env::current_dir()
+        && let Some((anchored, path)) =
+            crate::agent::spec::anchor_program(cmd, &cwd, |p| p.is_file())
+    {
+        eprintln!(
+            "note: --agent-cmd runs {} (taken from {}; the agent runs in the artifact directory)",
+            path.display(),
+            cwd.display()
+        );
+        opts.agent_cmd = Some(anchored);
+    }
     if args.dry_run {
         let home = crate::config::home_dir()?;
         let p = crate::ralph::start::prepare(&opts, &home)?;

@@ -21,6 +21,7 @@ mod lock;
 mod loop_core;
 mod loop_gate;
 mod misbehaving;
+mod papercuts;
 mod remote;
 mod repos;
 mod types;

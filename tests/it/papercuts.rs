@@ -1,0 +1,48 @@
+//! The first hour with an agent command of one's own: what a newcomer types works, or says why.
+
+use crate::support::*;
+
+#[test]
+fn a_relative_agent_command_is_taken_from_the_directory_it_was_typed_in() {
+    let t = TestHome::new();
+    // The user's own agent script, beside them (the test runs commands from its root).
+    let script = t.root().join("my-agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexport FAKE= FAKE_ITEMS=1 FAKE_PIDS={}\nexec sh {} \"$@\"\n",
+            t.pids_file().display(),
+            crate::support::home::fake_agent().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = t.run(&[
+        "wiggum",
+        "start",
+        "mine",
+        "--artifact-path",
+        &t.art().display().to_string(),
+        "--agent-cmd",
+        "./my-agent.sh",
+        "--foreground",
+        "--max-iterations",
+        "1",
+    ]);
+    r.code(0);
+    assert!(
+        r.stderr().contains(&format!(
+            "note: --agent-cmd runs {} (taken from {}; the agent runs in the artifact directory)",
+            script.display(),
+            t.root().display()
+        )),
+        "{}",
+        r.stderr()
+    );
+    let first = &t.runs("iteration")[0];
+    assert_eq!(first["outcome"], "accepted", "{first}");
+    // A restart without flags runs the same file (the settings remember the absolute path).
+    let toml = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
+    assert!(toml.contains(&script.display().to_string()), "{toml}");
+}
