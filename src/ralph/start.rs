@@ -214,6 +214,24 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         .or_else(|| fresh.then(|| delegated(&layout, "agent_type")).flatten())
         .or_else(|| settings.defaults.kind.clone())
         .unwrap_or_else(|| "generic".into());
+    // A directory another topic's loop has run to its limit: a new topic there would end at
+    // once, reading as if it ran. Say whose it is and how to go on.
+    if let Ok(Some(prev)) = crate::disk::state::read(&layout.state())
+        && !prev.topic.is_empty()
+        && prev.topic != opts.topic
+        && prev.current_iteration >= settings.defaults.max_iterations
+    {
+        return Err(Error::input(format!(
+            "--artifact-path {}: the loop there is `{}`, which has run {} of {} iterations; go on with `studio-agents wiggum start {} --max-iterations {}`, or choose a directory of its own for `{}`",
+            layout.root().display(),
+            prev.topic,
+            prev.current_iteration,
+            settings.defaults.max_iterations,
+            prev.topic,
+            prev.current_iteration + settings.defaults.max_iterations,
+            opts.topic
+        )));
+    }
     let (artifact_type, type_warning) =
         types::resolve(&kind, &settings.types, settings.quality_metrics);
     settings.defaults.kind = Some(artifact_type.name.clone());

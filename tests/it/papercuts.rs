@@ -46,3 +46,23 @@ fn a_relative_agent_command_is_taken_from_the_directory_it_was_typed_in() {
     let toml = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
     assert!(toml.contains(&script.display().to_string()), "{toml}");
 }
+
+#[test]
+fn a_new_topic_on_a_directory_another_loop_ran_to_its_limit_says_whose_it_is() {
+    let t = TestHome::new();
+    t.start_with_env("first", "", "FAKE_ITEMS=5", &["--max-iterations", "2"])
+        .code(0);
+    assert_eq!(t.state()["stop_reason"], "max_iterations");
+    let state_before = std::fs::read(t.wiggum("state.json")).unwrap();
+    let r = t.start_with_env("second", "", "", &["--max-iterations", "2"]);
+    r.code(2);
+    assert!(
+        r.stderr().contains(&format!(
+            "--artifact-path {}: the loop there is `first`, which has run 2 of 2 iterations; go on with `studio-agents wiggum start first --max-iterations 4`, or choose a directory of its own for `second`",
+            t.art().display()
+        )),
+        "{}",
+        r.stderr()
+    );
+    assert_eq!(std::fs::read(t.wiggum("state.json")).unwrap(), state_before);
+}
