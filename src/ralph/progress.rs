@@ -233,10 +233,18 @@ pub fn completion_block(c: &Completion) -> String {
     if let Some(a) = &c.artifact {
         out.push(format!("  artifact    {}", a.display()));
     }
-    out.push(format!(
-        "  next        studio-agents wiggum diff {t}\n              studio-agents wiggum summary {t}",
-        t = c.topic
-    ));
+    if c.iterations == 0 && c.artifact.is_none() {
+        // Nothing ran to show a diff or a summary of: what fixes the cause instead.
+        out.push(format!(
+            "  next        studio-agents wiggum logs {t} --planning   (what the agent said)\n              studio-agents wiggum doctor   (what this machine enforces)\n              studio-agents wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
+            t = c.topic
+        ));
+    } else {
+        out.push(format!(
+            "  next        studio-agents wiggum diff {t}\n              studio-agents wiggum summary {t}",
+            t = c.topic
+        ));
+    }
     out.join("\n")
 }
 
@@ -294,6 +302,27 @@ mod tests {
             run_line(&rec(Outcome::NoChange), 5, None),
             "Iteration 2/5 · no change · 8.2s"
         );
+    }
+
+    #[test]
+    fn a_loop_that_ran_nothing_suggests_what_fixes_the_cause() {
+        let c = Completion {
+            topic: "t".into(),
+            iterations: 0,
+            max: 10,
+            quality: (Some(0.2), None),
+            elapsed_ms: 100,
+            cost: "unknown".into(),
+            reason: StopReason::Breaker,
+            detail: "planning wrote no items".into(),
+            artifact: None,
+        };
+        let block = completion_block(&c);
+        assert!(
+            block.ends_with("  next        studio-agents wiggum logs t --planning   (what the agent said)\n              studio-agents wiggum doctor   (what this machine enforces)\n              studio-agents wiggum start t --agent NAME | --agent-cmd CMD   (another agent)"),
+            "{block}"
+        );
+        assert!(!block.contains("wiggum diff"));
     }
 
     #[test]

@@ -66,3 +66,25 @@ fn a_new_topic_on_a_directory_another_loop_ran_to_its_limit_says_whose_it_is() {
     );
     assert_eq!(std::fs::read(t.wiggum("state.json")).unwrap(), state_before);
 }
+
+#[test]
+fn after_a_loop_that_ran_nothing_the_next_lines_point_at_the_cause() {
+    let t = TestHome::new();
+    let r = t.run(&[
+        "wiggum",
+        "start",
+        "none",
+        "--artifact-path",
+        &t.art().display().to_string(),
+        "--agent-cmd",
+        "true",
+        "--foreground",
+    ]);
+    r.code(1);
+    let out = r.stdout();
+    assert!(
+        out.contains("  next        studio-agents wiggum logs none --planning   (what the agent said)\n              studio-agents wiggum doctor   (what this machine enforces)"),
+        "{out}"
+    );
+    assert!(!out.contains("wiggum diff none"), "{out}");
+}
