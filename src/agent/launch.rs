@@ -193,13 +193,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let state = sandbox::policy::state_dirs(&program, &home);
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
-    // The store of every loop's records is out of sight, not only out of reach.
-    policy.hidden = crate::config::home_dir()
-        .ok()
-        .map(|h| h.canonicalize().unwrap_or(h))
-        .filter(|h| !root.starts_with(h))
-        .into_iter()
-        .collect();
+    policy.hidden = hidden_store(&root);
     Job {
         command,
         cwd: t
@@ -250,6 +244,17 @@ fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
     }
 }
 
+/// The store of every loop's records (`$STUDIO_AGENTS_HOME`), kept out of a run's sight, not
+/// only out of its reach — unless the run's writable root lies inside it.
+fn hidden_store(root: &Path) -> Vec<PathBuf> {
+    crate::config::home_dir()
+        .ok()
+        .map(|h| h.canonicalize().unwrap_or(h))
+        .filter(|h| !root.starts_with(h))
+        .into_iter()
+        .collect()
+}
+
 /// A wrapper's program and arguments, and the whole environment of what it runs.
 pub type Wrapper = (Vec<String>, Vec<(String, String)>);
 
@@ -268,24 +273,11 @@ pub fn git_confinement(
 ) -> Result<Wrapper> {
     let root = work_root(artifact_root);
     let mut policy = sandbox::policy::build(safety, &root, common_dir, &[]);
-    policy.hidden = crate::config::home_dir()
-        .ok()
-        .map(|h| h.canonicalize().unwrap_or(h))
-        .filter(|h| !root.starts_with(h))
-        .into_iter()
-        .collect();
-    let exe = std::env::current_exe()
-        .map_err(|e| crate::error::Error::runtime(format!("cannot find own executable: {e}")))?;
-    let policy = serde_json::to_string(&policy)
-        .map_err(|e| crate::error::Error::runtime(format!("serialise the sandbox policy: {e}")))?;
+    policy.hidden = hidden_store(&root);
+    let (exe, mut args) = process::helper(&policy)?;
+    args.insert(0, exe.display().to_string());
     Ok((
-        vec![
-            exe.display().to_string(),
-            "sandbox-exec".into(),
-            "--policy".into(),
-            policy,
-            "--".into(),
-        ],
+        args,
         sandbox::env::allowed(std::env::vars(), "git", &safety.env_allow),
     ))
 }

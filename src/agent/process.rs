@@ -130,20 +130,27 @@ fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
     let Some(policy) = job.sandbox.as_ref().filter(|p| p.needs_helper()) else {
         return Ok((SHELL.into(), vec!["-c".into(), script]));
     };
+    let (exe, mut args) = helper(policy)?;
+    args.extend([SHELL.to_string(), "-c".into(), script]);
+    Ok((exe, args))
+}
+
+/// Our own `sandbox-exec` applying `policy`: the program and its arguments up to `--`, the
+/// command to confine to be appended.
+pub fn helper(policy: &crate::agent::sandbox::Policy) -> Result<(PathBuf, Vec<String>)> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
     let policy = serde_json::to_string(policy)
         .map_err(|e| Error::runtime(format!("serialise the sandbox policy: {e}")))?;
-    let args = [
-        "sandbox-exec",
-        "--policy",
-        &policy,
-        "--",
-        SHELL,
-        "-c",
-        &script,
-    ];
-    Ok((exe, args.iter().map(|s| (*s).to_string()).collect()))
+    Ok((
+        exe,
+        vec![
+            "sandbox-exec".into(),
+            "--policy".into(),
+            policy,
+            "--".into(),
+        ],
+    ))
 }
 
 /// The exit code of a job whose gate never opened (its supervisor died before recording it).

@@ -170,8 +170,9 @@ mod tests {
         let path = group_path(&base, &format!("unit-{}", std::process::id()));
         create(&path, 0, 0).unwrap();
         // A shell that joins the group, then leaves its session and forks twice.
+        // (The backgrounded `setsid` child is in the group from its fork on: nothing to wait for.)
         let script = format!(
-            "echo 0 > {}/cgroup.procs && setsid sh -c '(sleep 60 &) ; sleep 60' & sleep 0.2",
+            "echo 0 > {}/cgroup.procs; setsid sh -c '(sleep 60 &) ; sleep 60' &",
             path.display()
         );
         let status = std::process::Command::new("sh")
