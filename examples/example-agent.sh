@@ -56,11 +56,11 @@ with an error page. The denials start within 5 minutes of the 4.2 deployment and
 production regions (us-east-1, eu-west-1, ap-southeast-2).
 
 - CloudTrail shows 14,212 `AccessDenied` events for `iam:ListRoleTags` from the role
-  `monarch-ui-prod` between 2024-03-12 and 2024-03-19 ([query](https://logs.example.com/q/monarch-denied)).
+  `monarch-ui-prod` between 2024-03-12 and 2024-03-19 ([query](https://logs.monarch-corp.net/q/monarch-denied)).
 - The 4.2 release replaced the inline policy with `monarch-ui-readonly` v3, which dropped the
-  `iam:List*` actions ([diff](https://git.example.com/infra/policies/commit/4f2a9c1)).
+  `iam:List*` actions ([diff](https://git.monarch-corp.net/infra/policies/commit/4f2a9c1)).
 - Support tickets SUP-4411, SUP-4418 and SUP-4420 report the empty panel from the same day
-  ([tickets](https://support.example.com/search?q=monarch+tags)).
+  ([tickets](https://support.monarch-corp.net/search?q=monarch+tags)).
 - The UI's request log in `logs/monarch-ui/2024-03-12.log` shows the denial for every user:
 
 ```text
@@ -96,10 +96,10 @@ SECTION
 ## References
 
 - AWS IAM API reference, ListRoleTags: <https://docs.aws.amazon.com/IAM/latest/APIReference/API_ListRoleTags.html>
-- Monarch UI 4.2 release notes: <https://git.example.com/monarch/ui/releases/tag/v4.2.0>
-- The policy change: <https://git.example.com/infra/policies/commit/4f2a9c1>
-- CloudTrail query of the denials: <https://logs.example.com/q/monarch-denied>
-- Support tickets SUP-4411, SUP-4418, SUP-4420: <https://support.example.com/search?q=monarch+tags>
+- Monarch UI 4.2 release notes: <https://git.monarch-corp.net/monarch/ui/releases/tag/v4.2.0>
+- The policy change: <https://git.monarch-corp.net/infra/policies/commit/4f2a9c1>
+- CloudTrail query of the denials: <https://logs.monarch-corp.net/q/monarch-denied>
+- Support tickets SUP-4411, SUP-4418, SUP-4420: <https://support.monarch-corp.net/search?q=monarch+tags>
 SECTION
     ;;
     esac

@@ -5,6 +5,7 @@ pub use crate::disk::records::Metrics;
 
 use crate::config::QualityWeights;
 use crate::quality::markdown::{self, Block};
+use crate::quality::substance;
 use crate::quality::types::ArtifactType;
 
 const PLACEHOLDERS: [&str; 6] = ["todo", "tbd", "lorem ipsum", "coming soon", "fixme", "xxx"];
@@ -181,7 +182,7 @@ fn verification(blocks: &[Block]) -> f64 {
         match b {
             Block::Para(t) | Block::Item(t) if markdown::word_count(t) >= 5 => {
                 claims += 1;
-                backed += usize::from(has_evidence(t));
+                backed += usize::from(has_evidence(&substance::without_placeholder_links(t)));
             }
             Block::Code(_) => backed += 1,
             _ => {}

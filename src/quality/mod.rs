@@ -4,4 +4,5 @@
 
 pub mod markdown;
 pub mod metrics;
+pub mod substance;
 pub mod types;

@@ -354,6 +354,88 @@ fn a_clearly_better_document_scores_clearly_better() {
     assert!(good > bad + 1.0, "good {good} vs bad {bad}");
 }
 
+/// The judge's labelled corpus (`tests/fixtures/judge/`) scored by a model evaluator through
+/// `wiggum gate`: (type, label, file, weighted r1 score).
+fn score_corpus(w: &World, cfg: &str) -> Vec<(String, String, String, f64)> {
+    let dir = root().join("tests/fixtures/judge");
+    let corpus: toml::Table =
+        toml::from_str(&std::fs::read_to_string(dir.join("corpus.toml")).unwrap()).unwrap();
+    let tasks = corpus["tasks"].as_table().unwrap();
+    corpus["doc"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let (file, kind, label) = (
+                d["file"].as_str().unwrap(),
+                d["type"].as_str().unwrap(),
+                d["label"].as_str().unwrap(),
+            );
+            let path = dir.join(file).display().to_string();
+            let (_, out, err) = w.run(&[
+                "wiggum",
+                "gate",
+                tasks[kind].as_str().unwrap(),
+                &path,
+                "--config",
+                cfg,
+                "--evaluator",
+                "llama",
+                "--max-rounds",
+                "1",
+                "--json",
+            ]);
+            let v: Value =
+                serde_json::from_str(&out).unwrap_or_else(|e| panic!("{file}: {e}: {out}\n{err}"));
+            let rec = &v["record"];
+            assert_ne!(rec["final"], "ERROR", "{file}: {rec}\n{err}");
+            let score = rec["wiggum_r1"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{file}: {rec}"));
+            (kind.to_string(), label.to_string(), file.to_string(), score)
+        })
+        .collect()
+}
+
+#[test]
+fn the_evaluator_prompt_scores_every_document_of_the_judges_corpus() {
+    let Some(m) = model("smollm2") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 120, 1);
+    let scored = score_corpus(&w, &cfg);
+    // A small model is no judge of substance; the prompt must still get a score for every type
+    // and label out of it (the ranking is the opt-in test below, on a larger model).
+    assert_eq!(scored.len(), 15, "{scored:?}");
+    for (kind, label, file, s) in &scored {
+        eprintln!("{s:>5.2} {kind:8} {label:8} {file}");
+        assert!((0.0..=10.0).contains(s), "{file}: {s}");
+    }
+}
+
+#[test]
+#[ignore = "opt-in: qwen-1.5b over the judge's corpus (~5 min); cargo test --features real-llm --test real -- --ignored"]
+fn a_model_evaluator_ranks_the_corpus_good_above_gamed() {
+    let Some(m) = model("qwen-1.5b") else { return };
+    let srv = Llama::start(&m);
+    let w = World::new();
+    let cfg = w.config(&srv.base(), 300, 1);
+    let scored = score_corpus(&w, &cfg);
+    let mean = |label: &str| {
+        let v: Vec<f64> = scored
+            .iter()
+            .filter(|(_, l, ..)| l == label)
+            .map(|(.., s)| *s)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let (good, gamed) = (mean("good"), mean("gamed"));
+    assert!(
+        good > gamed + 1.0,
+        "good {good:.2} vs gamed {gamed:.2}: {scored:#?}"
+    );
+}
+
 // The survivor check of the main suite's kit.
 #[allow(dead_code)]
 #[path = "../it/support/procs.rs"]

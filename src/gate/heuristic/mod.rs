@@ -7,31 +7,23 @@ use super::Evaluation;
 use super::rubric::Dims;
 use crate::config::QualityWeights;
 use crate::quality::markdown::{self, Block};
-use crate::quality::metrics;
-
-const STOP: [&str; 20] = [
-    "this", "that", "with", "from", "have", "will", "what", "about", "into", "your", "their",
-    "there", "which", "when", "where", "should", "would", "could", "make", "more",
-];
-
-fn words(s: &str) -> impl Iterator<Item = String> + '_ {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 4)
-        .map(str::to_lowercase)
-        .filter(|w| !STOP.contains(&w.as_str()))
-}
+use crate::quality::{metrics, substance};
 
 #[allow(clippy::cast_precision_loss)]
 fn to10(v: f64) -> f64 {
     (v.clamp(0.0, 1.0) * 100.0).round() / 10.0
 }
 
-/// Score `output` for `task`.
+/// Score `output` for `task`: what the document holds (words, examples, evidence, the task's
+/// terms), scaled down by the form-without-substance it shows (`quality::substance`), each
+/// finding named in the issues.
 #[must_use]
 #[allow(clippy::cast_precision_loss)]
 pub fn evaluate(task: &str, output: &str) -> Evaluation {
-    let m = metrics::compute(output, &QualityWeights::default());
-    let sections = markdown::sections(output);
+    let found = substance::analyse(task, output);
+    let real = substance::without_placeholder_links(output);
+    let m = metrics::compute(&real, &QualityWeights::default());
+    let sections = markdown::sections(&real);
     let blocks: Vec<Block> = sections
         .iter()
         .flat_map(|s| markdown::blocks(&s.body))
@@ -46,11 +38,11 @@ pub fn evaluate(task: &str, output: &str) -> Evaluation {
         .filter(|b| matches!(b, Block::Item(_)))
         .count() as f64;
 
-    let depth = 0.4 * (n_words / 600.0).min(1.0)
+    let depth = 0.4 * (n_words / 500.0).min(1.0)
         + 0.3 * (code / 2.0).min(1.0)
-        + 0.3 * (items / 8.0).min(1.0);
-    let task_words: BTreeSet<String> = words(task).collect();
-    let doc_words: BTreeSet<String> = words(output).collect();
+        + 0.3 * (items / 6.0).min(1.0);
+    let task_words: BTreeSet<String> = substance::content_words(task).collect();
+    let doc_words: BTreeSet<String> = substance::content_words(output).collect();
     let relevance = if task_words.is_empty() {
         0.7
     } else {
@@ -62,25 +54,31 @@ pub fn evaluate(task: &str, output: &str) -> Evaluation {
             .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
             .count() as f64;
     let specificity = (specifics / n_words * 12.0).min(1.0);
+    let evidence = code
+        + (found.links - found.placeholder_links) as f64
+        + real.matches('`').count() as f64 / 6.0;
+    let grounded = 0.6 * m.verification + 0.4 * (evidence / 8.0).min(1.0);
     let headings = sections.iter().filter(|s| s.level > 0).count() as f64;
     let structure = 0.5 * (headings / 4.0).min(1.0) + 0.5 * m.clarity;
 
+    let keep = 1.0 - found.penalty();
     let dims: Dims = [
         ("depth", depth),
         ("relevance", relevance),
         ("completeness", m.completeness),
-        ("grounded", m.verification),
+        ("grounded", grounded),
         ("specificity", specificity),
         ("structure", structure),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), to10(v)))
+    .map(|(k, v)| (k.to_string(), to10(v * keep)))
     .collect();
-    let issues = dims
-        .iter()
-        .filter(|(_, v)| **v < 7.0)
-        .map(|(k, v)| format!("{k} is {v:.1}/10: {}", advice(k)))
-        .collect();
+    let mut issues = found.findings();
+    issues.extend(
+        dims.iter()
+            .filter(|(_, v)| **v < 7.0)
+            .map(|(k, v)| format!("{k} is {v:.1}/10: {}", advice(k))),
+    );
     Evaluation { dims, issues }
 }
 
@@ -106,7 +104,7 @@ mod tests {
     use crate::config::default_weights;
     use crate::gate::rubric::weighted;
 
-    const GOOD: &str = include_str!("../../tests/fixtures/good-artifact.md");
+    const GOOD: &str = include_str!("../../../tests/fixtures/good-artifact.md");
 
     #[test]
     fn deterministic_and_bounded() {
@@ -133,3 +131,6 @@ mod tests {
         assert!(on > off, "{on} {off}");
     }
 }
+
+#[cfg(test)]
+mod corpus;
