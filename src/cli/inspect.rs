@@ -256,6 +256,9 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
             s.status.as_str(),
             s.spend.shown()
         );
+        if let Some(why) = &s.stop_detail {
+            println!("  {why}");
+        }
     }
     Ok(0)
 }

@@ -31,8 +31,8 @@ pub struct Facts {
     pub rejected: Option<String>,
 }
 
-/// Whether a claim is taken: `Ok`, or why not. Pure.
-pub fn judge(f: &Facts) -> std::result::Result<(), String> {
+/// Whether a claim is taken: `Ok` with the grounds, for people, or why not. Pure.
+pub fn judge(f: &Facts) -> std::result::Result<String, String> {
     let mut why = Vec::new();
     if !f.open.is_empty() {
         let shown: Vec<&str> = f.open.iter().take(5).map(String::as_str).collect();
@@ -62,7 +62,14 @@ pub fn judge(f: &Facts) -> std::result::Result<(), String> {
         why.push("the run changed nothing in the artifact".into());
     }
     if why.is_empty() {
-        Ok(())
+        let gate = match (f.gate_passed, f.gate_score) {
+            (Some(true), Some(s)) => format!("the gate passed the iteration ({s:.2})"),
+            (Some(true), None) => "the gate passed the iteration".into(),
+            _ => "the gate is off".into(),
+        };
+        Ok(format!(
+            "the completion promise was taken: fix_plan.md has no open item and {gate}"
+        ))
     } else {
         Err(why.join("; "))
     }
@@ -95,22 +102,25 @@ fn facts(lp: &Loop, rec: &RunRecord) -> Result<Facts> {
 /// Judge the claim of the iteration whose record `rec` is about to be written: set what the
 /// loop takes of it, note a claim not taken in the record and for the next agent.
 pub fn check(lp: &mut Loop, rec: &mut RunRecord) -> Result<()> {
-    lp.promise_seen = false;
+    lp.promise_taken = None;
     // The note was for this iteration's agent; a new one is written if this claim fails too.
     lp.runner.state.promise_note = None;
     if !rec.promise_seen {
         return Ok(());
     }
     if lp.settings.defaults.promise_check == PromiseCheck::Trust {
-        lp.promise_seen = true;
+        lp.promise_taken = Some(
+            "the completion promise was taken unchecked ([defaults] promise_check = \"trust\")"
+                .into(),
+        );
         return Ok(());
     }
     let f = facts(lp, rec)?;
     let st = &mut lp.runner.state;
     match judge(&f) {
-        Ok(()) => {
+        Ok(grounds) => {
             st.premature_promises = 0;
-            lp.promise_seen = true;
+            lp.promise_taken = Some(grounds);
         }
         Err(why) => {
             st.premature_promises += 1;
@@ -142,6 +152,7 @@ mod tests {
     fn a_claim_is_taken_only_with_the_plan_done_and_the_gate_passed() {
         let done = Facts {
             gate_passed: Some(true),
+            gate_score: Some(8.3),
             changed: true,
             ..Facts::default()
         };
@@ -149,15 +160,18 @@ mod tests {
             open: items.iter().map(|s| (*s).to_string()).collect(),
             ..done.clone()
         };
-        let table: Vec<(Facts, std::result::Result<(), &str>)> = vec![
-            (done.clone(), Ok(())),
+        let passed = "the completion promise was taken: fix_plan.md has no open item and the gate passed the iteration (8.30)";
+        let table: Vec<(Facts, std::result::Result<&str, &str>)> = vec![
+            (done.clone(), Ok(passed)),
             // The gate off: the plan decides.
             (
                 Facts {
                     gate_passed: None,
                     ..done.clone()
                 },
-                Ok(()),
+                Ok(
+                    "the completion promise was taken: fix_plan.md has no open item and the gate is off",
+                ),
             ),
             (
                 open(&["Add a test"]),
@@ -189,7 +203,7 @@ mod tests {
                     changed: false,
                     ..done.clone()
                 },
-                Ok(()),
+                Ok(passed),
             ),
             (
                 Facts {
@@ -208,7 +222,11 @@ mod tests {
             ),
         ];
         for (f, want) in table {
-            assert_eq!(judge(&f), want.map_err(str::to_string), "{f:?}");
+            assert_eq!(
+                judge(&f),
+                want.map(str::to_string).map_err(str::to_string),
+                "{f:?}"
+            );
         }
     }
 }

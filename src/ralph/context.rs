@@ -32,8 +32,8 @@ pub struct Loop {
     pub artifact_type: crate::quality::types::ArtifactType,
     /// Consecutive no-change and crash counts.
     pub breaker: Breaker,
-    /// The last iteration's agent printed the promise.
-    pub promise_seen: bool,
+    /// The last iteration's agent printed the promise and the claim was taken: on what grounds.
+    pub promise_taken: Option<String>,
     /// Claims in a row were not taken past `[safety] max_premature_promises`: why.
     pub promise_rejected: Option<String>,
     /// Iterations completed (not counting discarded attempts).

@@ -19,8 +19,8 @@ pub struct Facts {
     pub quality: Option<f64>,
     /// The outer threshold.
     pub quality_threshold: f64,
-    /// The last iteration's agent printed the promise, and the claim was taken.
-    pub promise_seen: bool,
+    /// The last iteration's agent printed the promise and the claim was taken: on what grounds.
+    pub promise_taken: Option<String>,
     /// Claims in a row were not taken past the ceiling: why.
     pub promise_rejected: Option<String>,
     /// The budget that is spent, with its figures (see `budget::exhausted`).
@@ -33,11 +33,8 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
     if f.stop_requested {
         return Some((StopReason::UserStop, "stop requested".into()));
     }
-    if f.promise_seen {
-        return Some((
-            StopReason::Promise,
-            "the agent printed the completion promise (taken: no plan item open, the gate passed where it runs)".into(),
-        ));
+    if let Some(why) = &f.promise_taken {
+        return Some((StopReason::Promise, why.clone()));
     }
     if let Some(why) = &f.promise_rejected {
         return Some((StopReason::PromiseRejected, why.clone()));
@@ -531,7 +528,7 @@ mod tests {
             ),
             (
                 Facts {
-                    promise_seen: true,
+                    promise_taken: Some("taken".into()),
                     ..base()
                 },
                 StopReason::Promise,
@@ -586,7 +583,7 @@ mod tests {
         let f = Facts {
             stop_requested: true,
             plan_remaining: 0,
-            promise_seen: true,
+            promise_taken: Some("taken".into()),
             ..base()
         };
         assert_eq!(exit_reason(&f).unwrap().0, StopReason::UserStop);

@@ -27,7 +27,7 @@ impl Loop {
                 .0,
             quality: self.runner.state.last_quality,
             quality_threshold: self.settings.defaults.quality_threshold,
-            promise_seen: self.promise_seen,
+            promise_taken: self.promise_taken.clone(),
             promise_rejected: self.promise_rejected.clone(),
             budget: self.budget_spent(),
         })

@@ -6,7 +6,7 @@ use chrono::Utc;
 use super::context::Loop;
 use super::decide::{self, AfterRun};
 use super::runner::Phase;
-use super::{accept, commit, limits, promise, templates};
+use super::{accept, commit, limits, named, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
 use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
@@ -161,6 +161,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.tracker.snapshot(&lp.repo)?;
+        let named = named::Fingerprints::take(&plan_before, layout.root(), lp.repo.workdir());
         let phase = Phase {
             kind: AgentPhase::Iteration,
             iteration: n,
@@ -263,7 +264,17 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             let why = decide::how_to_continue(&why, &lp.runner.topic);
             return Ok(Result::Stop(StopReason::Breaker, why));
         }
-        // Commits the agent made of its own work are progress, though they leave nothing dirty.
+        // Commits the agent made of its own work are progress, though they leave nothing dirty;
+        // so are changes to files the plan names outside the artifact directory.
+        let mut changed = changed;
+        if changed.is_empty() {
+            changed.extend(
+                named
+                    .changed()
+                    .into_iter()
+                    .map(|p| format!("{p} (named in the plan)")),
+            );
+        }
         let kind = decide::classify(run.outcome.ending, !changed.is_empty() || run.committed);
         let stopped = lp.runner.stop_level() >= StopLevel::Now;
         let safety = &lp.settings.safety;

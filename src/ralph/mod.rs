@@ -18,6 +18,7 @@ pub mod fix_plan;
 pub mod guard;
 pub mod iteration;
 pub mod limits;
+pub mod named;
 pub mod notify;
 pub mod progress;
 pub mod promise;

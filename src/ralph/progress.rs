@@ -118,6 +118,9 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     } else if let Some(note) = r.note.as_deref().or(r.validation_failed.as_deref()) {
         parts.push(note.lines().next().unwrap_or_default().to_string());
     }
+    if let Some(why) = &r.premature_promise {
+        parts.push(format!("promise not taken: {why}"));
+    }
     parts.join(" · ")
 }
 

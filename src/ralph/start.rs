@@ -595,7 +595,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         task,
         artifact_type: p.artifact_type,
         breaker: Breaker::default(),
-        promise_seen: false,
+        promise_taken: None,
         promise_rejected: None,
         done: completed,
     })

@@ -15,13 +15,21 @@ fn a_promise_with_plan_items_open_is_not_taken_and_the_next_agent_is_told_why() 
     let t = TestHome::new();
     // Three items, one done per iteration, the promise printed every time; any iteration passes
     // the gate, so the plan alone decides.
-    t.start_with_env(
+    let r = t.start_with_env(
         "early",
         "promise",
         "FAKE_ITEMS=3",
         &["--pass-threshold", "0", "--max-iterations", "10"],
-    )
-    .code(1);
+    );
+    r.code(1);
+    // Each line says the claim was not taken, and why.
+    assert!(
+        r.stdout().contains(
+            "\"Improve part 1\" · promise not taken: 2 plan items are still open (Improve part 2; Improve part 3)\n"
+        ),
+        "{}",
+        r.stdout()
+    );
     let st = t.state();
     // Two premature claims in a row (the default ceiling) end the loop, naming what is open.
     assert_eq!(st["stop_reason"], "promise_rejected", "{st}");
@@ -77,14 +85,31 @@ fn a_promise_the_gate_did_not_pass_is_not_taken() {
 #[test]
 fn a_promise_on_the_last_allowed_iteration_ends_the_loop_as_promise() {
     let t = TestHome::new();
-    t.start_with_env(
+    let r = t.start_with_env(
         "last",
         "promise",
         "FAKE_ITEMS=1",
         &["--pass-threshold", "0", "--max-iterations", "1"],
-    )
-    .code(0);
+    );
+    r.code(0);
     assert_eq!(t.state()["stop_reason"], "promise");
+    // The completion block, `status` and `summary` say on what grounds the claim was taken.
+    let grounds = "the completion promise was taken: fix_plan.md has no open item and the gate passed the iteration (";
+    assert!(
+        r.stdout().contains(&format!("  reason      {grounds}")),
+        "{}",
+        r.stdout()
+    );
+    let status = t.run(&["wiggum", "status", "last"]).stdout();
+    assert!(
+        status.contains(&format!("stopped:   promise ({grounds}")),
+        "{status}"
+    );
+    let summary = t.run(&["wiggum", "summary", "last"]).stdout();
+    assert!(
+        summary.contains(&format!("stop reason promise, cost unknown\n  {grounds}")),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -127,4 +152,79 @@ fn an_agent_that_commits_its_own_work_is_making_progress() {
     assert!(runs.iter().all(|r| r["outcome"] != "no_change"), "{runs:?}");
     let log = git(&t.art(), &["log", "--format=%s"]);
     assert!(log.contains("the agent's own iteration 3"), "{log}");
+}
+
+#[test]
+fn an_agent_that_changes_only_files_the_plan_names_is_making_progress() {
+    let t = TestHome::new();
+    // A code loop on notes/ of a repository; the plan names src/lib.rs, outside notes/, and the
+    // agent changes only that file (never ticking the item).
+    let repo = t.root().join("proj");
+    let art = repo.join("notes");
+    std::fs::create_dir_all(repo.join("src")).unwrap();
+    std::fs::create_dir_all(&art).unwrap();
+    std::fs::write(repo.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(
+        art.join("artifact.md"),
+        "# Change\n\n## Summary\nA change.\n",
+    )
+    .unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=u",
+            "-c",
+            "user.email=u@e",
+            "commit",
+            "-qm",
+            "start",
+        ],
+    );
+    let agent = t.root().join("named-agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\ncat >/dev/null\ncase \"$WIGGUM_PHASE\" in\n\
+         planning) printf '# Plan\\n\\n- [ ] Make `src/lib.rs` handle the empty case\\n' > \"$WIGGUM_DIR/fix_plan.md\" ;;\n\
+         iteration) echo \"// iteration $ITERATION\" >> \"$ARTIFACT_PATH/../src/lib.rs\" ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args = t.start_args(
+        "named",
+        &art,
+        &agent.display().to_string(),
+        &[
+            "--type",
+            "code",
+            "--foreground",
+            "--max-iterations",
+            "4",
+            "--pass-threshold",
+            "0",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(art.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    // Three runs in a row with nothing changed in notes/ would trip the breaker (the default).
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let lib = std::fs::read_to_string(repo.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("// iteration 4"), "{lib}");
+    let runs: Vec<serde_json::Value> = std::fs::read_to_string(art.join("wiggum/runs.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["record"] == "iteration")
+        .collect();
+    assert!(
+        runs.iter()
+            .all(|r| r["files_changed"][0] == "src/lib.rs (named in the plan)"),
+        "{runs:?}"
+    );
 }
