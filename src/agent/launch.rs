@@ -349,10 +349,17 @@ pub async fn run(
     let outcome = outcome?;
     let format = agent.table.output_format;
     let report = match &l.stdout {
-        Some(p) if p.exists() => {
-            output::parse(format, &fsutil::read_capped(p, fsutil::ANSWER_CAP)?)
+        Some(p) => {
+            let mut answer = if p.exists() {
+                output::parse(format, &fsutil::read_capped(p, fsutil::ANSWER_CAP)?)
+            } else {
+                Report::default()
+            };
+            // The answer is stdout; a CLI may print its usage on stderr, which the log holds
+            // (codex's `tokens used`).
+            answer.fill_usage(&output::scan_file(format, &job.log, "")?);
+            answer
         }
-        Some(_) => Report::default(),
         None => output::scan_file(format, &job.log, promise)?,
     };
     Ok(AgentRun {

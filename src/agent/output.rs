@@ -28,6 +28,15 @@ pub struct Report {
     pub tokens_out: Option<u64>,
 }
 
+impl Report {
+    /// Take the cost and token counts `other` has where this report has none.
+    pub fn fill_usage(&mut self, other: &Report) {
+        self.cost_usd = self.cost_usd.or(other.cost_usd);
+        self.tokens_in = self.tokens_in.or(other.tokens_in);
+        self.tokens_out = self.tokens_out.or(other.tokens_out);
+    }
+}
+
 /// How much of a streamed log's end is kept as [`Report::text`].
 pub const TAIL_BYTES: usize = 64 * 1024;
 /// Lines longer than this are cut (claude's one-line JSON result included).

@@ -51,7 +51,7 @@
 #   shrink       print 3000 bytes in iterations 1-3, nothing from iteration 4 on
 #   linger       stay 60 s after everything (after the promise, with `promise`)
 #   claude-cost  end with claude's JSON result line costing $FAKE_COST (default 0.40)
-#   codex-tokens end with codex's "tokens used" lines reporting $FAKE_TOKENS (default 12,000)
+#   codex-tokens end with codex's "tokens used" lines on stderr reporting $FAKE_TOKENS (default 12,000)
 #   marker       print MARKER-$ITERATION-secret; then search the workspace for iteration 1's
 #                marker, the count in found-$ITERATION beside $FAKE_PIDS
 # FAKE_ITEMS: how many plan items to write (default 3). FAKE_PIDS: file to append "role pid" to.
@@ -217,5 +217,6 @@ has promise && echo "<promise>COMPLETE</promise>"
 # linger: keep running after the promise (real CLIs keep helpers or sockets open)
 has linger && sleep 60
 has claude-cost && printf '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":%s}\n' "${FAKE_COST:-0.40}"
-has codex-tokens && printf 'tokens used\n%s\n' "${FAKE_TOKENS:-12,000}"
+# codex prints its usage on stderr, after the answer on stdout.
+has codex-tokens && printf 'tokens used\n%s\n' "${FAKE_TOKENS:-12,000}" >&2
 exit 0

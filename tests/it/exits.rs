@@ -167,6 +167,38 @@ fn tokens_priced_from_the_table_reach_the_cost_budget() {
 }
 
 #[test]
+fn a_codex_revision_round_counts_the_tokens_it_prints_on_stderr() {
+    let t = TestHome::new();
+    let cmd = t.agent_cmd("codex-tokens", "FAKE_TOKENS=1,000 FAKE_ITEMS=1");
+    t.write_home_config(&format!(
+        "[agents.tok]\ncommand = \"{}\"\noutput_format = \"codex\"\n",
+        cmd.replace('"', "\\\"")
+    ));
+    // A gate no draft passes: the iteration and a revision round (the fake's revision is its
+    // draft unchanged, which ends the rounds), each printing its usage on stderr while its
+    // answer goes to stdout.
+    let args = t.start_args(
+        "rev",
+        &t.art(),
+        "",
+        &[
+            "--agent",
+            "tok",
+            "--foreground",
+            "--max-rounds",
+            "3",
+            "--pass-threshold",
+            "10",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    // Planning, the iteration and its revision: 1,000 tokens each.
+    let st = t.state();
+    assert_eq!(st["spend"]["tokens"], 3_000, "{st}");
+}
+
+#[test]
 fn a_cost_nobody_reported_is_unknown_not_free() {
     let t = TestHome::new();
     t.start_fg("unknown", "", &["--max-iterations", "1"])
