@@ -190,10 +190,11 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
         l.root.clone()
     };
     let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
-    let state = sandbox::policy::state_dirs(&program, &home);
+    let state = sandbox::policy::state_dirs(&program, &home, &env);
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
     policy.hidden = hidden_store(&root);
+    policy.when_enforced = sandbox::env::when_enforced(&program, nix::unistd::geteuid().is_root());
     Job {
         command,
         cwd: t
@@ -217,6 +218,33 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             max_log: safety.max_log_mb.saturating_mul(1 << 20),
             promise: None,
         }),
+    }
+}
+
+/// Make the state directory the agent's CLI writes in when it is missing (a fresh machine, or
+/// one its variable moved): the harness can grant only paths that exist, and the CLI would fail
+/// every write with `EACCES`. A failure is a warning; the run shows what it costs.
+fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
+    use std::os::unix::fs::DirBuilderExt;
+    let program = sandbox::env::program_of(&agent.table.command);
+    let Some((_, home)) = env.iter().find(|(k, _)| k == "HOME") else {
+        return;
+    };
+    for dir in sandbox::policy::state_dirs_to_make(&program, Path::new(home), env) {
+        if dir.symlink_metadata().is_ok() {
+            continue;
+        }
+        match std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+        {
+            Ok(()) => tracing::info!("made {} for `{program}`", dir.display()),
+            Err(e) => tracing::warn!(
+                "cannot make {}, the state directory of `{program}`: {e}",
+                dir.display()
+            ),
+        }
     }
 }
 
@@ -331,6 +359,7 @@ pub async fn run(
     }
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
+    make_state_dirs(agent, &job.env);
     let group = run_group(&mut job, l);
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;

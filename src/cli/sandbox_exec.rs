@@ -99,7 +99,16 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
     let Some((program, args)) = a.command.split_first() else {
         return Err(Error::input("sandbox-exec: no command"));
     };
-    let err = std::process::Command::new(program).args(args).exec();
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    if enforced.filesystem {
+        for (k, v) in &policy.when_enforced {
+            if std::env::var_os(k).is_none() {
+                command.env(k, v);
+            }
+        }
+    }
+    let err = command.exec();
     eprintln!("studio-agents sandbox: cannot execute {program}: {err}");
     Ok(REFUSED)
 }

@@ -384,7 +384,11 @@ fn harness(
         safety,
         &root,
         &std::env::temp_dir().join("studio-agents-<run>"),
-        &policy::state_dirs(&program, &home),
+        &policy::state_dirs(
+            &program,
+            &home,
+            &sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow),
+        ),
     );
     p.read_only = policy::protected(&root, Some(&layout.wiggum()));
     let enforced = sandbox::probe(&p);

@@ -5,6 +5,7 @@ mod support;
 mod architecture;
 mod bad_input;
 mod claims;
+mod clis;
 mod confine;
 mod crash;
 mod daemon;

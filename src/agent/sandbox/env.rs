@@ -2,8 +2,9 @@
 //! own variables, the keys the agent's CLI needs, its `[agents] env`, and `[safety] env_allow`.
 //! Everything else — cloud keys, other tokens — is dropped. Pure.
 
-/// What every agent gets from the supervisor's environment.
-const BASE: [&str; 11] = [
+/// What every agent gets from the supervisor's environment (`DO_NOT_TRACK`: the common
+/// telemetry opt-out).
+const BASE: [&str; 12] = [
     "PATH",
     "HOME",
     "USER",
@@ -15,6 +16,7 @@ const BASE: [&str; 11] = [
     "TZ",
     "COLORTERM",
     "STUDIO_AGENTS_*",
+    "DO_NOT_TRACK",
 ];
 
 /// Never passed, whatever matches: the supervisor's home holds the loop's records and locks,
@@ -30,7 +32,17 @@ const NEVER: [&str; 3] = [
 #[must_use]
 pub fn preset_keys(program: &str) -> &'static [&'static str] {
     match program {
-        "claude" => &["ANTHROPIC_*", "CLAUDE_*", "IS_SANDBOX"],
+        "claude" => &[
+            "ANTHROPIC_*",
+            "CLAUDE_*",
+            "IS_SANDBOX",
+            // The opt-outs of Claude Code's telemetry, updater and reports.
+            "DISABLE_TELEMETRY",
+            "DISABLE_AUTOUPDATER",
+            "DISABLE_ERROR_REPORTING",
+            "DISABLE_BUG_COMMAND",
+            "DISABLE_NON_ESSENTIAL_MODEL_CALLS",
+        ],
         "codex" => &["OPENAI_*", "CODEX_*"],
         "gemini" => &["GEMINI_*", "GOOGLE_*"],
         "aider" => &["OPENAI_*", "ANTHROPIC_*", "AIDER_*", "OPENROUTER_*"],
@@ -39,6 +51,23 @@ pub fn preset_keys(program: &str) -> &'static [&'static str] {
         "amp" => &["AMP_*"],
         _ => &[],
     }
+}
+
+/// What a CLI needs to run unattended where the harness confines it, set by the helper only
+/// when the filesystem confinement is in force: claude refuses to skip its permission prompts
+/// as root unless told it is in a sandbox (`IS_SANDBOX=1`); gemini runs in an untrusted folder
+/// only when the workspace is trusted (`GEMINI_CLI_TRUST_WORKSPACE=true`, exit 55 otherwise).
+#[must_use]
+pub fn when_enforced(program: &str, root: bool) -> Vec<(String, String)> {
+    let pairs: &[(&str, &str)] = match program {
+        "claude" if root => &[("IS_SANDBOX", "1")],
+        "gemini" => &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+        _ => &[],
+    };
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+        .collect()
 }
 
 /// Whether `name` matches `pattern` (`FOO` exactly, or `FOO_*` as a prefix).
@@ -148,6 +177,31 @@ mod tests {
             let got = allowed(parent.clone(), program, allow);
             assert_eq!(names(&got), want, "{program}");
         }
+    }
+
+    #[test]
+    fn opt_outs_are_kept_and_enforced_only_variables_are_per_cli() {
+        let parent = env(&[
+            "DISABLE_TELEMETRY",
+            "DISABLE_AUTOUPDATER",
+            "DO_NOT_TRACK",
+            "DISABLE_X",
+        ]);
+        assert_eq!(
+            names(&allowed(parent.clone(), "claude", &[])),
+            ["DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", "DO_NOT_TRACK"]
+        );
+        assert_eq!(names(&allowed(parent, "codex", &[])), ["DO_NOT_TRACK"]);
+        let names_of = |v: Vec<(String, String)>| -> Vec<String> {
+            v.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(names_of(when_enforced("claude", true)), ["IS_SANDBOX=1"]);
+        assert!(when_enforced("claude", false).is_empty());
+        assert_eq!(
+            names_of(when_enforced("gemini", false)),
+            ["GEMINI_CLI_TRUST_WORKSPACE=true"]
+        );
+        assert!(when_enforced("codex", true).is_empty());
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Policy {
     /// The run's cgroup, which the helper joins first (everything the run starts follows).
     #[serde(default)]
     pub cgroup: Option<PathBuf>,
+    /// Variables the helper sets for the command only when the filesystem confinement is in
+    /// force, and only where the environment has none (`IS_SANDBOX=1` for claude as root).
+    #[serde(default)]
+    pub when_enforced: Vec<(String, String)>,
 }
 
 impl Policy {
@@ -49,9 +53,46 @@ impl Policy {
     }
 }
 
-/// Directories an agent CLI keeps its own state in (under `home`), writable to it.
+/// The variable that moves a CLI's state directory, and where under it the state lives:
+/// `CODEX_HOME` is codex's state itself, `GEMINI_CLI_HOME` stands in for the home gemini keeps
+/// `.gemini` in.
+fn moved_by(program: &str) -> Option<(&'static str, &'static str)> {
+    match program {
+        "claude" => Some(("CLAUDE_CONFIG_DIR", "")),
+        "codex" => Some(("CODEX_HOME", "")),
+        "gemini" => Some(("GEMINI_CLI_HOME", ".gemini")),
+        _ => None,
+    }
+}
+
+/// Where the agent's environment `env` moved the CLI's state, if it did.
+fn moved_state(program: &str, env: &[(String, String)]) -> Option<PathBuf> {
+    let (var, under) = moved_by(program)?;
+    let (_, v) = env.iter().find(|(k, v)| k == var && !v.is_empty())?;
+    let base = PathBuf::from(v);
+    base.is_absolute().then(|| base.join(under))
+}
+
+/// The state directories a CLI needs to exist before it runs (it writes inside them, and a
+/// path that does not exist cannot be granted): its own under `home`, or where `env` moved it.
 #[must_use]
-pub fn state_dirs(program: &str, home: &Path) -> Vec<PathBuf> {
+pub fn state_dirs_to_make(program: &str, home: &Path, env: &[(String, String)]) -> Vec<PathBuf> {
+    if let Some(moved) = moved_state(program, env) {
+        return vec![moved];
+    }
+    let first = match program {
+        "claude" => ".claude",
+        "codex" => ".codex",
+        "gemini" => ".gemini",
+        _ => return Vec::new(),
+    };
+    vec![home.join(first)]
+}
+
+/// Directories (and files) an agent CLI keeps its own state in, writable to it: under `home`,
+/// and where its variable in the agent's environment `env` moved it (`CODEX_HOME`, ...).
+#[must_use]
+pub fn state_dirs(program: &str, home: &Path, env: &[(String, String)]) -> Vec<PathBuf> {
     let rel: &[&str] = match program {
         "claude" => &[
             ".claude",
@@ -73,6 +114,7 @@ pub fn state_dirs(program: &str, home: &Path) -> Vec<PathBuf> {
     };
     let mut out: Vec<PathBuf> = rel.iter().map(|r| home.join(r)).collect();
     out.push(home.join(".cache"));
+    out.extend(moved_state(program, env));
     out
 }
 
@@ -120,6 +162,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         hidden: Vec::new(),
         unix_sockets: safety.unix_sockets == crate::config::UnixSockets::Allow,
         cgroup: None,
+        when_enforced: Vec::new(),
     }
 }
 
@@ -257,13 +300,57 @@ mod tests {
     use crate::config::{Network, NetworkRule};
 
     #[test]
+    fn a_clis_variable_moves_its_state_and_what_must_exist() {
+        let home = Path::new("/home/u");
+        let env = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let cases: [(&str, Vec<(String, String)>, Option<&str>, &str); 6] = [
+            (
+                "codex",
+                env("CODEX_HOME", "/data/codex"),
+                Some("/data/codex"),
+                "/data/codex",
+            ),
+            ("codex", vec![], None, "/home/u/.codex"),
+            ("claude", env("CLAUDE_CONFIG_DIR", "/c"), Some("/c"), "/c"),
+            (
+                "gemini",
+                env("GEMINI_CLI_HOME", "/g"),
+                Some("/g/.gemini"),
+                "/g/.gemini",
+            ),
+            // A relative or empty value is no place the harness can grant.
+            ("codex", env("CODEX_HOME", "rel"), None, "/home/u/.codex"),
+            (
+                "gemini",
+                env("GEMINI_CLI_HOME", ""),
+                None,
+                "/home/u/.gemini",
+            ),
+        ];
+        for (program, env, moved, make) in cases {
+            let dirs = state_dirs(program, home, &env);
+            assert!(dirs.contains(&home.join(".cache")), "{program}");
+            assert_eq!(
+                moved.is_some_and(|m| dirs.contains(&PathBuf::from(m))),
+                moved.is_some(),
+                "{program} {env:?}"
+            );
+            assert_eq!(
+                state_dirs_to_make(program, home, &env),
+                [PathBuf::from(make)]
+            );
+        }
+        assert!(state_dirs_to_make("aider", home, &[]).is_empty());
+    }
+
+    #[test]
     fn a_policy_grants_the_work_tree_the_temp_dir_and_the_clis_state() {
         let safety = Safety {
             writable: vec!["/srv/cache".into()],
             network: Network::Ports(vec![443]),
             ..Safety::default()
         };
-        let state = state_dirs("claude", Path::new("/home/u"));
+        let state = state_dirs("claude", Path::new("/home/u"), &[]);
         let p = build(&safety, Path::new("/repo"), Path::new("/tmp/run"), &state);
         for w in [
             "/repo",
