@@ -303,7 +303,8 @@ mod tests {
     fn a_clis_variable_moves_its_state_and_what_must_exist() {
         let home = Path::new("/home/u");
         let env = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
-        let cases: [(&str, Vec<(String, String)>, Option<&str>, &str); 6] = [
+        type Env = Vec<(String, String)>;
+        let cases: [(&str, Env, Option<&str>, &str); 6] = [
             (
                 "codex",
                 env("CODEX_HOME", "/data/codex"),
