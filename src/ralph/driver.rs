@@ -132,7 +132,9 @@ impl Loop {
             stdout: None,
             temperature: None,
         };
-        for attempt in 1..=self.settings.safety.max_crash_retries + 1 {
+        let mut last_failure: Option<String> = None;
+        let attempts = self.settings.safety.max_crash_retries + 1;
+        for attempt in 1..=attempts {
             let agent = self.agent.clone();
             let before = self.tracker.snapshot(&self.repo)?;
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
@@ -155,8 +157,11 @@ impl Loop {
                 (true, _) => Outcome::Planned,
                 (false, _) => Outcome::Crashed,
             };
-            rec.note =
-                (!ok && !stopped).then(|| "planning wrote no checkbox items to fix_plan.md".into());
+            rec.note = (!ok && !stopped).then(|| {
+                super::failure::describe(run.outcome.ending, &tail)
+                    .unwrap_or_else(|| "planning wrote no checkbox items to fix_plan.md".into())
+            });
+            last_failure.clone_from(&rec.note);
             let items = ok.then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
             super::progress::log_run(&layout, &rec, items.as_deref())?;
             if !ok {
@@ -196,9 +201,10 @@ impl Loop {
                 return Ok(None);
             }
         }
+        let last = last_failure.unwrap_or_else(|| "no checkbox items in fix_plan.md".into());
         Ok(Some((
             StopReason::Breaker,
-            "planning wrote no items to fix_plan.md".into(),
+            format!("planning failed {attempts} times; the last: {last}"),
         )))
     }
 

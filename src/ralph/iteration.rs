@@ -298,15 +298,18 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             }
             AfterRun::Retry => {
                 commit::carry(lp, &changed_paths);
-                rec.note = Some(format!(
-                    "crashed (it {}); retrying with a fresh process",
-                    run.outcome.ending
-                ));
+                let what = super::failure::describe(run.outcome.ending, &tail)
+                    .unwrap_or_else(|| format!("it {}", run.outcome.ending));
+                rec.note = Some(format!("{what}; retrying with a fresh process"));
                 super::progress::log_run(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
             }
             AfterRun::GiveUp(why) => {
                 commit::carry(lp, &changed_paths);
+                let why = match super::failure::describe(run.outcome.ending, &tail) {
+                    Some(last) => format!("{why}; the last: {last}"),
+                    None => why,
+                };
                 rec.note = Some(why.clone());
                 super::progress::log_run(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;

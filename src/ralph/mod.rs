@@ -14,6 +14,7 @@ pub mod context;
 pub mod decide;
 pub mod driver;
 pub mod dry_run;
+pub mod failure;
 pub mod fix_plan;
 pub mod guard;
 pub mod iteration;

@@ -83,10 +83,11 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     } else {
         String::new()
     };
-    parts.push(format!(
-        "{head}{retry} {mark} {}",
-        r.outcome.as_str().replace('_', " ")
-    ));
+    let outcome = match (r.outcome, super::failure::label(r.agent_exit)) {
+        (Outcome::Crashed, Some(limit)) => limit.to_string(),
+        (o, _) => o.as_str().replace('_', " "),
+    };
+    parts.push(format!("{head}{retry} {mark} {outcome}"));
     if let Some(g) = &r.gate {
         let r1 = g
             .wiggum_r1

@@ -127,3 +127,49 @@ fn claude_config_dir_and_gemini_cli_home_move_their_state_too() {
     let env = std::fs::read_to_string(state.join("session-env/env-planning")).unwrap();
     assert_eq!(env, "GEMINI_CLI_TRUST_WORKSPACE=true\n");
 }
+
+#[test]
+fn a_failed_run_says_the_clis_own_last_error_and_exit_code() {
+    let t = TestHome::new();
+    let script = t.root().join("refuses.sh");
+    std::fs::write(
+        &script,
+        "cat > /dev/null\necho 'Loading settings'\necho '--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons' >&2\nexit 1\n",
+    )
+    .unwrap();
+    let cmd = format!("sh {}", script.display());
+    let args = t.start_args("refused", &t.art(), &cmd, &["--foreground"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(1);
+    let said = "exit 1: --dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons";
+    let out = r.stdout();
+    assert!(
+        out.contains("Planning ✗ crashed · ") && out.contains(&format!(" · {said}\n")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "  reason      planning failed 3 times; the last: {said}\n"
+        )),
+        "{out}"
+    );
+    let status = t.run(&["wiggum", "status", "refused"]).stdout();
+    assert!(status.contains(said), "{status}");
+}
+
+#[test]
+fn a_run_killed_at_the_wall_limit_is_called_timed_out() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nmax_time_per_iteration = 1\nmax_crash_retries = 0\n");
+    let r = t.start_fg("slowpoke", "hang", &[]);
+    r.code(1);
+    let out = r.stdout();
+    assert!(
+        out.contains("Planning ✗ timed out · ")
+            && out
+                .contains("timed out: killed at the wall limit ([safety] max_time_per_iteration)"),
+        "{out}"
+    );
+    assert!(!out.contains("crashed"), "{out}");
+}
