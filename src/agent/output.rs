@@ -100,7 +100,8 @@ impl Scanner {
             promise: promise.trim().to_string(),
             tail_cap,
             tail: String::new(),
-            whole: (format == OutputFormat::ClaudeJson).then(String::new),
+            whole: matches!(format, OutputFormat::ClaudeJson | OutputFormat::GeminiJson)
+                .then(String::new),
             report: Report::default(),
             after_tokens_used: false,
             claude_result: None,
@@ -127,20 +128,33 @@ impl Scanner {
                 self.count_promise(line);
                 self.aider_line(line);
             }
-            OutputFormat::ClaudeJson => {
-                if let Some(w) = &mut self.whole {
-                    if w.len() + line.len() < WHOLE_JSON {
-                        w.push_str(line);
-                        w.push('\n');
-                    } else {
-                        self.whole = None;
-                    }
+            OutputFormat::GeminiJson => {
+                // The document starts at a line of its own `{`; what the CLI printed on stderr
+                // before it (warnings) is not part of it.
+                if line.trim_end() == "{" {
+                    self.whole = Some(String::new());
                 }
+                self.collect(line);
+            }
+            OutputFormat::ClaudeJson => {
+                self.collect(line);
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(line.trim())
                     && v.get("type").and_then(|t| t.as_str()) == Some("result")
                 {
                     self.claude_result = Some(v);
                 }
+            }
+        }
+    }
+
+    /// Collect the log as one document while it is small enough to be one.
+    fn collect(&mut self, line: &str) {
+        if let Some(w) = &mut self.whole {
+            if w.len() + line.len() < WHOLE_JSON {
+                w.push_str(line);
+                w.push('\n');
+            } else {
+                self.whole = None;
             }
         }
     }
@@ -186,7 +200,10 @@ impl Scanner {
             }
             self.tail.drain(..cut);
         }
-        if self.format != OutputFormat::ClaudeJson {
+        if !matches!(
+            self.format,
+            OutputFormat::ClaudeJson | OutputFormat::GeminiJson
+        ) {
             self.report.text = self.tail;
             return (self.report, true);
         }
@@ -199,7 +216,11 @@ impl Scanner {
             self.report.text = self.tail;
             return (self.report, true);
         };
-        let mut r = claude_json(&v);
+        let mut r = if self.format == OutputFormat::GeminiJson {
+            gemini_json(&v)
+        } else {
+            claude_json(&v)
+        };
         if !self.promise.is_empty() {
             r.promise_lines = r.text.lines().filter(|l| l.trim() == self.promise).count();
         }
@@ -235,6 +256,39 @@ fn claude_json(v: &serde_json::Value) -> Report {
     }
 }
 
+/// gemini's document: `response`, and the tokens of every model it called (the router's
+/// included) from `stats.models.<name>.tokens` (`prompt` in, `candidates` out). No cost: gemini
+/// does not report one (a `[prices]` entry prices the tokens).
+fn gemini_json(v: &serde_json::Value) -> Report {
+    let mut tokens_in = None;
+    let mut tokens_out = None;
+    if let Some(models) = v.pointer("/stats/models").and_then(|m| m.as_object()) {
+        for m in models.values() {
+            let tok = |k: &str| {
+                m.pointer(&format!("/tokens/{k}"))
+                    .and_then(serde_json::Value::as_u64)
+            };
+            if let Some(n) = tok("prompt").or_else(|| tok("input")) {
+                tokens_in = Some(tokens_in.unwrap_or(0) + n);
+            }
+            if let Some(n) = tok("candidates") {
+                tokens_out = Some(tokens_out.unwrap_or(0) + n);
+            }
+        }
+    }
+    Report {
+        text: v
+            .get("response")
+            .and_then(|r| r.as_str())
+            .unwrap_or_default()
+            .to_string(),
+        promise_lines: 0,
+        cost_usd: None,
+        tokens_in,
+        tokens_out,
+    }
+}
+
 /// `1.3k` → 1300, `2M` → 2000000.
 fn scaled(n: &str) -> Option<u64> {
     let (num, mult) = match n.chars().last()? {
@@ -257,6 +311,38 @@ mod tests {
         include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.2.json");
     const CODEX1: &str = include_str!("../../tests/fixtures/agent-output/codex-exec-plain.1.txt");
     const AIDER1: &str = include_str!("../../tests/fixtures/agent-output/aider-message.1.txt");
+
+    const GEMINI1: &str =
+        include_str!("../../tests/fixtures/agent-output/gemini-output-format-json.1.txt");
+
+    #[test]
+    fn gemini_json_after_its_warnings_gives_the_response_and_every_models_tokens() {
+        let r = parse(OutputFormat::GeminiJson, GEMINI1);
+        assert_eq!(r.text, "work done in iteration\n");
+        // The router's request and the two of the conversation.
+        assert_eq!((r.tokens_in, r.tokens_out), (Some(3600), Some(240)));
+        assert_eq!(r.cost_usd, None);
+        let promised = GEMINI1.replace(
+            "\"work done in iteration\\n\"",
+            "\"done\\n<promise>COMPLETE</promise>\\n\"",
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("agent.log");
+        std::fs::write(&log, &promised).unwrap();
+        let r = scan_file(
+            OutputFormat::GeminiJson,
+            &log,
+            "<promise>COMPLETE</promise>",
+        )
+        .unwrap();
+        assert_eq!(r.promise_lines, 1);
+        // Not a document: the tail, as for plain text.
+        let r = parse(OutputFormat::GeminiJson, "Error: quota exceeded\n");
+        assert_eq!(
+            (r.text.as_str(), r.tokens_in),
+            ("Error: quota exceeded\n", None)
+        );
+    }
 
     #[test]
     fn claude_json_gives_cost_tokens_and_result() {

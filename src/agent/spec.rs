@@ -29,7 +29,11 @@ pub fn preset(name: &str) -> Option<AgentTable> {
             true,
             OutputFormat::Codex,
         ),
-        "gemini" => ("gemini --yolo", true, OutputFormat::Plain),
+        "gemini" => (
+            "gemini --yolo --output-format json",
+            true,
+            OutputFormat::GeminiJson,
+        ),
         "kiro-cli" => (
             "kiro-cli chat --no-interactive --trust-all-tools \"$(cat {prompt_file})\"",
             false,

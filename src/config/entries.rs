@@ -29,6 +29,9 @@ pub enum OutputFormat {
     Codex,
     /// aider's chat output.
     Aider,
+    /// `gemini --output-format json`: one (pretty-printed) JSON document with `response` and
+    /// `stats.models.*.tokens`.
+    GeminiJson,
 }
 
 /// An agent in table form.
