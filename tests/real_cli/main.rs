@@ -1,0 +1,408 @@
+//! The real-CLI tier: codex, Claude Code and gemini-cli at pinned versions from the npm registry
+//! (`tests/real_cli/package-lock.json`, installed into `target/real-cli` by `setup.sh`), each run
+//! by its preset, unchanged, inside the loop and the enforced harness, against a scripted model
+//! server on 127.0.0.1 that speaks its vendor's protocol (`server.py`). Run with
+//! `cargo test --features real-cli --test real_cli`. When the registry cannot be reached at all
+//! the tests say so loudly and skip; any other set-up failure fails.
+//!
+//! The server's first answer in every conversation is a call of the CLI's own shell tool
+//! (`Bash`, `exec_command`, `run_shell_command`) running `work.sh`, which does what the phase asks
+//! (plan, edit the iteration's artifact and tick the plan, print a revised document); its final
+//! answer repeats what the command printed, so the command decides what the agent says.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The CLIs' bin directory, installed once; `None` (after a loud message) when the registry is
+/// unreachable.
+fn clis() -> Option<PathBuf> {
+    static DONE: Mutex<Option<Option<PathBuf>>> = Mutex::new(None);
+    let mut done = DONE.lock().unwrap();
+    if let Some(d) = done.as_ref() {
+        return d.clone();
+    }
+    let dest = std::env::var_os("REAL_CLI_CACHE")
+        .map_or_else(|| root().join("target/real-cli"), PathBuf::from);
+    let out = Command::new("bash")
+        .arg(root().join("tests/real_cli/setup.sh"))
+        .arg(&dest)
+        .output()
+        .expect("run setup.sh");
+    let got = match out.status.code() {
+        Some(0) => Some(PathBuf::from(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )),
+        Some(75) => {
+            eprintln!(
+                "\n!!!!! SKIPPED: the npm registry is unreachable, the real-CLI tier did not run:\n!!!!! {}\n",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            None
+        }
+        _ => panic!(
+            "tests/real_cli/setup.sh failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    };
+    *done = Some(got.clone());
+    got
+}
+
+/// The scripted model server; stopped on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Server {
+    fn start(dir: &Path, command: &str, limited: u32) -> Server {
+        let log = dir.join("requests.jsonl");
+        let mut child = Command::new("python3")
+            .arg(root().join("tests/real_cli/server.py"))
+            .args(["--command", command, "--log"])
+            .arg(&log)
+            .args(["--limited", &limited.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs the scripted server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("READY ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the server said {line:?}"));
+        Server { child, port, log }
+    }
+
+    /// The paths of the requests it answered.
+    fn paths(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["path"].as_str().map(str::to_string))
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Already gone is fine: the server is only ever stopped here.
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// One test's world: a temp dir with the user's home, the loop's home and an artifact.
+struct World {
+    dir: tempfile::TempDir,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::Builder::new()
+            .prefix("sa-real-cli-")
+            .tempdir()
+            .unwrap();
+        let w = World { dir };
+        std::fs::create_dir_all(w.home()).unwrap();
+        std::fs::create_dir_all(w.store()).unwrap();
+        std::fs::create_dir_all(w.art()).unwrap();
+        std::fs::write(
+            w.art().join("artifact.md"),
+            "# Monarch tags panel\n\n## Summary\nThe tags panel of the Monarch UI is empty for some users.\n",
+        )
+        .unwrap();
+        w
+    }
+    fn root(&self) -> PathBuf {
+        self.dir.path().canonicalize().unwrap()
+    }
+    fn home(&self) -> PathBuf {
+        self.root().join("home")
+    }
+    fn store(&self) -> PathBuf {
+        self.root().join("store")
+    }
+    fn art(&self) -> PathBuf {
+        self.root().join("art")
+    }
+    /// Where the agent tries to write, outside everything it may write.
+    fn outside(&self) -> PathBuf {
+        self.root().join("outside.txt")
+    }
+
+    /// The command the model has the CLI run: the loop's work for each phase.
+    fn work_script(&self) -> PathBuf {
+        let script = format!(
+            r#"plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning)
+    printf '# Plan\n\n- [ ] Explain why the tags panel is empty\n- [ ] Say how to fix it\n' > "$plan"
+    echo "planned two items"
+    ;;
+iteration)
+    if echo probe > '{outside}' 2>/dev/null; then echo "outside: written"; else echo "outside: denied"; fi
+    item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
+    case "$ITERATION" in
+    1) body='The role the UI runs as lost `iam.roles.get` when it was split in release 4.2, so the panel stays empty for the projects that moved to it.' ;;
+    *) body='Grant `iam.roles.get` again with `terraform apply -target=module.reader`, then check that the panel loads for a viewer in `monarch-eu-7`.' ;;
+    esac
+    printf '\n## %s\n\n%s\n' "$item" "$body" >> "$ITERATION_DIR/artifact.md"
+    awk -v it="$item" '!d && $0 == "- [ ] " it {{ print "- [x] " it; d = 1; next }} {{ print }}' "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
+    printf '%s\n\nDone with a shell command.\n' "$item" > "$ITERATION_DIR/review.md"
+    echo "iteration $ITERATION done"
+    grep -q -- '- \[ \] ' "$plan" || echo "<promise>COMPLETE</promise>"
+    ;;
+revision)
+    cat "$ITERATION_DIR/artifact.md"
+    printf '\nChecked again in a revision round: the permission is the only one missing.\n'
+    ;;
+esac
+"#,
+            outside = self.outside().display()
+        );
+        let path = self.root().join("work.sh");
+        std::fs::write(&path, script).unwrap();
+        path
+    }
+
+    /// The user's settings: the sandbox required, the network confined to the server's port.
+    fn settings(&self, port: u16, extra: &str) {
+        std::fs::write(
+            self.store().join("wiggum.toml"),
+            format!(
+                "[safety]\nsandbox = \"required\"\nnetwork = [{port}]\nmax_time_per_iteration = 180\nmax_idle_secs = 120\n{extra}"
+            ),
+        )
+        .unwrap();
+    }
+
+    /// `wiggum <args…>` with the CLIs on `PATH` and `env`.
+    fn run(
+        &self,
+        bin: &Path,
+        args: &[&str],
+        env: &[(&str, String)],
+    ) -> (Option<i32>, String, String) {
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_studio-agents"));
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", self.home())
+            .env("STUDIO_AGENTS_HOME", self.store())
+            .env("LANG", "C.UTF-8")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::null());
+        let out = cmd.output().expect("run studio-agents");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn runs(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.art().join("wiggum/runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn state(&self) -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(self.art().join("wiggum/state.json")).unwrap(),
+        )
+        .unwrap()
+    }
+
+    fn git_log(&self) -> Vec<String> {
+        let out = Command::new("git")
+            .args(["log", "--format=%s"])
+            .current_dir(self.art())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// A loop with `cli`'s preset: planning, two iterations, a revision round in each (no draft
+/// passes a gate at 10), and what the user would check afterwards.
+fn a_whole_loop(
+    cli: &str,
+    env: impl Fn(&World, u16) -> Vec<(&'static str, String)>,
+    state: impl Fn(&World) -> PathBuf,
+) {
+    let Some(bin) = clis() else { return };
+    let w = World::new();
+    let work = w.work_script();
+    let srv = Server::start(&w.root(), &format!("sh {}", work.display()), 0);
+    w.settings(srv.port, "");
+    let env = env(&w, srv.port);
+    let started = std::time::Instant::now();
+    let art = w.art().display().to_string();
+    let (code, out, err) = w.run(
+        &bin,
+        &[
+            "wiggum",
+            "start",
+            cli,
+            "--agent",
+            cli,
+            "--artifact-path",
+            &art,
+            "--foreground",
+            "--max-iterations",
+            "2",
+            "--max-rounds",
+            "2",
+            "--pass-threshold",
+            "10",
+        ],
+        &env,
+    );
+    let took = started.elapsed();
+    let all = format!("{out}\n{err}\nrequests: {:?}", srv.paths());
+    assert_eq!(code, Some(0), "{all}");
+    eprintln!("{cli}: a loop of planning, two iterations and two revisions in {took:?}\n{out}");
+    // Planned, and two iterations committed.
+    let log = w.git_log();
+    assert!(
+        log.iter()
+            .any(|s| s.contains("Wiggum iteration 2: Say how to fix it"))
+            && log
+                .iter()
+                .any(|s| s.contains("Wiggum iteration 1: Explain why the tags panel is empty")),
+        "{log:?}\n{all}"
+    );
+    let runs = w.runs();
+    let iterations: Vec<&Value> = runs.iter().filter(|r| r["record"] == "iteration").collect();
+    assert_eq!(iterations.len(), 2, "{runs:?}");
+    // A revision round in each iteration: the producer (the same CLI) revised the draft.
+    let rounds: Vec<&Value> = runs
+        .iter()
+        .filter(|r| r["record"] == "gate_round" && r["round"].as_u64() == Some(2))
+        .collect();
+    assert_eq!(rounds.len(), 2, "{runs:?}\n{all}");
+    // Tokens of every run: the planning and iteration records carry theirs, and the spend
+    // holds more (the revisions').
+    let recorded: u64 = runs
+        .iter()
+        .filter(|r| r["record"] == "iteration" || r["record"] == "planning")
+        .map(|r| {
+            let t = r["tokens_in"].as_u64().unwrap_or(0) + r["tokens_out"].as_u64().unwrap_or(0);
+            assert!(t > 0, "a run without tokens: {r}");
+            t
+        })
+        .sum();
+    let st = w.state();
+    let spent = st["spend"]["tokens"].as_u64().unwrap();
+    assert!(spent > recorded, "spent {spent}, recorded {recorded}: {st}");
+    // The promise of the last iteration was recognised (and not taken: the gate failed).
+    assert_eq!(iterations[1]["promise_seen"], true, "{:?}", iterations[1]);
+    assert!(
+        iterations[1]["premature_promise"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("the gate did not pass"),
+        "{:?}",
+        iterations[1]
+    );
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    // The write outside the repository was denied.
+    assert!(!w.outside().exists(), "the agent wrote outside: {all}");
+    // The CLI's state went where its variable moved it, and was written there.
+    let state_dir = state(&w);
+    let written = std::fs::read_dir(&state_dir)
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(written > 0, "nothing in {}", state_dir.display());
+    assert!(took < Duration::from_secs(240), "{took:?}");
+}
+
+#[test]
+fn codex_runs_a_whole_loop_in_the_harness() {
+    a_whole_loop(
+        "codex",
+        |w, port| {
+            let home = w.root().join("codex-home");
+            std::fs::create_dir_all(&home).unwrap();
+            std::fs::write(
+                home.join("config.toml"),
+                format!(
+                    "model = \"local-model\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+                ),
+            )
+            .unwrap();
+            vec![
+                ("CODEX_HOME", home.display().to_string()),
+                ("OPENAI_API_KEY", "scripted".into()),
+            ]
+        },
+        |w| w.root().join("codex-home/sessions"),
+    );
+}
+
+#[test]
+fn claude_runs_a_whole_loop_in_the_harness() {
+    a_whole_loop(
+        "claude",
+        |w, port| {
+            vec![
+                (
+                    "CLAUDE_CONFIG_DIR",
+                    w.root().join("claude-config").display().to_string(),
+                ),
+                ("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}")),
+                ("ANTHROPIC_API_KEY", "scripted".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+            ]
+        },
+        |w| w.root().join("claude-config"),
+    );
+}
+
+#[test]
+fn gemini_runs_a_whole_loop_in_the_harness() {
+    a_whole_loop(
+        "gemini",
+        |w, port| {
+            let home = w.root().join("gemini-home");
+            std::fs::create_dir_all(home.join(".gemini")).unwrap();
+            std::fs::write(
+                home.join(".gemini/settings.json"),
+                r#"{"security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+            )
+            .unwrap();
+            vec![
+                ("GEMINI_CLI_HOME", home.display().to_string()),
+                ("GEMINI_API_KEY", "scripted".into()),
+                ("GOOGLE_GEMINI_BASE_URL", format!("http://127.0.0.1:{port}")),
+            ]
+        },
+        |w| w.root().join("gemini-home/.gemini/tmp"),
+    );
+}
