@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""A scripted model server on 127.0.0.1 speaking the protocols of three agent CLIs:
+"""A scripted model server on 127.0.0.1 speaking the protocols of four agent CLIs:
 
 - Anthropic Messages (`POST /v1/messages`, SSE when `stream`) for Claude Code,
 - OpenAI Responses (`POST /v1/responses`, SSE) for codex,
 - Gemini (`POST /v1beta/models/<m>:streamGenerateContent?alt=sse`, `:generateContent`,
-  `:countTokens`) for gemini-cli.
+  `:countTokens`) for gemini-cli,
+- OpenAI Chat Completions (`POST /v1/chat/completions`, SSE) for opencode's openai-compatible
+  provider.
 
 Every conversation goes the same way: the first answer is a call of the CLI's shell tool running
 `--command`; once the tool's result comes back, the final answer is that result's text, verbatim
@@ -98,6 +100,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.anthropic(req)
         if path.startswith("/v1/responses"):
             return self.openai_responses(req)
+        if path.startswith("/v1/chat/completions"):
+            return self.chat_completions(req)
         if ":countTokens" in path:
             return self.send_json(200, {"totalTokens": USAGE_IN})
         if ":streamGenerateContent" in path or ":generateContent" in path:
@@ -195,6 +199,38 @@ class Handler(BaseHTTPRequestHandler):
             "usage": {"input_tokens": USAGE_IN, "input_tokens_details": {"cached_tokens": 0},
                       "output_tokens": USAGE_OUT, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": USAGE_IN + USAGE_OUT}}})
+
+    # --- OpenAI Chat Completions (opencode's openai-compatible provider) ------------------
+    def chat_completions(self, req):
+        names = [(t.get("function") or {}).get("name") for t in req.get("tools") or []]
+        main = "bash" in names
+        result = None
+        for m in req.get("messages") or []:
+            if m.get("role") == "tool":
+                result = tool_text(m.get("content"))
+        if main and result is None and limited():
+            return self.send_json(429, {"error": {"message": "Rate limit reached for requests. Please try again in 2s.",
+                                                  "type": "requests", "code": "rate_limit_exceeded"}},
+                                  headers=[("retry-after", "2")])
+        usage = {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT, "total_tokens": USAGE_IN + USAGE_OUT}
+        if main and result is None:
+            delta = {"role": "assistant", "tool_calls": [{"index": 0, "id": "call_01", "type": "function",
+                     "function": {"name": "bash", "arguments": json.dumps(
+                         {"command": ARGS.command, "description": "do the loop's work"})}}]}
+            finish = "tool_calls"
+        else:
+            delta = {"role": "assistant", "content": result if result is not None else "Loop work"}
+            finish = "stop"
+        base = {"id": "chatcmpl-01", "object": "chat.completion.chunk", "created": 0, "model": req.get("model", "local")}
+        if not req.get("stream"):
+            message = dict(delta)
+            return self.send_json(200, dict(base, object="chat.completion", usage=usage,
+                                            choices=[{"index": 0, "message": message, "finish_reason": finish}]))
+        self.start_sse()
+        self.event(None, dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
+        self.event(None, dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}], usage=usage))
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     # --- Gemini -------------------------------------------------------------------------
     def gemini(self, req, stream):

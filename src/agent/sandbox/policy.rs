@@ -73,46 +73,56 @@ fn moved_state(program: &str, env: &[(String, String)]) -> Option<PathBuf> {
     base.is_absolute().then(|| base.join(under))
 }
 
-/// The state directories a CLI needs to exist before it runs (it writes inside them, and a
-/// path that does not exist cannot be granted): its own under `home`, or where `env` moved it.
+/// A CLI's own state under the home: directories (made when missing) and files.
+fn home_state(program: &str) -> (&'static [&'static str], &'static [&'static str]) {
+    match program {
+        "claude" => (
+            &[".claude", ".config/claude"],
+            &[".claude.json", ".claude.json.backup"],
+        ),
+        "codex" => (&[".codex"], &[]),
+        "gemini" => (&[".gemini"], &[]),
+        "aider" => (
+            &[".aider"],
+            &[".aider.chat.history.md", ".aider.input.history"],
+        ),
+        "kiro-cli" => (&[".kiro", ".local/share/kiro-cli"], &[]),
+        "opencode" => (
+            &[
+                ".local/share/opencode",
+                ".config/opencode",
+                ".local/state/opencode",
+            ],
+            &[],
+        ),
+        "amp" => (&[".amp", ".config/amp", ".local/share/amp"], &[]),
+        _ => (&[], &[]),
+    }
+}
+
+/// The state directories a known CLI needs to exist before it runs (it writes inside them, and
+/// a path that does not exist cannot be granted): its own under `home` (or, for the one its
+/// variable moved, that place instead) and `~/.cache`.
 #[must_use]
 pub fn state_dirs_to_make(program: &str, home: &Path, env: &[(String, String)]) -> Vec<PathBuf> {
-    if let Some(moved) = moved_state(program, env) {
-        return vec![moved];
+    let (dirs, _) = home_state(program);
+    if dirs.is_empty() {
+        return Vec::new();
     }
-    let first = match program {
-        "claude" => ".claude",
-        "codex" => ".codex",
-        "gemini" => ".gemini",
-        _ => return Vec::new(),
+    let mut out: Vec<PathBuf> = match moved_state(program, env) {
+        Some(moved) => vec![moved],
+        None => dirs.iter().map(|d| home.join(d)).collect(),
     };
-    vec![home.join(first)]
+    out.push(home.join(".cache"));
+    out
 }
 
 /// Directories (and files) an agent CLI keeps its own state in, writable to it: under `home`,
 /// and where its variable in the agent's environment `env` moved it (`CODEX_HOME`, ...).
 #[must_use]
 pub fn state_dirs(program: &str, home: &Path, env: &[(String, String)]) -> Vec<PathBuf> {
-    let rel: &[&str] = match program {
-        "claude" => &[
-            ".claude",
-            ".claude.json",
-            ".claude.json.backup",
-            ".config/claude",
-        ],
-        "codex" => &[".codex"],
-        "gemini" => &[".gemini"],
-        "aider" => &[".aider", ".aider.chat.history.md", ".aider.input.history"],
-        "kiro-cli" => &[".kiro", ".local/share/kiro-cli"],
-        "opencode" => &[
-            ".local/share/opencode",
-            ".config/opencode",
-            ".local/state/opencode",
-        ],
-        "amp" => &[".amp", ".config/amp", ".local/share/amp"],
-        _ => &[],
-    };
-    let mut out: Vec<PathBuf> = rel.iter().map(|r| home.join(r)).collect();
+    let (dirs, files) = home_state(program);
+    let mut out: Vec<PathBuf> = dirs.iter().chain(files).map(|r| home.join(r)).collect();
     out.push(home.join(".cache"));
     out.extend(moved_state(program, env));
     out
@@ -336,12 +346,21 @@ mod tests {
                 moved.is_some(),
                 "{program} {env:?}"
             );
-            assert_eq!(
-                state_dirs_to_make(program, home, &env),
-                [PathBuf::from(make)]
-            );
+            let made = state_dirs_to_make(program, home, &env);
+            assert_eq!(made[0], PathBuf::from(make), "{program}");
+            assert_eq!(made.last(), Some(&home.join(".cache")), "{program}");
         }
-        assert!(state_dirs_to_make("aider", home, &[]).is_empty());
+        assert_eq!(
+            state_dirs_to_make("opencode", home, &[]),
+            [
+                "/home/u/.local/share/opencode",
+                "/home/u/.config/opencode",
+                "/home/u/.local/state/opencode",
+                "/home/u/.cache"
+            ]
+            .map(PathBuf::from)
+        );
+        assert!(state_dirs_to_make("sh", home, &[]).is_empty());
     }
 
     #[test]
