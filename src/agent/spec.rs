@@ -142,17 +142,42 @@ pub fn on_path(program: &str) -> bool {
 
 /// Refuse a preset whose CLI is not installed, naming where the choice came from.
 pub fn check_installed(settings: &Settings, spec: &AgentSpec, from_flag: bool) -> Result<()> {
-    match preset_program(settings, spec) {
-        Some(program) if !on_path(program) => {
-            let origin = if from_flag {
-                "--agent"
-            } else {
-                "[defaults] agent"
-            };
-            Err(Error::input(format!(
-                "{origin}: the `{program}` CLI is not on PATH (install it, or pick another agent with --agent NAME or --agent-cmd CMD)"
-            )))
+    let origin = if from_flag {
+        "--agent"
+    } else {
+        "[defaults] agent"
+    };
+    check_installed_for(settings, spec, origin)
+}
+
+/// The fallback agents of `[defaults] fallback_agents`, resolved and installed; an unknown or
+/// missing one is refused naming the key.
+pub fn fallbacks(settings: &Settings, primary: &AgentSpec) -> Result<Vec<AgentSpec>> {
+    let origin = "[defaults] fallback_agents";
+    let mut out: Vec<AgentSpec> = Vec::new();
+    for name in &settings.defaults.fallback_agents {
+        if *name == primary.name || out.iter().any(|a| a.name == *name) {
+            continue;
         }
+        let spec = named(settings, name).ok_or_else(|| {
+            let mut known: Vec<&str> = settings.agents.keys().map(String::as_str).collect();
+            known.extend(PRESETS);
+            Error::input(format!(
+                "{origin}: unknown agent `{name}` (known: {})",
+                known.join(", ")
+            ))
+        })?;
+        check_installed_for(settings, &spec, origin)?;
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+fn check_installed_for(settings: &Settings, spec: &AgentSpec, origin: &str) -> Result<()> {
+    match preset_program(settings, spec) {
+        Some(program) if !on_path(program) => Err(Error::input(format!(
+            "{origin}: the `{program}` CLI is not on PATH (install it, or pick another agent with --agent NAME or --agent-cmd CMD)"
+        ))),
         _ => Ok(()),
     }
 }

@@ -60,6 +60,12 @@ fn detail(v: &LoopView) -> String {
     if let Some(s) = &v.state {
         out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
         out.push_str(&format!("\n  agent:     {}", s.agent));
+        for (name, until) in &s.limited_agents {
+            out.push_str(&format!(
+                "\n  limited:   {name} until {}",
+                until.with_timezone(&chrono::Local).format("%H:%M:%S")
+            ));
+        }
         if let Some(p) = v.agent_pid {
             out.push_str(&format!(" (pid {p}"));
             if let (Some(c), Some(r)) = (v.agent_cpu_percent, v.agent_rss_bytes) {

@@ -120,6 +120,10 @@ pub struct Defaults {
     pub max_rounds: u32,
     /// Agent name (an `[agents]` entry or a built-in preset).
     pub agent: String,
+    /// Agents that run, in this order, while the agent waits on a usage limit; the loop goes
+    /// back to its agent after the limit's reset.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback_agents: Vec<String>,
     /// Evaluator name (an `[evaluators]` entry or `heuristic`).
     pub evaluator: String,
     /// Attach the live view after `start`.
@@ -150,6 +154,7 @@ impl Default for Defaults {
             pass_threshold: 8.0,
             max_rounds: 3,
             agent: "claude".into(),
+            fallback_agents: Vec::new(),
             evaluator: "heuristic".into(),
             auto_watch: false,
             promise: "<promise>COMPLETE</promise>".into(),

@@ -336,6 +336,9 @@ pub struct RunRecord {
     pub premature_promise: Option<String>,
     /// What happened.
     pub outcome: Outcome,
+    /// The agent that ran (by name), when it was a fallback of the loop's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// A note (the breaker's reason, an error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -376,6 +379,7 @@ impl RunRecord {
             gate: None,
             promise_seen: false,
             premature_promise: None,
+            agent: None,
             outcome: Outcome::Crashed,
             note: None,
             env_passed: Vec::new(),
@@ -417,6 +421,7 @@ impl RunRecord {
             gate: None,
             promise_seen: false,
             premature_promise: None,
+            agent: None,
             outcome,
             note: Some(note.into()),
             env_passed: Vec::new(),

@@ -78,6 +78,7 @@ mod tests {
             gate: None,
             promise_seen: false,
             premature_promise: None,
+            agent: None,
             outcome: Outcome::Accepted,
             note: None,
             env_passed: vec![],

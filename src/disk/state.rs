@@ -186,6 +186,10 @@ pub struct LoopState {
     pub waiting_reason: Option<String>,
     /// Limit answers in a row without a reset time (the backoff's exponent).
     pub limit_waits: u32,
+    /// Agents waiting on a usage limit, and until when (`[defaults] fallback_agents` run
+    /// meanwhile).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub limited_agents: BTreeMap<String, DateTime<Utc>>,
     /// When the latest agent runs started (for `max_calls_per_hour`).
     pub recent_calls: VecDeque<DateTime<Utc>>,
     /// Names (never values) of the environment variables the last agent run was given.
@@ -232,6 +236,7 @@ impl Default for LoopState {
             cost_usd: 0.0,
             reviewed: false,
             carried_paths: Vec::new(),
+            limited_agents: BTreeMap::new(),
             harness: None,
             spend: Spend::default(),
             trends: Trends::default(),

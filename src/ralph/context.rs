@@ -16,8 +16,13 @@ pub struct Loop {
     pub runner: Runner,
     /// Effective settings.
     pub settings: Settings,
-    /// The iteration agent.
+    /// The agent of the next run: the loop's own (`primary`), or a fallback while it waits on a
+    /// usage limit.
     pub agent: AgentSpec,
+    /// The loop's own agent.
+    pub primary: AgentSpec,
+    /// `[defaults] fallback_agents`, resolved.
+    pub fallbacks: Vec<AgentSpec>,
     /// The producer of gate revisions.
     pub producer: AgentSpec,
     /// The evaluator name.

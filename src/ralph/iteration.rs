@@ -6,7 +6,7 @@ use chrono::Utc;
 use super::context::Loop;
 use super::decide::{self, AfterRun};
 use super::runner::Phase;
-use super::{accept, commit, limits, named, promise, templates};
+use super::{accept, commit, fallback, limits, named, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
 use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
@@ -23,9 +23,11 @@ pub enum Result {
     Stop(StopReason, String),
 }
 
-fn record(run: &AgentRun, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
+/// The record of an attempt; `by`: the fallback agent that ran it, if one did.
+fn record(run: &AgentRun, by: Option<&str>, n: u32, attempt: u32, outcome: Outcome) -> RunRecord {
     let mut r = RunRecord::of_run(RecordKind::Iteration, n, attempt, &run.facts());
     r.outcome = outcome;
+    r.agent = by.map(str::to_string);
     r.env_passed.clone_from(&run.env_names);
     r
 }
@@ -128,6 +130,68 @@ fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
     move_aside(&lp.runner.layout, n, &format!("attempt-{attempt}"))
 }
 
+/// Before an attempt: the loop's own agent, or — while it waits on a usage limit — the first
+/// fallback that does not (`ralph::fallback`); when every agent is limited, wait for the
+/// earliest reset. `Some`: the loop was stopped while waiting.
+async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
+    let now = Utc::now();
+    let st = &mut lp.runner.state;
+    st.limited_agents = fallback::in_force(&st.limited_agents, now);
+    let names: Vec<String> = lp.fallbacks.iter().map(|a| a.name.clone()).collect();
+    let name = match fallback::choose(&lp.primary.name, &names, &st.limited_agents, now) {
+        fallback::Choice::Run(name) => name,
+        fallback::Choice::Wait(until, name) => {
+            let reason = format!("every agent waits on a usage limit; `{name}` resets first");
+            if lp.runner.wait_until(until, &reason).await? {
+                return Ok(Some(Result::Stop(
+                    StopReason::UserStop,
+                    format!("stopped while waiting ({reason})"),
+                )));
+            }
+            name
+        }
+    };
+    if name == lp.agent.name {
+        return Ok(None);
+    }
+    let next = if name == lp.primary.name {
+        lp.primary.clone()
+    } else {
+        lp.fallbacks
+            .iter()
+            .find(|a| a.name == name)
+            .cloned()
+            .unwrap_or_else(|| lp.primary.clone())
+    };
+    let what = if next.name == lp.primary.name {
+        format!(
+            "iteration {n}: back to `{}`, its usage limit reset",
+            next.name
+        )
+    } else {
+        let until = lp
+            .runner
+            .state
+            .limited_agents
+            .get(&lp.agent.name)
+            .map(|u| u.with_timezone(&chrono::Local).format("%H:%M").to_string())
+            .unwrap_or_default();
+        format!(
+            "iteration {n}: `{}` runs while `{}` waits on its usage limit (until {until})",
+            next.name, lp.agent.name
+        )
+    };
+    tracing::warn!("{what}");
+    lp.runner.state.last_event = Some(what);
+    // The producer of revisions follows the loop's agent unless [gate] producer names one.
+    if lp.settings.gate.producer.is_none() {
+        lp.producer = next.clone();
+    }
+    lp.runner.state.agent.clone_from(&next.name);
+    lp.agent = next;
+    Ok(None)
+}
+
 /// Run iteration `n` to its end.
 pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
     let layout = lp.runner.layout.clone();
@@ -136,6 +200,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
     loop {
         attempt += 1;
         lp.runner.state.current_iteration = n;
+        if !lp.fallbacks.is_empty()
+            && let Some(stop) = pick_agent(lp, n).await?
+        {
+            return Ok(stop);
+        }
         lp.runner.save()?;
         // A fresh directory, seeded with the artifact to build on; fresh records. A link or a
         // file an agent left where it (or a folder on the way) belongs is removed, not followed.
@@ -172,13 +241,14 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             temperature: None,
         };
         let agent = lp.agent.clone();
+        let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
         let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
         let after = lp.tracker.snapshot(&lp.repo)?;
         let changed_paths = after.changed_paths(&before);
         let changed = after.changed_since(&before);
         if !run.protected_changed.is_empty() {
             // Restored already; nothing of this attempt is trusted or carried to a commit.
-            let mut rec = record(&run, n, attempt, Outcome::Rejected);
+            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Rejected);
             rec.files_changed.clone_from(&changed);
             rec.protected_changed.clone_from(&run.protected_changed);
             rec.validation_failed = Some(format!(
@@ -193,7 +263,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         }
         let tail = fsutil::read_tail(&run.log, 4096)?;
         if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
-            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
             rec.note = Some(why.clone());
             super::progress::log_run(&layout, &rec, None)?;
             discard(lp, n, attempt)?;
@@ -208,7 +278,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 chrono::Utc::now(),
             )
         {
-            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
             rec.files_changed.clone_from(&changed);
             commit::carry(lp, &changed_paths);
             match limit {
@@ -219,6 +289,27 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     super::progress::log_run(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
                     return Ok(Result::Stop(StopReason::Error, why));
+                }
+                limits::Limit::Wait { until, what, line } if !lp.fallbacks.is_empty() => {
+                    // Another agent runs meanwhile (the next attempt picks it); this one is
+                    // limited until its reset, or the backoff.
+                    let until = until.unwrap_or_else(|| {
+                        let wait = limits::backoff(
+                            lp.settings.safety.limit_backoff_secs,
+                            lp.runner.state.limit_waits,
+                        );
+                        lp.runner.state.limit_waits += 1;
+                        chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+                    });
+                    lp.runner
+                        .state
+                        .limited_agents
+                        .insert(lp.agent.name.clone(), until);
+                    rec.outcome = Outcome::Limited;
+                    rec.note = Some(format!("{what}: {line}"));
+                    super::progress::log_run(&layout, &rec, None)?;
+                    discard(lp, n, attempt)?;
+                    continue;
                 }
                 limits::Limit::Wait { until, what, line } => {
                     let until = until.unwrap_or_else(|| {
@@ -256,7 +347,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             && let Some(why) = decide::record_run(trends, error.as_deref(), output, trend_limits)
         {
             commit::carry(lp, &changed_paths);
-            let mut rec = record(&run, n, attempt, Outcome::Crashed);
+            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
             rec.files_changed.clone_from(&changed);
             rec.note = Some(why.clone());
             super::progress::log_run(&layout, &rec, None)?;
@@ -280,7 +371,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         let safety = &lp.settings.safety;
         let (idle, retries) = (safety.max_no_change_iterations, safety.max_crash_retries);
         let next = decide::after_run(&mut lp.breaker, stopped, kind, idle, retries);
-        let mut rec = record(&run, n, attempt, Outcome::Crashed);
+        let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
         rec.files_changed.clone_from(&changed);
         rec.promise_seen = promise::seen_count(
             run.report.promise_lines,

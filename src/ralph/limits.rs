@@ -36,8 +36,11 @@ const FATAL: [&str; 9] = [
     r"(?i)billing (hard )?limit",
 ];
 
-const RATE: [&str; 6] = [
+const RATE: [&str; 8] = [
     r"(?i)(http|status|error|code)[ :=]*429\b",
+    // In JSON, as gemini's error document and claude's result carry it.
+    r#"(?i)"(code|status|api_error_status)":\s*429\b"#,
+    r"(?i)resource_exhausted",
     r"(?i)\b429 too many",
     r"(?i)rate[ _-]?limit",
     r"(?i)too many requests",
@@ -66,32 +69,33 @@ pub fn recognise(
         .filter_map(|p| Regex::new(p).ok())
         .chain(compile(extra_wait))
         .collect();
-    for line in tail
+    let lines: Vec<&str> = tail
         .lines()
         .rev()
         .take(40)
         .map(str::trim)
         .filter(|l| !l.is_empty())
-    {
-        if fatal.iter().any(|r| r.is_match(line)) {
-            return Some(Limit::Fatal(line.to_string()));
-        }
+        .collect();
+    // The gravest reading of the last lines wins: an account error, then a usage limit (with its
+    // reset), then a rate limit.
+    if let Some(line) = lines.iter().find(|l| fatal.iter().any(|r| r.is_match(l))) {
+        return Some(Limit::Fatal((*line).to_string()));
+    }
+    for line in &lines {
         if let Some(until) = claude_reset(line, now) {
             return Some(Limit::Wait {
                 until,
                 what: "usage limit".into(),
-                line: line.to_string(),
-            });
-        }
-        if rate.iter().any(|r| r.is_match(line)) {
-            return Some(Limit::Wait {
-                until: retry_after(line).map(|d| now + d),
-                what: "rate limit".into(),
-                line: line.to_string(),
+                line: (*line).to_string(),
             });
         }
     }
-    None
+    let line = lines.iter().find(|l| rate.iter().any(|r| r.is_match(l)))?;
+    Some(Limit::Wait {
+        until: retry_after(line).map(|d| now + d),
+        what: "rate limit".into(),
+        line: (*line).to_string(),
+    })
 }
 
 /// Claude's usage limit: `Claude AI usage limit reached|1735920000` (an epoch), or
@@ -100,6 +104,7 @@ pub fn recognise(
 fn claude_reset(line: &str, now: DateTime<Utc>) -> Option<Option<DateTime<Utc>>> {
     let low = line.to_lowercase();
     let usage = low.contains("usage limit")
+        || low.contains("exhausted your daily quota")
         || low.contains("hour limit")
         || low.contains("weekly limit")
         || (low.contains("limit") && low.contains("reset"));
@@ -192,6 +197,20 @@ mod tests {
             "09:30"
         );
         assert_eq!(wait("Claude usage limit reached.").0, None);
+    }
+
+    #[test]
+    fn what_the_real_clis_print_at_their_limits() {
+        // Claude Code 2.1.197 on a 429 (its JSON result, exit 1), codex 0.169.0 after its
+        // retries, gemini-cli 0.61.0 on the free tier's daily quota.
+        let claude = r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: Request rejected (429) · This request would exceed your account's rate limit. Please try again later."}"#;
+        assert_eq!(wait(claude).1, "rate limit");
+        assert_eq!(
+            wait("ERROR: exceeded retry limit, last status: 429 Too Many Requests\n").1,
+            "rate limit"
+        );
+        let gemini = "Error when talking to Gemini API Full report available at: /tmp/x.json TerminalQuotaError: You have exhausted your daily quota on this model.\n    at classifyGoogleError (file:///x.js:1:2)\n{\n  \"error\": {\n    \"message\": \"You have exhausted your daily quota on this model.\",\n    \"code\": 429\n  }\n}\n";
+        assert_eq!(wait(gemini).1, "usage limit");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod decide;
 pub mod driver;
 pub mod dry_run;
 pub mod failure;
+pub mod fallback;
 pub mod fix_plan;
 pub mod guard;
 pub mod iteration;

@@ -88,6 +88,9 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
         (o, _) => o.as_str().replace('_', " "),
     };
     parts.push(format!("{head}{retry} {mark} {outcome}"));
+    if let Some(by) = &r.agent {
+        parts.push(format!("by {by}"));
+    }
     if let Some(g) = &r.gate {
         let r1 = g
             .wiggum_r1

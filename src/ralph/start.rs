@@ -70,6 +70,8 @@ pub struct Prepared {
     pub agent: AgentSpec,
     /// The producer of revisions.
     pub producer: AgentSpec,
+    /// The agents that run while the agent waits on a usage limit, in order.
+    pub fallbacks: Vec<AgentSpec>,
     /// The evaluator's name.
     pub evaluator: String,
     /// `$STUDIO_AGENTS_HOME`.
@@ -264,6 +266,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         settings.defaults.agent.clone_from(&agent.name);
     }
     spec::check_installed(&settings, &agent, opts.agent.is_some())?;
+    let fallbacks = spec::fallbacks(&settings, &agent)?;
     let producer = match &settings.gate.producer {
         Some(name) => spec::named(&settings, name)
             .ok_or_else(|| Error::input(format!("[gate] producer: unknown agent `{name}`")))?,
@@ -351,6 +354,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         settings,
         agent,
         producer,
+        fallbacks,
         evaluator,
         home: home.to_path_buf(),
         notes,
@@ -591,8 +595,10 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         runner,
         run_id: format!("{}-{}", p.topic, Utc::now().timestamp_millis()),
         settings: p.settings,
+        primary: p.agent.clone(),
         agent: p.agent,
         producer: p.producer,
+        fallbacks: p.fallbacks,
         evaluator: p.evaluator,
         repo,
         task_type,

@@ -44,7 +44,7 @@
 #   escapee      start a setsid + env -i + double-fork helper marked $FAKE_MARKER
 #   hog          hold $FAKE_MB (default 300) MB of memory for a while
 #   rm-wiggum    delete the loop's wiggum/ directory
-#   limit        on an iteration's first attempt, print Claude's usage limit with a reset
+#   limit        on an iteration's first attempt (of iteration $FAKE_AT only, when set), print Claude's usage limit with a reset
 #                $FAKE_RESET seconds ahead (default 3) and exit 1
 #   limit429     on an iteration's first attempt, print an HTTP 429 and exit 1
 #   err          print an error line whose numbers change from run to run
@@ -80,7 +80,7 @@ has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
 at() { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }
 if [ "$WIGGUM_PHASE" = iteration ]; then
     limited="${FAKE_PIDS%/*}/.fake-limited-$ITERATION"
-    if has limit && [ ! -e "$limited" ]; then
+    if has limit && at && [ ! -e "$limited" ]; then
         : > "$limited"
         echo "Claude AI usage limit reached|$(( $(date +%s) + ${FAKE_RESET:-3} ))"
         exit 1

@@ -20,6 +20,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
@@ -122,7 +123,10 @@ class Handler(BaseHTTPRequestHandler):
         if main and result is None and limited():
             return self.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
                                   "message": "This request would exceed your account's rate limit. Please try again later."}},
-                                  headers=[("retry-after", "2"), ("anthropic-ratelimit-requests-reset", "")])
+                                  headers=[("retry-after", str(ARGS.reset_in)),
+                                           ("anthropic-ratelimit-unified-status", "rejected"),
+                                           ("anthropic-ratelimit-unified-reset", str(int(time.time()) + ARGS.reset_in)),
+                                           ("anthropic-ratelimit-unified-representative-claim", "five_hour")])
         model = req.get("model", "claude-sonnet-4-5")
         if main and result is None:
             blocks = [{"type": "tool_use", "id": "toolu_01", "name": "Bash",
@@ -242,8 +246,17 @@ class Handler(BaseHTTPRequestHandler):
                 if "functionResponse" in p:
                     result = gemini_output(tool_text(p["functionResponse"].get("response")))
         if main and result is None and limited():
-            return self.send_json(429, {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
-                                                  "message": "Resource has been exhausted (e.g. check quota)."}})
+            # The free tier's daily quota, as the Generative Language API words it.
+            return self.send_json(429, {"error": {
+                "code": 429, "status": "RESOURCE_EXHAUSTED",
+                "message": "You exceeded your current quota, please check your plan and billing details.",
+                "details": [
+                    {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{
+                        "quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+                        "quotaId": "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+                        "quotaDimensions": {"location": "global", "model": "gemini-2.5-pro"},
+                        "quotaValue": "50"}]},
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{ARGS.reset_in}s"}]}})
         config = req.get("generationConfig") or {}
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
         if not main and schema:
@@ -322,6 +335,7 @@ def main():
     p.add_argument("--log")
     p.add_argument("--limited", type=int, default=0)
     p.add_argument("--codex-tool", default="exec_command")
+    p.add_argument("--reset-in", type=int, default=5, help="seconds until a limit resets")
     ARGS = p.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     srv.daemon_threads = True
