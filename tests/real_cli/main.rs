@@ -65,13 +65,15 @@ struct Server {
 }
 
 impl Server {
-    fn start(dir: &Path, command: &str, limited: u32) -> Server {
-        let log = dir.join("requests.jsonl");
+    /// `limited`: conversations refused with the vendor's limit error after the first `after`.
+    fn start(dir: &Path, command: &str, limited: u32, after: u32) -> Server {
+        let log = dir.join(format!("requests-{limited}-{after}.jsonl"));
         let mut child = Command::new("python3")
             .arg(root().join("tests/real_cli/server.py"))
             .args(["--command", command, "--log"])
             .arg(&log)
             .args(["--limited", &limited.to_string()])
+            .args(["--limited-after", &after.to_string()])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -221,6 +223,37 @@ esac
         )
     }
 
+    /// `wiggum start <topic> --agent <agent>` in the foreground: two iterations, `rounds` gate
+    /// rounds at the pass threshold `pass`.
+    fn start(
+        &self,
+        bin: &Path,
+        topic: &str,
+        agent: &str,
+        rounds: &str,
+        pass: &str,
+        env: &[(&str, String)],
+    ) -> (Option<i32>, String, String) {
+        let art = self.art().display().to_string();
+        let args = [
+            "wiggum",
+            "start",
+            topic,
+            "--agent",
+            agent,
+            "--artifact-path",
+            &art,
+            "--foreground",
+            "--max-iterations",
+            "2",
+            "--max-rounds",
+            rounds,
+            "--pass-threshold",
+            pass,
+        ];
+        self.run(bin, &args, env)
+    }
+
     fn runs(&self) -> Vec<Value> {
         std::fs::read_to_string(self.art().join("wiggum/runs.jsonl"))
             .unwrap_or_default()
@@ -261,31 +294,11 @@ fn a_whole_loop(
     let Some(bin) = clis() else { return };
     let w = World::new();
     let work = w.work_script();
-    let srv = Server::start(&w.root(), &format!("sh {}", work.display()), 0);
+    let srv = Server::start(&w.root(), &format!("sh {}", work.display()), 0, 0);
     w.settings(srv.port, "");
     let env = env(&w, srv.port);
     let started = std::time::Instant::now();
-    let art = w.art().display().to_string();
-    let (code, out, err) = w.run(
-        &bin,
-        &[
-            "wiggum",
-            "start",
-            cli,
-            "--agent",
-            cli,
-            "--artifact-path",
-            &art,
-            "--foreground",
-            "--max-iterations",
-            "2",
-            "--max-rounds",
-            "2",
-            "--pass-threshold",
-            "10",
-        ],
-        &env,
-    );
+    let (code, out, err) = w.start(&bin, cli, cli, "2", "10", &env);
     let took = started.elapsed();
     let all = format!("{out}\n{err}\nrequests: {:?}", srv.paths());
     assert_eq!(code, Some(0), "{all}");
@@ -354,17 +367,8 @@ fn codex_runs_a_whole_loop_in_the_harness() {
         "codex",
         true,
         |w, port| {
-            let home = w.root().join("codex-home");
-            std::fs::create_dir_all(&home).unwrap();
-            std::fs::write(
-                home.join("config.toml"),
-                format!(
-                    "model = \"local-model\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
-                ),
-            )
-            .unwrap();
             vec![
-                ("CODEX_HOME", home.display().to_string()),
+                ("CODEX_HOME", codex_home(w, port).display().to_string()),
                 ("OPENAI_API_KEY", "scripted".into()),
             ]
         },
@@ -434,4 +438,88 @@ fn opencode_runs_a_whole_loop_in_the_harness() {
         },
         |w| w.home().join(".local/share/opencode"),
     );
+}
+
+/// codex's `$CODEX_HOME/config.toml` pointing at the scripted server on `port`.
+fn codex_home(w: &World, port: u16) -> PathBuf {
+    let home = w.root().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("config.toml"),
+        format!(
+            "model = \"local-model\"\nmodel_provider = \"scripted\"\n\n[model_providers.scripted]\nname = \"scripted\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n"
+        ),
+    )
+    .unwrap();
+    home
+}
+
+#[test]
+fn claude_at_its_rate_limit_hands_the_iteration_to_codex() {
+    let Some(bin) = clis() else { return };
+    let w = World::new();
+    let work = w.work_script();
+    let command = format!("sh {}", work.display());
+    // claude's server plans, then refuses every conversation with Anthropic's 429; codex's
+    // answers.
+    let limited = Server::start(&w.root(), &command, 100, 1);
+    let open = Server::start(&w.root(), &command, 0, 0);
+    std::fs::write(
+        w.store().join("wiggum.toml"),
+        format!(
+            "[defaults]\nfallback_agents = [\"codex\"]\n\n[safety]\nsandbox = \"required\"\nnetwork = [{}, {}]\nmax_time_per_iteration = 180\n",
+            limited.port, open.port
+        ),
+    )
+    .unwrap();
+    let env = vec![
+        (
+            "ANTHROPIC_BASE_URL",
+            format!("http://127.0.0.1:{}", limited.port),
+        ),
+        ("ANTHROPIC_API_KEY", "scripted".into()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+        // Claude Code retries a 429 ten times over minutes before it gives up; a user who
+        // has fallbacks lets it give up at once.
+        ("CLAUDE_CODE_MAX_RETRIES", "0".into()),
+        (
+            "CODEX_HOME",
+            codex_home(&w, open.port).display().to_string(),
+        ),
+        ("OPENAI_API_KEY", "scripted".into()),
+    ];
+    let (code, out, err) = w.start(&bin, "fb", "claude", "1", "0", &env);
+    let all = format!(
+        "{out}\n{err}\nclaude's server: {:?}\ncodex's: {:?}",
+        limited.paths(),
+        open.paths()
+    );
+    assert_eq!(code, Some(0), "{all}");
+    let runs = w.runs();
+    let iterations: Vec<&Value> = runs.iter().filter(|r| r["record"] == "iteration").collect();
+    assert_eq!(iterations[0]["outcome"], "limited", "{all}");
+    assert!(
+        iterations[0]["note"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("rate limit: "),
+        "{:?}",
+        iterations[0]
+    );
+    let accepted: Vec<&&Value> = iterations
+        .iter()
+        .filter(|r| r["outcome"] == "accepted")
+        .collect();
+    assert_eq!(accepted.len(), 2, "{all}");
+    assert!(accepted.iter().all(|r| r["agent"] == "codex"), "{all}");
+    assert!(out.contains("✓ accepted · by codex · "), "{all}");
+    // codex's runs were counted: their tokens are in the spend.
+    assert!(
+        accepted
+            .iter()
+            .all(|r| r["tokens_in"].as_u64().unwrap_or(0) > 0),
+        "{all}"
+    );
+    let st = w.state();
+    assert!(st["limited_agents"]["claude"].is_string(), "{st}");
 }

@@ -13,7 +13,8 @@ Every conversation goes the same way: the first answer is a call of the CLI's sh
 (so the command decides what the agent says: a revised document, the completion promise).
 Answers that are not part of the main conversation (titles, quota checks) are short text.
 
-`--limited N` answers the first N main requests with the vendor's own rate-limit error (HTTP 429).
+`--limited N` answers N conversations (after the first `--limited-after M`) with the vendor's own
+limit error: HTTP 429 with the body (and, for Anthropic, the headers) the vendor sends.
 Each request is logged as one JSON line to `--log`. Prints `READY <port>` when listening.
 """
 import argparse
@@ -37,9 +38,12 @@ def log(entry):
 
 
 def limited():
+    """Whether this conversation is refused: after `--limited-after` answered ones, the next
+    `--limited`."""
     with LOCK:
         COUNT["main"] += 1
-        return COUNT["main"] <= ARGS.limited
+        n = COUNT["main"] - ARGS.limited_after
+        return 0 < n <= ARGS.limited
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -334,6 +338,7 @@ def main():
     p.add_argument("--command", required=True)
     p.add_argument("--log")
     p.add_argument("--limited", type=int, default=0)
+    p.add_argument("--limited-after", type=int, default=0)
     p.add_argument("--codex-tool", default="exec_command")
     p.add_argument("--reset-in", type=int, default=5, help="seconds until a limit resets")
     ARGS = p.parse_args()
