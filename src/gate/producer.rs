@@ -44,6 +44,7 @@ impl<R: Reviser> Producer for AgentProducer<R> {
     }
 
     async fn revise(&mut self, round: u32, prompt: &str) -> Result<String> {
+        let before = fsutil::read_opt(&self.edited_file)?;
         let run = self.reviser.run_revision(&self.spec, round, prompt).await?;
         if !run.outcome.ending.success() {
             let tail = fsutil::read_tail(&run.log, 4096)?;
@@ -55,10 +56,30 @@ impl<R: Reviser> Producer for AgentProducer<R> {
                 last.unwrap_or("(no output)").trim()
             )));
         }
-        match self.spec.table.revision_output {
-            RevisionOutput::Stdout => Ok(run.report.text),
-            RevisionOutput::File => fsutil::read(&self.edited_file),
-        }
+        let after = fsutil::read_opt(&self.edited_file)?;
+        Ok(pick(
+            self.spec.table.revision_output,
+            run.report.text,
+            before,
+            after,
+        ))
+    }
+}
+
+/// The revised document: the file when the producer edited it in place (whatever it printed —
+/// an agent that edits says so in a sentence, not the document), else its answer on stdout; a
+/// `revision_output = "file"` producer's file in any case. Empty: no revision at all (the gate
+/// ends its rounds as `unchanged`). Pure.
+fn pick(
+    mode: RevisionOutput,
+    answer: String,
+    before: Option<String>,
+    after: Option<String>,
+) -> String {
+    let edited = after.is_some() && after != before;
+    match (mode, edited) {
+        (RevisionOutput::File, _) | (RevisionOutput::Stdout, true) => after.unwrap_or_default(),
+        (RevisionOutput::Stdout, false) => answer,
     }
 }
 
@@ -72,6 +93,50 @@ impl<P: Producer> Producer for Option<P> {
         match self {
             Some(p) => p.revise(round, prompt).await,
             None => Err(Error::runtime("no producer")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_revision_is_the_file_when_the_producer_edited_it_else_its_answer() {
+        let s = |t: &str| Some(t.to_string());
+        let cases = [
+            // Edited in place, a sentence printed: the file.
+            (
+                RevisionOutput::Stdout,
+                "I updated the file.",
+                s("v1"),
+                s("v2"),
+                "v2",
+            ),
+            // Edited in place, nothing printed: the file.
+            (RevisionOutput::Stdout, "", s("v1"), s("v2"), "v2"),
+            // The document printed, the file untouched: the answer.
+            (
+                RevisionOutput::Stdout,
+                "v2 printed",
+                s("v1"),
+                s("v1"),
+                "v2 printed",
+            ),
+            // Nothing printed, nothing edited: no revision.
+            (RevisionOutput::Stdout, "", s("v1"), s("v1"), ""),
+            // The file deleted: the answer.
+            (
+                RevisionOutput::Stdout,
+                "v2 printed",
+                s("v1"),
+                None,
+                "v2 printed",
+            ),
+            (RevisionOutput::File, "chatter", s("v1"), s("v1"), "v1"),
+        ];
+        for (mode, answer, before, after, want) in cases {
+            assert_eq!(pick(mode, answer.into(), before, after), want);
         }
     }
 }

@@ -163,8 +163,10 @@ pub async fn run<J: Judge, P: Producer>(
             Ok(t) => text::strip_thinking(&t),
             Err(e) => break (Termination::Error, Some(format!("producer: {e}"))),
         };
+        // No revision at all (nothing printed, nothing edited) is an unchanged one: the
+        // producer has nothing to add, and the evaluator did nothing wrong.
         if revised.trim().is_empty() {
-            break (Termination::Error, Some("producer: empty revision".into()));
+            break (Termination::Unchanged, None);
         }
         if rubric::same_text(&revised, &output) {
             break (Termination::Unchanged, None);

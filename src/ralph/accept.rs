@@ -168,7 +168,14 @@ pub async fn gate(
             return Err(gone);
         }
         let stopping = lp.runner.stop_level() >= crate::agent::process::StopLevel::Now;
-        if out.record.verdict != Verdict::Error || attempts >= 2 || stopping {
+        // Only the evaluator's failure is worth another try; the producer's is the agent's,
+        // already recorded with its run.
+        let evaluator_failed = out
+            .record
+            .error
+            .as_deref()
+            .is_some_and(|e| e.starts_with("evaluator:"));
+        if out.record.verdict != Verdict::Error || !evaluator_failed || attempts >= 2 || stopping {
             break out;
         }
         tracing::warn!(

@@ -139,6 +139,8 @@ pub struct Completion {
     pub max: u32,
     /// Built-in quality of the original artifact and of the final one.
     pub quality: (Option<f64>, Option<f64>),
+    /// Why the quality did not move, when it did not ([`flat_note`]).
+    pub flat: Option<String>,
     /// Wall time from start to end.
     pub elapsed_ms: u64,
     /// Spend as shown (`$1.2300`, `unknown`).
@@ -160,8 +162,13 @@ pub fn completion_of(
     kind: &crate::quality::types::ArtifactType,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<Completion> {
-    let measure = |p: PathBuf| quality_of(&p, kind).map(|m| m.overall);
     let artifact = layout.final_artifact();
+    let before = quality_of(&layout.original_artifact(), kind);
+    let after = quality_of(&artifact, kind);
+    let flat = match (&before, &after) {
+        (Some(b), Some(a)) => flat_note(b, a, st.last_gate_score),
+        _ => None,
+    };
     let end = if st.status.is_live() {
         now
     } else {
@@ -171,10 +178,8 @@ pub fn completion_of(
         topic: st.topic.clone(),
         iterations: st.current_iteration,
         max: st.max_iterations,
-        quality: (
-            measure(layout.original_artifact()),
-            measure(artifact.clone()),
-        ),
+        quality: (before.map(|m| m.overall), after.map(|m| m.overall)),
+        flat,
         elapsed_ms: u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0),
         cost: st.spend.shown(),
         reason: st.stop_reason?,
@@ -192,6 +197,51 @@ pub fn quality_of(
 ) -> Option<crate::disk::records::Metrics> {
     let text = crate::sys::fsutil::read_capped(path, 8 << 20).ok()?;
     Some(crate::quality::metrics::compute_for(&text, kind))
+}
+
+/// When the built-in quality of the final artifact is that of the original (to two places),
+/// which metric held it and why, and the gate's last score (which judges more than the
+/// metrics): "no built-in metric moved: verification 0.00 (no claim backed by a link, a citation
+/// or a quoted command), …; the gate's last score 6.0". Pure.
+#[must_use]
+pub fn flat_note(
+    before: &crate::disk::records::Metrics,
+    after: &crate::disk::records::Metrics,
+    gate: Option<f64>,
+) -> Option<String> {
+    if (after.overall - before.overall).abs() >= 0.005 {
+        return None;
+    }
+    let why = |name: &str, v: f64, low: &str| {
+        if v < 0.5 {
+            format!("{name} {v:.2} ({low})")
+        } else {
+            format!("{name} {v:.2}")
+        }
+    };
+    let parts = [
+        why(
+            "completeness",
+            after.completeness,
+            "required sections missing or under 25 words",
+        ),
+        why(
+            "verification",
+            after.verification,
+            "few claims backed by a link, a citation or a quoted command",
+        ),
+        why("clarity", after.clarity, "long sentences or paragraphs"),
+        why(
+            "actionability",
+            after.actionability,
+            "no concrete steps under a Recommendations or Next steps heading",
+        ),
+    ];
+    let gate = gate.map_or(String::new(), |g| format!("; the gate's last score {g:.1}"));
+    Some(format!(
+        "no built-in metric moved: {}{gate}",
+        parts.join(", ")
+    ))
 }
 
 /// A stop reason in words.
@@ -231,9 +281,14 @@ pub fn completion_block(c: &Completion) -> String {
         format!("Loop `{}` ended: {}", c.topic, reason_words(c.reason)),
         format!("  iterations  {}/{}", c.iterations, c.max),
         format!("  quality     {quality}"),
+    ];
+    if let Some(flat) = &c.flat {
+        out.push(format!("              {flat}"));
+    }
+    out.extend([
         format!("  time        {}", duration(c.elapsed_ms)),
         format!("  cost        {}", c.cost),
-    ];
+    ]);
     if !c.detail.is_empty() {
         out.push(format!("  reason      {}", c.detail));
     }
@@ -312,12 +367,32 @@ mod tests {
     }
 
     #[test]
+    fn a_flat_quality_says_which_metric_held_it() {
+        let m = |c, v, cl, a, o| crate::disk::records::Metrics {
+            completeness: c,
+            verification: v,
+            clarity: cl,
+            actionability: a,
+            overall: o,
+        };
+        let before = m(0.07, 0.0, 1.0, 0.0, 0.22);
+        assert_eq!(
+            flat_note(&before, &m(0.07, 0.0, 1.0, 0.0, 0.222), Some(6.04)).as_deref(),
+            Some(
+                "no built-in metric moved: completeness 0.07 (required sections missing or under 25 words), verification 0.00 (few claims backed by a link, a citation or a quoted command), clarity 1.00, actionability 0.00 (no concrete steps under a Recommendations or Next steps heading); the gate's last score 6.0"
+            )
+        );
+        assert_eq!(flat_note(&before, &m(0.5, 0.0, 1.0, 0.0, 0.4), None), None);
+    }
+
+    #[test]
     fn a_loop_that_ran_nothing_suggests_what_fixes_the_cause() {
         let c = Completion {
             topic: "t".into(),
             iterations: 0,
             max: 10,
             quality: (Some(0.2), None),
+            flat: None,
             elapsed_ms: 100,
             cost: "unknown".into(),
             reason: StopReason::Breaker,
@@ -339,6 +414,7 @@ mod tests {
             iterations: 3,
             max: 10,
             quality: (Some(0.40), Some(0.62)),
+            flat: None,
             elapsed_ms: 45_480_000,
             cost: "unknown".into(),
             reason: StopReason::PlanEmpty,

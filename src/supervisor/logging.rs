@@ -1,6 +1,7 @@
 //! The supervisor's log: tracing records to `wiggum/daemon.log`, and in the foreground warnings on
-//! stderr (coloured on a terminal; every record with `-v`); `STUDIO_AGENTS_LOG` sets the filter
-//! (default `info`).
+//! stderr as one readable line each (`warning: …`, like the progress lines; coloured on a
+//! terminal), or every record as it is with `-v`; `STUDIO_AGENTS_LOG` sets the filter (default
+//! `info`).
 
 use crate::disk::layout::Layout;
 use crate::error::Result;
@@ -42,14 +43,54 @@ pub fn init(layout: &Layout, daemonized: bool, verbose: bool) -> Result<()> {
                 .add_directive(LevelFilter::WARN.into())
                 .add_directive(QUIET_NOTIFY.parse().expect("a valid directive"))
         };
-        fmt::layer()
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .with_writer(std::io::stderr)
-            .with_filter(level)
+        let colour = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let layer = fmt::layer().with_ansi(colour).with_writer(std::io::stderr);
+        if loud {
+            layer.with_filter(level).boxed()
+        } else {
+            layer
+                .event_format(ForPeople { colour })
+                .with_filter(level)
+                .boxed()
+        }
     });
     let _already = tracing_subscriber::registry()
         .with(file)
         .with(terminal)
         .try_init();
     Ok(())
+}
+
+/// A record as a person reads it on the terminal: `warning: <message>` (`error:` …), no time,
+/// no module path.
+struct ForPeople {
+    colour: bool,
+}
+
+impl<S, N> tracing_subscriber::fmt::FormatEvent<S, N> for ForPeople
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    N: for<'a> tracing_subscriber::fmt::FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &tracing_subscriber::fmt::FmtContext<'_, S, N>,
+        mut writer: tracing_subscriber::fmt::format::Writer<'_>,
+        event: &tracing::Event<'_>,
+    ) -> std::fmt::Result {
+        use tracing::Level;
+        let (word, paint) = match *event.metadata().level() {
+            Level::ERROR => ("error", "\x1b[1;31m"),
+            Level::WARN => ("warning", "\x1b[1;33m"),
+            Level::INFO => ("info", "\x1b[1m"),
+            _ => ("debug", "\x1b[2m"),
+        };
+        if self.colour {
+            write!(writer, "{paint}{word}:\x1b[0m ")?;
+        } else {
+            write!(writer, "{word}: ")?;
+        }
+        ctx.field_format().format_fields(writer.by_ref(), event)?;
+        writeln!(writer)
+    }
 }

@@ -27,6 +27,8 @@
 #                run ticked its item)
 #   rm-iteration-revision  delete the iteration's directory in each revision round
 #   rm-wiggum-revision  delete the loop's wiggum/ directory in a revision round
+#   revise-in-place  in revision rounds, edit the iteration's artifact.md and print a sentence
+#   silent-revision  in revision rounds, print nothing and edit nothing
 #   bad-bytes    print bytes that are not UTF-8
 #   spew         print without end (a runaway test suite's output); spew-revision: in
 #                revision rounds (their stdout is the answer)
@@ -208,7 +210,12 @@ revision)
     has delete-plan-revision && rm -f "$plan"
     has rm-iteration-revision && rm -rf "$ITERATION_DIR"
     has rm-wiggum-revision && rm -rf "$WIGGUM_DIR"
-    cat "$ITERATION_DIR/artifact.md"
+    if has revise-in-place; then
+        printf '\nChecked again in revision round %s: the permission is the only one missing.\n' "$$" >> "$ITERATION_DIR/artifact.md"
+        echo "I updated artifact.md in place."
+    elif ! has silent-revision; then
+        cat "$ITERATION_DIR/artifact.md"
+    fi
     ;;
 esac
 # After the iteration's own work: the attack sees (and may replace) what the agent wrote.
