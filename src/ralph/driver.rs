@@ -134,7 +134,15 @@ impl Loop {
         };
         let mut last_failure: Option<String> = None;
         let attempts = self.settings.safety.max_crash_retries + 1;
-        for attempt in 1..=attempts {
+        let mut attempt = 0;
+        while attempt < attempts {
+            attempt += 1;
+            if !self.fallbacks.is_empty()
+                && let Some(super::iteration::Result::Stop(reason, why)) =
+                    super::iteration::pick_agent(self, 0).await?
+            {
+                return Ok(Some((reason, why)));
+            }
             let agent = self.agent.clone();
             let before = self.tracker.snapshot(&self.repo)?;
             let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
@@ -147,9 +155,42 @@ impl Loop {
                 super::progress::log_run(&layout, &rec, None)?;
                 return Ok(Some((StopReason::Error, why)));
             }
+            // An agent at its usage limit hands planning to a fallback (the attempt is not
+            // counted); without fallbacks it is one more failed attempt.
+            if !run.outcome.ending.success()
+                && !stopped
+                && !self.fallbacks.is_empty()
+                && let Some(super::limits::Limit::Wait { until, what, line }) =
+                    super::limits::recognise(
+                        &tail,
+                        &self.settings.safety.limit_patterns,
+                        &self.settings.safety.fatal_patterns,
+                        chrono::Utc::now(),
+                    )
+            {
+                let until = until.unwrap_or_else(|| {
+                    let wait = super::limits::backoff(
+                        self.settings.safety.limit_backoff_secs,
+                        self.runner.state.limit_waits,
+                    );
+                    self.runner.state.limit_waits += 1;
+                    chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+                });
+                self.runner
+                    .state
+                    .limited_agents
+                    .insert(agent.name.clone(), until);
+                let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
+                rec.outcome = Outcome::Limited;
+                rec.note = Some(format!("{what}: {line}"));
+                super::progress::log_run(&layout, &rec, None)?;
+                attempt -= 1;
+                continue;
+            }
             let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
             let ok = fix_plan::has_items(&plan) && !stopped;
             let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
+            rec.agent = (agent.name != self.primary.name).then(|| agent.name.clone());
             rec.files_changed = vec!["wiggum/fix_plan.md".into()];
             rec.env_passed.clone_from(&run.env_names);
             rec.outcome = match (ok, stopped) {

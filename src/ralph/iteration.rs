@@ -133,7 +133,7 @@ fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
 /// Before an attempt: the loop's own agent, or — while it waits on a usage limit — the first
 /// fallback that does not (`ralph::fallback`); when every agent is limited, wait for the
 /// earliest reset. `Some`: the loop was stopped while waiting.
-async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
+pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
     let now = Utc::now();
     let st = &mut lp.runner.state;
     st.limited_agents = fallback::in_force(&st.limited_agents, now);
@@ -163,11 +163,13 @@ async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
             .cloned()
             .unwrap_or_else(|| lp.primary.clone())
     };
+    let at = if n == 0 {
+        "planning".to_string()
+    } else {
+        format!("iteration {n}")
+    };
     let what = if next.name == lp.primary.name {
-        format!(
-            "iteration {n}: back to `{}`, its usage limit reset",
-            next.name
-        )
+        format!("{at}: back to `{}`, its usage limit reset", next.name)
     } else {
         let until = lp
             .runner
@@ -177,7 +179,7 @@ async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
             .map(|u| u.with_timezone(&chrono::Local).format("%H:%M").to_string())
             .unwrap_or_default();
         format!(
-            "iteration {n}: `{}` runs while `{}` waits on its usage limit (until {until})",
+            "{at}: `{}` runs while `{}` waits on its usage limit (until {until})",
             next.name, lp.agent.name
         )
     };

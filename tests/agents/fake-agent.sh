@@ -49,6 +49,7 @@
 #   limit        on an iteration's first attempt (of iteration $FAKE_AT only, when set), print Claude's usage limit with a reset
 #                $FAKE_RESET seconds ahead (default 3) and exit 1
 #   limit429     on an iteration's first attempt, print an HTTP 429 and exit 1
+#   limit-plan   on planning's first attempt, print Claude's usage limit (as `limit`) and exit 1
 #   err          print an error line whose numbers change from run to run
 #   shrink       print 3000 bytes in iterations 1-3, nothing from iteration 4 on
 #   linger       stay 60 s after everything (after the promise, with `promise`)
@@ -80,6 +81,11 @@ has bad-bytes && printf 'before \377\376\375 after\n\200\n'
 has lock-delete && rm -f "$WIGGUM_DIR/.lock"
 has lock-garble && printf '\000\001garbage{{{' > "$WIGGUM_DIR/.lock"
 at() { [ -z "${FAKE_AT:-}" ] || [ "$ITERATION" = "${FAKE_AT:-}" ]; }
+if [ "$WIGGUM_PHASE" = planning ] && has limit-plan && [ ! -e "${FAKE_PIDS%/*}/.fake-limited-0" ]; then
+    : > "${FAKE_PIDS%/*}/.fake-limited-0"
+    echo "Claude AI usage limit reached|$(( $(date +%s) + ${FAKE_RESET:-3} ))"
+    exit 1
+fi
 if [ "$WIGGUM_PHASE" = iteration ]; then
     limited="${FAKE_PIDS%/*}/.fake-limited-$ITERATION"
     if has limit && at && [ ! -e "$limited" ]; then

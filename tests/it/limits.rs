@@ -105,7 +105,11 @@ fn the_calls_per_hour_ceiling_holds_the_next_run() {
 /// `[agents] main` (limited, as the test says) and `spare`, with `spare` the fallback; each
 /// reports a cost of $0.40 a run.
 fn with_a_fallback(t: &TestHome, main_env: &str, spare: &str) {
-    let main = t.agent_cmd("limit,claude-cost", main_env);
+    with_a_fallback_as(t, "limit,claude-cost", main_env, spare);
+}
+
+fn with_a_fallback_as(t: &TestHome, main_fake: &str, main_env: &str, spare: &str) {
+    let main = t.agent_cmd(main_fake, main_env);
     let spare = t.agent_cmd(spare, "FAKE_ITEMS=3");
     t.write_home_config(&format!(
         "[defaults]\nagent = \"main\"\nfallback_agents = [\"spare\"]\n\n[agents.main]\ncommand = \"{}\"\noutput_format = \"claude-json\"\n\n[agents.spare]\ncommand = \"{}\"\noutput_format = \"claude-json\"\n",
@@ -214,4 +218,26 @@ fn an_unknown_fallback_agent_is_refused_naming_the_key() {
         "{}",
         r.stderr()
     );
+}
+
+#[test]
+fn planning_at_its_limit_is_handed_to_the_fallback_too() {
+    let t = TestHome::new();
+    with_a_fallback_as(
+        &t,
+        "limit-plan,claude-cost",
+        "FAKE_RESET=3600 FAKE_ITEMS=2",
+        "claude-cost",
+    );
+    let args = t.start_args("plan", &t.art(), "", &["--foreground", "--max-rounds", "1"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(0);
+    let out = r.stdout();
+    assert!(
+        out.starts_with("Planning ✗ limited · ")
+            && out.contains("\nPlanning ✓ planned · by spare · "),
+        "{out}"
+    );
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
 }
