@@ -11,8 +11,8 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::liveness::{Liveness, PromiseWatch};
-use super::output::{self, Report};
-use super::process::{self, Job, JobEvent, Outcome, StopLevel};
+use super::output::{self, RunReport};
+use super::process::{self, Job, JobEvent, ProcessEnd, StopLevel};
 use super::sandbox;
 use super::spec::{self, AgentSpec};
 use crate::config::Safety;
@@ -314,9 +314,9 @@ pub fn git_confinement(
 #[derive(Debug)]
 pub struct AgentRun {
     /// How the process ended.
-    pub outcome: Outcome,
+    pub outcome: ProcessEnd,
     /// What its output said.
-    pub report: Report,
+    pub report: RunReport,
     /// The prompt it was fed.
     pub prompt: String,
     /// When it started.
@@ -382,7 +382,7 @@ pub async fn run(
             let mut answer = if p.exists() {
                 output::parse(format, &fsutil::read_capped(p, fsutil::ANSWER_CAP)?)
             } else {
-                Report::default()
+                RunReport::default()
             };
             // The answer is stdout; a CLI may print its usage on stderr, which the log holds
             // (codex's `tokens used`).

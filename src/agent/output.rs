@@ -12,7 +12,7 @@ use crate::error::{IoContext, Result};
 
 /// What we learned from one agent run's output.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Report {
+pub struct RunReport {
     /// The agent's answer text: claude's `result`; for other formats the whole text when parsed
     /// from a bounded answer, or the last [`TAIL_BYTES`] of a streamed log.
     #[serde(skip)]
@@ -28,16 +28,16 @@ pub struct Report {
     pub tokens_out: Option<u64>,
 }
 
-impl Report {
+impl RunReport {
     /// Take the cost and token counts `other` has where this report has none.
-    pub fn fill_usage(&mut self, other: &Report) {
+    pub fn fill_usage(&mut self, other: &RunReport) {
         self.cost_usd = self.cost_usd.or(other.cost_usd);
         self.tokens_in = self.tokens_in.or(other.tokens_in);
         self.tokens_out = self.tokens_out.or(other.tokens_out);
     }
 }
 
-/// How much of a streamed log's end is kept as [`Report::text`].
+/// How much of a streamed log's end is kept as [`RunReport::text`].
 pub const TAIL_BYTES: usize = 64 * 1024;
 /// Lines longer than this are cut (claude's one-line JSON result included).
 pub const MAX_LINE: usize = 4 * 1024 * 1024;
@@ -46,7 +46,7 @@ const WHOLE_JSON: usize = 4 * 1024 * 1024;
 
 /// Parse a bounded text (an answer read back from a file) as the given format.
 #[must_use]
-pub fn parse(format: OutputFormat, text: &str) -> Report {
+pub fn parse(format: OutputFormat, text: &str) -> RunReport {
     let mut s = Scanner::new(format, "", 0);
     for line in text.lines() {
         s.line(line.as_bytes());
@@ -60,7 +60,7 @@ pub fn parse(format: OutputFormat, text: &str) -> Report {
 
 /// Stream a log file of any size and any bytes: memory stays bounded (a tail, one line, and
 /// for claude a bounded copy for its one JSON document). A missing log reads as empty.
-pub fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<Report> {
+pub fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<RunReport> {
     let mut s = Scanner::new(format, promise, TAIL_BYTES);
     match std::fs::File::open(path) {
         Ok(f) => crate::sys::lines::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
@@ -80,7 +80,7 @@ struct Scanner {
     tail_cap: usize,
     tail: String,
     whole: Option<String>,
-    report: Report,
+    report: RunReport,
     after_tokens_used: bool,
     claude_result: Option<serde_json::Value>,
     aider: Option<[Regex; 2]>,
@@ -102,7 +102,7 @@ impl Scanner {
             tail: String::new(),
             whole: matches!(format, OutputFormat::ClaudeJson | OutputFormat::GeminiJson)
                 .then(String::new),
-            report: Report::default(),
+            report: RunReport::default(),
             after_tokens_used: false,
             claude_result: None,
             aider,
@@ -192,7 +192,7 @@ impl Scanner {
     }
 
     /// The report, and whether its text is the kept tail (rather than claude's result).
-    fn finish(mut self) -> (Report, bool) {
+    fn finish(mut self) -> (RunReport, bool) {
         if self.tail.len() > self.tail_cap {
             let mut cut = self.tail.len() - self.tail_cap;
             while !self.tail.is_char_boundary(cut) {
@@ -228,7 +228,7 @@ impl Scanner {
     }
 }
 
-fn claude_json(v: &serde_json::Value) -> Report {
+fn claude_json(v: &serde_json::Value) -> RunReport {
     let usage = v.get("usage");
     let tok = |k: &str| {
         usage
@@ -243,7 +243,7 @@ fn claude_json(v: &serde_json::Value) -> Report {
         (None, None, None) => None,
         (a, b, c) => Some(a.unwrap_or(0) + b.unwrap_or(0) + c.unwrap_or(0)),
     };
-    Report {
+    RunReport {
         text: v
             .get("result")
             .and_then(|r| r.as_str())
@@ -259,7 +259,7 @@ fn claude_json(v: &serde_json::Value) -> Report {
 /// gemini's document: `response`, and the tokens of every model it called (the router's
 /// included) from `stats.models.<name>.tokens` (`prompt` in, `candidates` out). No cost: gemini
 /// does not report one (a `[prices]` entry prices the tokens).
-fn gemini_json(v: &serde_json::Value) -> Report {
+fn gemini_json(v: &serde_json::Value) -> RunReport {
     let mut tokens_in = None;
     let mut tokens_out = None;
     if let Some(models) = v.pointer("/stats/models").and_then(|m| m.as_object()) {
@@ -276,7 +276,7 @@ fn gemini_json(v: &serde_json::Value) -> Report {
             }
         }
     }
-    Report {
+    RunReport {
         text: v
             .get("response")
             .and_then(|r| r.as_str())
@@ -390,7 +390,7 @@ mod tests {
             &r.text[r.text.len() - 20..]
         );
         let none = scan_file(OutputFormat::Plain, &d.path().join("none"), "x").unwrap();
-        assert_eq!(none, Report::default());
+        assert_eq!(none, RunReport::default());
     }
 
     #[test]

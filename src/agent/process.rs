@@ -70,7 +70,7 @@ pub struct Job {
 
 /// The result of a job.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct ProcessEnd {
     /// How it ended.
     pub ending: Ending,
     /// Its pid (= its process group and session id).
@@ -161,7 +161,7 @@ pub async fn run(
     job: &Job,
     stops: &mut watch::Receiver<StopLevel>,
     mut on_event: impl FnMut(JobEvent),
-) -> Result<Outcome> {
+) -> Result<ProcessEnd> {
     let (out, err) = open_log(job)?;
     if let Some(p) = &job.stdin {
         File::open(p).at(p, "open stdin file")?;
@@ -267,7 +267,7 @@ pub async fn run(
     if let Err(e) = reap {
         tracing::debug!("reaping {pid}: {e}");
     }
-    Ok(Outcome {
+    Ok(ProcessEnd {
         ending,
         pid,
         duration: started.elapsed(),

@@ -44,7 +44,7 @@ pub struct AgentCli {
 
 /// What `doctor` found.
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct Findings {
     /// What the kernel enforces of the effective `[safety]` (probed).
     pub sandbox: Enforcement,
     /// The line `start` prints.
@@ -144,7 +144,7 @@ fn user_namespaces() -> bool {
 }
 
 /// Everything `doctor` looks at.
-pub fn examine(explicit: Option<PathBuf>) -> Result<Report> {
+pub fn examine(explicit: Option<PathBuf>) -> Result<Findings> {
     let home = config::home_dir()?;
     let home_file = home.join("wiggum.toml");
     let settings = config::load(&Sources {
@@ -181,7 +181,7 @@ pub fn examine(explicit: Option<PathBuf>) -> Result<Report> {
         })
         .collect();
     let git = on_path("git").as_deref().and_then(version_of);
-    Ok(Report {
+    Ok(Findings {
         sandbox_line: enforced.line(),
         filesystem: enforced.filesystem,
         tcp_rules: enforced.filesystem && enforced.abi >= 4,
@@ -205,7 +205,7 @@ fn mark(ok: bool) -> &'static str {
 
 /// The report as people read it.
 #[must_use]
-pub fn render(r: &Report) -> String {
+pub fn render(r: &Findings) -> String {
     let mut out = String::new();
     let mut line = |s: String| {
         out.push_str(&s);

@@ -1,9 +1,9 @@
-//! Looking into a loop from any shell: `logs`, `diff`, `summary`, `sign add`, `report`.
+//! Looking into a loop from any shell: `logs`, `diff`, `summary`, `report`.
 
 use std::io::{Seek, SeekFrom, Write};
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 
 use crate::config;
 use crate::disk::handle::Handle;
@@ -50,25 +50,6 @@ pub struct SummaryArgs {
     /// Machine-readable output.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `sign` subcommands.
-#[derive(Debug, Subcommand)]
-pub enum Sign {
-    /// Add a sign (a lesson from a failure) to the loop's AGENT.md; the next iteration reads it.
-    #[command(
-        after_help = "Example:\n  studio-agents wiggum sign add research --what \"Iteration 3 added broken links\" --fix \"Test each link before adding it\""
-    )]
-    Add {
-        /// The loop's topic.
-        topic: String,
-        /// What went wrong.
-        #[arg(long)]
-        what: String,
-        /// What the agent should do instead.
-        #[arg(long)]
-        fix: String,
-    },
 }
 
 /// Flags of `report`.
@@ -260,24 +241,6 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
             println!("  {why}");
         }
     }
-    Ok(0)
-}
-
-/// `sign add`.
-pub fn sign(s: &Sign) -> Result<i32> {
-    let Sign::Add { topic, what, fix } = s;
-    if what.trim().is_empty() || fix.trim().is_empty() {
-        return Err(Error::input("sign add: --what and --fix must not be empty"));
-    }
-    let layout = Handle::open_present(topic)?.layout;
-    let path = layout.memory("AGENT.md");
-    let text = fsutil::read_opt(&path)?.unwrap_or_default();
-    let new = crate::ralph::signs::add(&text, what, fix);
-    fsutil::atomic_write(&path, new.as_bytes())?;
-    println!(
-        "added a sign to {} (read by the next iteration)",
-        path.display()
-    );
     Ok(0)
 }
 

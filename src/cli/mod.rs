@@ -17,6 +17,7 @@ pub mod inspect;
 pub mod panel;
 pub mod remote;
 pub mod sandbox_exec;
+pub mod sign;
 pub mod skill;
 pub mod start;
 pub mod status;
@@ -140,7 +141,7 @@ pub enum Wiggum {
     Summary(inspect::SummaryArgs),
     /// Signs: lessons for the agent, appended to AGENT.md.
     #[command(subcommand)]
-    Sign(inspect::Sign),
+    Sign(sign::Sign),
     /// Analytics over runs.jsonl: r1, pass rate, rounds, composite, failure taxonomy.
     #[command(
         after_help = "Examples:\n  studio-agents wiggum report\n  studio-agents wiggum report research docs --json"

@@ -47,7 +47,7 @@ impl Opts {
 
 /// What the gate returns.
 #[derive(Debug, Clone)]
-pub struct Outcome {
+pub struct GateOutcome {
     /// The best content seen (the input itself on ERROR before any round).
     pub best: String,
     /// The record.
@@ -96,7 +96,7 @@ pub async fn run<J: Judge, P: Producer>(
     producer: &mut P,
     opts: &Opts,
     mut on_round: impl FnMut(&Round),
-) -> Outcome {
+) -> GateOutcome {
     let mut rounds: Vec<Round> = Vec::new();
     let mut best: Option<Best> = None;
     let mut panel_reviews = BTreeMap::new();
@@ -201,7 +201,7 @@ pub async fn run<J: Judge, P: Producer>(
         tokens_out: None,
         cost_usd: None,
     };
-    Outcome {
+    GateOutcome {
         best: best.map_or_else(|| content.to_string(), |b| b.content),
         record,
         rounds,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use chrono::Utc;
 
 use super::context::Loop;
-use super::runner::Phase;
+use super::runner::RunSpec;
 use super::{commit, fix_plan};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::{self, Job};
@@ -81,7 +81,7 @@ impl Reviser for LoopReviser<'_> {
         prompt: &str,
     ) -> Result<AgentRun> {
         let stem = format!("revision-r{round}.prompt");
-        let phase = Phase {
+        let phase = RunSpec {
             kind: AgentPhase::Revision,
             iteration: self.iteration,
             dir: self.dir,
@@ -313,7 +313,7 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     rec.validation_failed = Some(why);
     rec.ended_at = Utc::now();
     super::claim::check(lp, &mut rec)?;
-    super::progress::log_run(&layout, &rec, None)?;
+    super::progress::record_and_say(&layout, &rec, None)?;
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
@@ -406,7 +406,7 @@ pub async fn accept(
     rec.duration_ms =
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
     super::claim::check(lp, &mut rec)?;
-    super::progress::log_run(&layout, &rec, what.as_deref())?;
+    super::progress::record_and_say(&layout, &rec, what.as_deref())?;
     fsutil::remove_file_opt(&layout.plan_backup())?;
     Ok(None)
 }

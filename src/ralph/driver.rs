@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::context::Loop;
 use super::decide::{self, Facts};
-use super::runner::Phase;
+use super::runner::RunSpec;
 use super::{fix_plan, iteration, templates};
 use crate::agent::launch::AgentPhase;
 use crate::agent::process::StopLevel;
@@ -68,7 +68,7 @@ impl Loop {
                 continue;
             }
             match iteration::run(self, n).await? {
-                iteration::Result::Done => {
+                iteration::IterationEnd::Done => {
                     self.done = n;
                     let st = &self.runner.state;
                     let fields = serde_json::json!({
@@ -78,7 +78,9 @@ impl Loop {
                     });
                     self.runner.notify("iteration_end", n, "", fields).await;
                 }
-                iteration::Result::Stop(reason, why) => return self.finish(reason, &why).await,
+                iteration::IterationEnd::Stop(reason, why) => {
+                    return self.finish(reason, &why).await;
+                }
             }
         }
     }
@@ -123,7 +125,7 @@ impl Loop {
             &template,
             &templates::iteration_vars(0, &layout.planning_dir()),
         );
-        let phase = Phase {
+        let phase = RunSpec {
             kind: AgentPhase::Planning,
             iteration: 0,
             dir: &layout.planning_dir(),
@@ -138,7 +140,7 @@ impl Loop {
         while attempt < attempts {
             attempt += 1;
             if !self.fallbacks.is_empty()
-                && let Some(super::iteration::Result::Stop(reason, why)) =
+                && let Some(super::iteration::IterationEnd::Stop(reason, why)) =
                     super::iteration::pick_agent(self, 0).await?
             {
                 return Ok(Some((reason, why)));
@@ -152,7 +154,7 @@ impl Loop {
             if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
                 let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
                 rec.note = Some(why.clone());
-                super::progress::log_run(&layout, &rec, None)?;
+                super::progress::record_and_say(&layout, &rec, None)?;
                 return Ok(Some((StopReason::Error, why)));
             }
             // An agent at its usage limit hands planning to a fallback (the attempt is not
@@ -183,7 +185,7 @@ impl Loop {
                 let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
                 rec.outcome = Outcome::Limited;
                 rec.note = Some(format!("{what}: {line}"));
-                super::progress::log_run(&layout, &rec, None)?;
+                super::progress::record_and_say(&layout, &rec, None)?;
                 attempt -= 1;
                 continue;
             }
@@ -204,7 +206,7 @@ impl Loop {
             });
             last_failure.clone_from(&rec.note);
             let items = ok.then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
-            super::progress::log_run(&layout, &rec, items.as_deref())?;
+            super::progress::record_and_say(&layout, &rec, items.as_deref())?;
             if !ok {
                 super::commit::carry(self, &changed);
             }

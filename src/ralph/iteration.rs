@@ -5,18 +5,18 @@ use chrono::Utc;
 
 use super::context::Loop;
 use super::decide::{self, AfterRun};
-use super::runner::Phase;
+use super::runner::RunSpec;
 use super::{accept, commit, fallback, limits, named, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
 use crate::agent::process::StopLevel;
 use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
 use crate::disk::state::StopReason;
-use crate::error::Result as Res;
+use crate::error::Result;
 use crate::sys::fsutil;
 
 /// What the loop does next.
 #[derive(Debug)]
-pub enum Result {
+pub enum IterationEnd {
     /// The iteration is over (accepted, rejected, or no change).
     Done,
     /// End the loop.
@@ -39,7 +39,7 @@ fn stopped_now(lp: &Loop) -> bool {
 /// Put `fix_plan.md` back as it was when the discarded attempt began (items it ticked were not
 /// done, as far as the loop is concerned). The version it replaces — which may hold edits a
 /// person made meanwhile — is kept in `wiggum/discarded/`. Returns whether anything changed.
-pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
+pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Result<bool> {
     let Some(before) = fsutil::read_opt(&layout.plan_backup())? else {
         return Ok(false);
     };
@@ -64,7 +64,7 @@ pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Res<bool> {
 /// Move iteration `n`'s directory into `wiggum/discarded/` (and its records into the records'
 /// `discarded/`) as `iteration-NNN.<label>.<time>`: evidence is kept, never committed, and out
 /// of the way of the next attempt.
-pub fn move_aside(layout: &crate::disk::layout::Layout, n: u32, label: &str) -> Res<()> {
+pub fn move_aside(layout: &crate::disk::layout::Layout, n: u32, label: &str) -> Result<()> {
     let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
     if layout.run_dir(n) != layout.iteration_dir(n) {
         move_dir(
@@ -90,7 +90,7 @@ fn move_dir(
     n: u32,
     label: &str,
     stamp: &str,
-) -> Res<()> {
+) -> Result<()> {
     let dir = dir.to_path_buf();
     if !dir.exists() {
         return Ok(());
@@ -105,7 +105,7 @@ fn move_dir(
 
 /// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
 /// an earlier agent left there), so the supervisor makes them again and writes into its own.
-fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Res<()> {
+fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
     let mut on_the_way: Vec<&std::path::Path> = dir
         .ancestors()
         .take_while(|a| *a != wiggum && a.starts_with(wiggum))
@@ -125,7 +125,7 @@ fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Res<()> {
 }
 
 /// Discard an attempt: restore the plan it may have ticked and move its directory aside.
-fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
+fn discard(lp: &Loop, n: u32, attempt: u32) -> Result<()> {
     restore_plan(&lp.runner.layout)?;
     move_aside(&lp.runner.layout, n, &format!("attempt-{attempt}"))
 }
@@ -133,7 +133,7 @@ fn discard(lp: &Loop, n: u32, attempt: u32) -> Res<()> {
 /// Before an attempt: the loop's own agent, or — while it waits on a usage limit — the first
 /// fallback that does not (`ralph::fallback`); when every agent is limited, wait for the
 /// earliest reset. `Some`: the loop was stopped while waiting.
-pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
+pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Result<Option<IterationEnd>> {
     let now = Utc::now();
     let st = &mut lp.runner.state;
     st.limited_agents = fallback::in_force(&st.limited_agents, now);
@@ -143,7 +143,7 @@ pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
         fallback::Choice::Wait(until, name) => {
             let reason = format!("every agent waits on a usage limit; `{name}` resets first");
             if lp.runner.wait_until(until, &reason).await? {
-                return Ok(Some(Result::Stop(
+                return Ok(Some(IterationEnd::Stop(
                     StopReason::UserStop,
                     format!("stopped while waiting ({reason})"),
                 )));
@@ -195,7 +195,7 @@ pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Res<Option<Result>> {
 }
 
 /// Run iteration `n` to its end.
-pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
+pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
     let layout = lp.runner.layout.clone();
     let dir = layout.iteration_dir(n);
     let mut attempt = 0;
@@ -233,7 +233,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.tracker.snapshot(&lp.repo)?;
         let named = named::Fingerprints::take(&plan_before, layout.root(), lp.repo.workdir());
-        let phase = Phase {
+        let phase = RunSpec {
             kind: AgentPhase::Iteration,
             iteration: n,
             dir: &records,
@@ -257,19 +257,19 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                 "the agent changed protected files ({}); they were restored",
                 run.protected_changed.join(", ")
             ));
-            super::progress::log_run(&layout, &rec, None)?;
+            super::progress::record_and_say(&layout, &rec, None)?;
             restore_plan(&layout)?;
             // The attempt is kept as evidence in `wiggum/discarded/`, out of the next one's way.
             move_aside(&layout, n, "rejected")?;
-            return Ok(Result::Done);
+            return Ok(IterationEnd::Done);
         }
         let tail = fsutil::read_tail(&run.log, 4096)?;
         if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
             let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
             rec.note = Some(why.clone());
-            super::progress::log_run(&layout, &rec, None)?;
+            super::progress::record_and_say(&layout, &rec, None)?;
             discard(lp, n, attempt)?;
-            return Ok(Result::Stop(StopReason::Error, why));
+            return Ok(IterationEnd::Stop(StopReason::Error, why));
         }
         if !run.outcome.ending.success()
             && !stopped_now(lp)
@@ -288,9 +288,9 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     let why =
                         format!("the agent's provider refused, waiting will not help: {line}");
                     rec.note = Some(why.clone());
-                    super::progress::log_run(&layout, &rec, None)?;
+                    super::progress::record_and_say(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
-                    return Ok(Result::Stop(StopReason::Error, why));
+                    return Ok(IterationEnd::Stop(StopReason::Error, why));
                 }
                 limits::Limit::Wait { until, what, line } if !lp.fallbacks.is_empty() => {
                     // Another agent runs meanwhile (the next attempt picks it); this one is
@@ -309,7 +309,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                         .insert(lp.agent.name.clone(), until);
                     rec.outcome = Outcome::Limited;
                     rec.note = Some(format!("{what}: {line}"));
-                    super::progress::log_run(&layout, &rec, None)?;
+                    super::progress::record_and_say(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
                     continue;
                 }
@@ -324,11 +324,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     });
                     rec.outcome = Outcome::Limited;
                     rec.note = Some(format!("{what}: {line}"));
-                    super::progress::log_run(&layout, &rec, None)?;
+                    super::progress::record_and_say(&layout, &rec, None)?;
                     discard(lp, n, attempt)?;
                     let reason = format!("{what}, {}", lp.agent.name);
                     if lp.runner.wait_until(until, &reason).await? {
-                        return Ok(Result::Stop(
+                        return Ok(IterationEnd::Stop(
                             StopReason::UserStop,
                             format!("stopped while waiting ({reason})"),
                         ));
@@ -352,10 +352,10 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
             rec.files_changed.clone_from(&changed);
             rec.note = Some(why.clone());
-            super::progress::log_run(&layout, &rec, None)?;
+            super::progress::record_and_say(&layout, &rec, None)?;
             discard(lp, n, attempt)?;
             let why = decide::how_to_continue(&why, &lp.runner.topic);
-            return Ok(Result::Stop(StopReason::Breaker, why));
+            return Ok(IterationEnd::Stop(StopReason::Breaker, why));
         }
         // Commits the agent made of its own work are progress, though they leave nothing dirty;
         // so are changes to files the plan names outside the artifact directory.
@@ -384,17 +384,17 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
             AfterRun::Interrupted => {
                 commit::carry(lp, &changed_paths);
                 rec.outcome = Outcome::Interrupted;
-                super::progress::log_run(&layout, &rec, None)?;
+                super::progress::record_and_say(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
                 let why = format!("stopped during iteration {n}");
-                return Ok(Result::Stop(StopReason::UserStop, why));
+                return Ok(IterationEnd::Stop(StopReason::UserStop, why));
             }
             AfterRun::Retry => {
                 commit::carry(lp, &changed_paths);
                 let what = super::failure::describe(run.outcome.ending, &tail)
                     .unwrap_or_else(|| format!("it {}", run.outcome.ending));
                 rec.note = Some(format!("{what}; retrying with a fresh process"));
-                super::progress::log_run(&layout, &rec, None)?;
+                super::progress::record_and_say(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
             }
             AfterRun::GiveUp(why) => {
@@ -404,25 +404,27 @@ pub async fn run(lp: &mut Loop, n: u32) -> Res<Result> {
                     None => why,
                 };
                 rec.note = Some(why.clone());
-                super::progress::log_run(&layout, &rec, None)?;
+                super::progress::record_and_say(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
-                return Ok(Result::Stop(StopReason::Breaker, why));
+                return Ok(IterationEnd::Stop(StopReason::Breaker, why));
             }
             AfterRun::NoChange(trip) => {
                 super::claim::check(lp, &mut rec)?;
                 fsutil::remove_file_opt(&layout.plan_backup())?;
                 rec.outcome = Outcome::NoChange;
-                super::progress::log_run(&layout, &rec, None)?;
-                return Ok(trip.map_or(Result::Done, |why| Result::Stop(StopReason::Breaker, why)));
+                super::progress::record_and_say(&layout, &rec, None)?;
+                return Ok(trip.map_or(IterationEnd::Done, |why| {
+                    IterationEnd::Stop(StopReason::Breaker, why)
+                }));
             }
             AfterRun::Accept => {
                 if let Some(why) =
                     accept::accept(lp, n, &dir, &plan_before, rec, &changed_paths).await?
                 {
                     let why = decide::how_to_continue(&why, &lp.runner.topic);
-                    return Ok(Result::Stop(StopReason::Breaker, why));
+                    return Ok(IterationEnd::Stop(StopReason::Breaker, why));
                 }
-                return Ok(Result::Done);
+                return Ok(IterationEnd::Done);
             }
         }
     }

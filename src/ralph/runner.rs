@@ -49,7 +49,7 @@ pub struct Runner {
 }
 
 /// Where and how one run happens.
-pub struct Phase<'a> {
+pub struct RunSpec<'a> {
     /// Planning, an iteration or a revision round.
     pub kind: AgentPhase,
     /// The iteration number (0 for planning).
@@ -233,7 +233,7 @@ impl Runner {
     pub async fn run_agent(
         &mut self,
         agent: &AgentSpec,
-        phase: &Phase<'_>,
+        phase: &RunSpec<'_>,
         prompt: &str,
     ) -> Result<AgentRun> {
         let launch = Launch {
