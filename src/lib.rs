@@ -4,16 +4,19 @@
 //! above it:
 //!
 //! - `cli`: arguments and printing, one module per subcommand.
-//! - `supervisor`: the daemon: detach, signals, serve one loop.
+//! - `supervisor`: the daemon: detach, signals, serve one loop; beside it, `view`: one read model
+//!   of a loop (status, list, watch, summary, report), the live view.
 //! - `ralph`: the outer loop: pure decisions, the driver, one iteration, acceptance.
 //! - `gate`: the Wiggum gate: rounds, rubric, judges, extraction, prompts, panel.
-//! - `agent`: agent specs, the one constructor of every agent run, processes, kill-tree, output.
-//! - `git`: preflight, snapshots, commits of exactly the changed paths, diffs.
-//! - `quality`: the Markdown reader and the built-in metrics.
-//! - `view`: one read model of a loop (status, list, watch, summary, report), the live view.
-//! - `config`: layered settings.
+//! - `agent`: agent specs, the one constructor of every agent run, processes, kill-tree, output;
+//!   beside it, `git`: preflight, snapshots, commits of exactly the changed paths, diffs.
+//! - `quality`: the Markdown reader, form without substance, the built-in metrics, the types.
 //! - `disk`: the on-disk contract shared by the daemon and other shells.
-//! - `sys`: small helpers: atomic files, `/proc`, failpoints, the one `unsafe` module.
+//! - `config`: layered settings.
+//! - `sys`: small helpers: atomic files, the no-follow file layer, `/proc`, cgroups, failpoints,
+//!   the one `unsafe` module.
+//!
+//! `error` is shared by all. `tests/it/architecture.rs` holds the tree to this list.
 
 pub mod agent;
 pub mod cli;

@@ -1,7 +1,8 @@
 //! The on-disk contract: the only thing the daemon and the other shells share. Every path of a
 //! loop (`layout`), its state (`state`), run records (`runlog`), requests from other shells
 //! (`requests`: pause, stop after the iteration, stop grace), the locks (`lock`), the topic
-//! registry (`registry`) and a delegation's record (`delegation`). May import `sys` only.
+//! registry (`registry`) and a delegation's record (`delegation`). May import `sys` and `config`
+//! (a handle reads the loop's pinned settings) only.
 
 pub mod delegation;
 pub mod handle;

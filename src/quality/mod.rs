@@ -1,6 +1,7 @@
 //! What the loop and the heuristic judge know of a Markdown document without a model: the
-//! Markdown reader (`markdown`), the built-in quality metrics (`metrics`) and the artifact types
-//! that say what they look for (`types`). Pure; imports `config` (weights, `[types]`) only.
+//! Markdown reader (`markdown`), form without substance (`substance`), the built-in quality
+//! metrics (`metrics`) and the artifact types that say what they look for (`types`). Pure;
+//! imports `config` (weights, `[types]`) and `disk` (the records' `Metrics`) only.
 
 pub mod markdown;
 pub mod metrics;
