@@ -88,6 +88,40 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// A run of `phase` for `topic`, in `root`, its prompt and log in `dir` (the records), under
+    /// `safety`: working in `root` (`ITERATION_DIR`), the wall limit and kill grace of
+    /// `[safety]`, a fresh token named after `label`; no loop (`wiggum_dir`), no stdout file, no
+    /// temperature, iteration 0, the artifact directory only, no shared watch. What differs is
+    /// set with struct update syntax (`Launch { stdout: …, ..Launch::for_phase(…) }`).
+    #[must_use]
+    pub fn for_phase(
+        phase: AgentPhase,
+        topic: &str,
+        root: PathBuf,
+        dir: PathBuf,
+        safety: &Safety,
+        label: &str,
+    ) -> Launch {
+        Launch {
+            phase,
+            iteration: 0,
+            topic: topic.to_string(),
+            work_dir: root.clone(),
+            root,
+            wiggum_dir: None,
+            dir,
+            stem: "prompt".into(),
+            stdout: None,
+            temperature: None,
+            limit: Duration::from_secs(safety.max_time_per_iteration),
+            grace: Duration::from_secs(safety.kill_grace_secs),
+            token: process::new_token(label),
+            safety: safety.clone(),
+            repo_wide: false,
+            activity: None,
+        }
+    }
+
     /// The prompt file of this run.
     #[must_use]
     pub fn prompt_file(&self) -> PathBuf {

@@ -38,34 +38,87 @@ pub enum StopLevel {
     Force,
 }
 
-/// One command to run.
+/// One command to run. Its fields are the `agent` module's own: an agent's job is built only by
+/// `agent::launch::job` (in its harness), and everything else — validation commands, hooks, a
+/// command evaluator, all configured by the user and run as they are — by [`Job::trusted`].
 #[derive(Debug, Clone)]
 pub struct Job {
     /// Shell command line, run with `sh -c`.
-    pub command: String,
+    pub(in crate::agent) command: String,
     /// Working directory.
-    pub cwd: PathBuf,
+    pub(in crate::agent) cwd: PathBuf,
     /// Extra environment.
-    pub env: Vec<(String, String)>,
+    pub(in crate::agent) env: Vec<(String, String)>,
     /// A file fed as stdin (none: /dev/null).
-    pub stdin: Option<PathBuf>,
+    pub(in crate::agent) stdin: Option<PathBuf>,
     /// Where stderr goes (appended), and stdout too unless `stdout` is set.
-    pub log: PathBuf,
+    pub(in crate::agent) log: PathBuf,
     /// A separate file for stdout (created or truncated), for answers read back.
-    pub stdout: Option<PathBuf>,
+    pub(in crate::agent) stdout: Option<PathBuf>,
     /// Wall limit.
-    pub limit: Duration,
+    pub(in crate::agent) limit: Duration,
     /// SIGTERM-to-SIGKILL grace.
-    pub grace: Duration,
+    pub(in crate::agent) grace: Duration,
     /// The per-run token every descendant inherits.
-    pub token: String,
+    pub(in crate::agent) token: String,
     /// Start from an empty environment (`env` is then all the job sees, with the token).
-    pub env_clear: bool,
+    pub(in crate::agent) env_clear: bool,
     /// Confine the job: its leader is our own `sandbox-exec`, which applies this, then runs
     /// the script.
-    pub sandbox: Option<crate::agent::sandbox::Policy>,
+    pub(in crate::agent) sandbox: Option<crate::agent::sandbox::Policy>,
     /// Watch the job while it runs: idle time and the memory of its tree.
-    pub liveness: Option<super::liveness::Liveness>,
+    pub(in crate::agent) liveness: Option<super::liveness::Liveness>,
+}
+
+impl Job {
+    /// A command the user configured (a validation command, a hook, a command evaluator), run as
+    /// it is: with the supervisor's environment and `env`, no sandbox, no liveness watch; stdin
+    /// from /dev/null, stderr and stdout appended to `log`.
+    #[must_use]
+    pub fn trusted(
+        command: impl Into<String>,
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+        log: PathBuf,
+        limit: Duration,
+        grace: Duration,
+        role: &str,
+    ) -> Job {
+        Job {
+            command: command.into(),
+            cwd,
+            env,
+            stdin: None,
+            log,
+            stdout: None,
+            limit,
+            grace,
+            token: new_token(role),
+            env_clear: false,
+            sandbox: None,
+            liveness: None,
+        }
+    }
+
+    /// Feed `file` on stdin.
+    #[must_use]
+    pub fn with_stdin(mut self, file: PathBuf) -> Job {
+        self.stdin = Some(file);
+        self
+    }
+
+    /// Write stdout to `file` (created or truncated) instead of the log.
+    #[must_use]
+    pub fn with_stdout(mut self, file: PathBuf) -> Job {
+        self.stdout = Some(file);
+        self
+    }
+
+    /// Where its output goes.
+    #[must_use]
+    pub fn log(&self) -> &std::path::Path {
+        &self.log
+    }
 }
 
 /// The result of a job.

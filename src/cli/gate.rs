@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use super::common;
 use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
-use crate::agent::process::{self, StopLevel};
+use crate::agent::process::StopLevel;
 use crate::agent::spec::{self, AgentSpec};
 use crate::config;
 use crate::error::{Error, Result};
@@ -69,22 +69,21 @@ impl Reviser for AloneReviser {
         prompt: &str,
     ) -> Result<AgentRun> {
         let launch = Launch {
-            phase: AgentPhase::Revision,
             iteration: round,
-            topic: "gate".into(),
-            root: self.root.clone(),
-            wiggum_dir: None,
-            dir: self.work.clone(),
             work_dir: self.work.clone(),
             stem: format!("revision-r{round}.prompt"),
             stdout: Some(self.work.join(format!("revision-r{round}.md"))),
             temperature: Some(self.temperature),
             limit: self.limit,
             grace: self.grace,
-            token: process::new_token("gate-producer"),
-            safety: self.safety.clone(),
-            repo_wide: false,
-            activity: None,
+            ..Launch::for_phase(
+                AgentPhase::Revision,
+                "gate",
+                self.root.clone(),
+                self.work.clone(),
+                &self.safety,
+                "gate-producer",
+            )
         };
         launch::run(spec, &launch, prompt, "", &mut self.stops, |_| {}).await
     }

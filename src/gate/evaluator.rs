@@ -176,20 +176,17 @@ impl Evaluator {
         let input = self.work.join(format!("eval-{stamp}.prompt.md"));
         let answer = self.work.join(format!("eval-{stamp}.answer.md"));
         crate::sys::fsutil::atomic_write(&input, prompt.as_bytes())?;
-        let job = Job {
-            command: command.to_string(),
-            cwd: self.work.clone(),
-            env: vec![("WIGGUM_PHASE".into(), "evaluation".into())],
-            stdin: Some(input.clone()),
-            log: self.work.join("eval.log"),
-            stdout: Some(answer.clone()),
-            limit: Duration::from_secs(self.entry.timeout_secs.max(1)),
-            grace: Duration::from_secs(2),
-            token: process::new_token("eval"),
-            env_clear: false,
-            sandbox: None,
-            liveness: None,
-        };
+        let job = Job::trusted(
+            command,
+            self.work.clone(),
+            vec![("WIGGUM_PHASE".into(), "evaluation".into())],
+            self.work.join("eval.log"),
+            Duration::from_secs(self.entry.timeout_secs.max(1)),
+            Duration::from_secs(2),
+            "eval",
+        )
+        .with_stdin(input.clone())
+        .with_stdout(answer.clone());
         let mut stops = self.stops.clone();
         let out = process::run(&job, &mut stops, |_| {}).await?;
         let text = crate::sys::fsutil::read_capped(&answer, crate::sys::fsutil::ANSWER_CAP);
@@ -200,7 +197,7 @@ impl Evaluator {
             return Err(Error::runtime(format!(
                 "evaluator command `{command}` {} (log: {})",
                 out.ending,
-                job.log.display()
+                job.log().display()
             )));
         }
         Ok(text)

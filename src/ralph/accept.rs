@@ -32,21 +32,16 @@ pub async fn validate(lp: &mut Loop, n: u32) -> Result<Option<String>> {
         }
     }
     for cmd in lp.settings.validation.commands.clone() {
-        let job = Job {
-            command: cmd.clone(),
-            cwd: lp.repo.workdir().to_path_buf(),
-            env: vec![("WIGGUM_PHASE".into(), "validation".into())],
-            stdin: None,
-            log: lp.runner.layout.validation_log(n),
-            stdout: None,
-            limit: Duration::from_secs(lp.settings.validation.timeout_secs),
-            grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
-            token: process::new_token("validation"),
-            env_clear: false,
-            sandbox: None,
-            liveness: None,
-        };
-        fsutil::append_line(&job.log, &format!("$ {cmd}"))?;
+        let job = Job::trusted(
+            cmd.clone(),
+            lp.repo.workdir().to_path_buf(),
+            vec![("WIGGUM_PHASE".into(), "validation".into())],
+            lp.runner.layout.validation_log(n),
+            Duration::from_secs(lp.settings.validation.timeout_secs),
+            Duration::from_secs(lp.settings.safety.kill_grace_secs),
+            "validation",
+        );
+        fsutil::append_line(job.log(), &format!("$ {cmd}"))?;
         let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;
         if !out.ending.success() {
             return Ok(Some(format!("`{cmd}` {}", out.ending)));

@@ -229,10 +229,10 @@ async fn run_hooks(
             command = format!("{command} {}", quote(&msg_file));
         }
         let job = hook_job(lp.repo.workdir(), command, &index, n, lp);
-        crate::sys::fsutil::append_line(&job.log, &format!("$ {name}"))?;
+        crate::sys::fsutil::append_line(job.log(), &format!("$ {name}"))?;
         let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;
         if !out.ending.success() {
-            let last = crate::sys::fsutil::read_tail(&job.log, 4096)?
+            let last = crate::sys::fsutil::read_tail(job.log(), 4096)?
                 .lines()
                 .rev()
                 .find(|l| !l.trim().is_empty() && !l.starts_with("$ "))
@@ -252,24 +252,19 @@ async fn run_hooks(
 }
 
 fn hook_job(workdir: &Path, command: String, index: &Path, n: u32, lp: &Loop) -> Job {
-    Job {
+    Job::trusted(
         command,
-        cwd: workdir.to_path_buf(),
-        env: vec![
+        workdir.to_path_buf(),
+        vec![
             ("GIT_INDEX_FILE".into(), index.display().to_string()),
             ("GIT_EDITOR".into(), ":".into()),
             ("WIGGUM_PHASE".into(), "hook".into()),
         ],
-        stdin: None,
-        log: lp.runner.layout.hooks_log(n),
-        stdout: None,
-        limit: Duration::from_secs(lp.settings.validation.timeout_secs),
-        grace: Duration::from_secs(lp.settings.safety.kill_grace_secs),
-        token: process::new_token("hook"),
-        env_clear: false,
-        sandbox: None,
-        liveness: None,
-    }
+        lp.runner.layout.hooks_log(n),
+        Duration::from_secs(lp.settings.validation.timeout_secs),
+        Duration::from_secs(lp.settings.safety.kill_grace_secs),
+        "hook",
+    )
 }
 
 /// Single-quote a path for `sh -c`.

@@ -63,26 +63,22 @@ impl Runner {
         let input = dir.join(format!("{event}.json"));
         fsutil::atomic_write(&input, json.as_bytes())?;
         let log = dir.join(format!("{event}.log"));
-        let job = Job {
-            command: command.to_string(),
-            cwd: self.layout.root().to_path_buf(),
-            env: vec![
+        let job = Job::trusted(
+            command,
+            self.layout.root().to_path_buf(),
+            vec![
                 ("WIGGUM_EVENT".into(), event.into()),
                 ("WIGGUM_EVENT_JSON".into(), json),
                 ("TOPIC".into(), self.topic.clone()),
                 ("ITERATION".into(), iteration.to_string()),
                 ("REASON".into(), reason.into()),
             ],
-            stdin: Some(input),
-            log: log.clone(),
-            stdout: None,
-            limit: Duration::from_secs(self.hooks.timeout_secs.max(1)),
-            grace: Duration::from_secs(2),
-            token: process::new_token("hook"),
-            env_clear: false,
-            sandbox: None,
-            liveness: None,
-        };
+            log.clone(),
+            Duration::from_secs(self.hooks.timeout_secs.max(1)),
+            Duration::from_secs(2),
+            "hook",
+        )
+        .with_stdin(input);
         let out = process::run(&job, &mut self.stops, |_| {}).await?;
         if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_CAP)
             && let Ok(f) = std::fs::OpenOptions::new().write(true).open(&log)

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use super::guard::Protected;
 use crate::agent::launch::{self, AgentPhase, AgentRun, Launch};
-use crate::agent::process::{self, JobEvent, StopLevel};
+use crate::agent::process::{JobEvent, StopLevel};
 use crate::agent::spec::AgentSpec;
 use crate::config::Safety;
 use crate::disk::layout::Layout;
@@ -237,22 +237,22 @@ impl Runner {
         prompt: &str,
     ) -> Result<AgentRun> {
         let launch = Launch {
-            phase: phase.kind,
             iteration: phase.iteration,
-            topic: self.topic.clone(),
-            root: self.layout.root().to_path_buf(),
             wiggum_dir: Some(self.layout.wiggum()),
-            dir: phase.dir.to_path_buf(),
             work_dir: phase.work.to_path_buf(),
             stem: phase.stem.to_string(),
             stdout: phase.stdout.clone(),
             temperature: phase.temperature,
-            limit: Duration::from_secs(self.safety.max_time_per_iteration),
-            grace: Duration::from_secs(self.safety.kill_grace_secs),
-            token: process::new_token(&format!("{}-{}", self.topic, phase.iteration)),
-            safety: self.safety.clone(),
             repo_wide: self.repo_wide,
             activity: self.activity.clone(),
+            ..Launch::for_phase(
+                phase.kind,
+                &self.topic,
+                self.layout.root().to_path_buf(),
+                phase.dir.to_path_buf(),
+                &self.safety,
+                &format!("{}-{}", self.topic, phase.iteration),
+            )
         };
         self.take_call_slot().await?;
         // The token is on disk before the spawn and the process group before the job's gate

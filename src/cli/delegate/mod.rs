@@ -6,7 +6,6 @@
 //! loop that needs no other flag.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chrono::Utc;
 use clap::{Args, Subcommand};
@@ -16,7 +15,7 @@ mod control;
 
 use super::common;
 use crate::agent::launch::{self, AgentPhase, Launch};
-use crate::agent::process::{self, StopLevel};
+use crate::agent::process::StopLevel;
 use crate::agent::spec;
 use crate::config;
 use crate::disk::delegation::{self, Delegation, DelegationStatus};
@@ -167,22 +166,16 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     let work = layout.delegation_dir();
     fsutil::create_dir_all(&work)?;
     let launch = Launch {
-        phase: AgentPhase::Delegation,
-        iteration: 0,
-        topic: a.topic.clone(),
-        root: layout.root().to_path_buf(),
-        wiggum_dir: None,
-        dir: work.clone(),
-        work_dir: layout.root().to_path_buf(),
-        stem: "prompt".into(),
         stdout: Some(work.join("answer.md")),
-        temperature: None,
-        limit: Duration::from_secs(settings.safety.max_time_per_iteration),
-        grace: Duration::from_secs(settings.safety.kill_grace_secs),
-        token: process::new_token(&format!("delegate-{}", a.topic)),
-        safety: settings.safety.clone(),
         repo_wide: kind.writes_repository(),
-        activity: None,
+        ..Launch::for_phase(
+            AgentPhase::Delegation,
+            &a.topic,
+            layout.root().to_path_buf(),
+            work.clone(),
+            &settings.safety,
+            &format!("delegate-{}", a.topic),
+        )
     };
     crate::agent::kill::become_supervisor();
     let rt = crate::sys::runtime::runtime()?;
