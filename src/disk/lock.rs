@@ -170,20 +170,29 @@ fn write_holder(file: &mut File, path: &Path, h: &Holder) -> Result<()> {
     file.write_all(json.as_bytes()).at(path, "write lock file")
 }
 
+/// How long a lock may stay held before it counts as a loop's: a reader finding out whether the
+/// lock is held (`holder`) takes it for a few microseconds.
+const PROBE_MOMENT: std::time::Duration = std::time::Duration::from_millis(15);
+
 /// Take the lock for loop `topic` or say who has it (exit code 3).
 pub fn acquire(path: &Path, topic: &str) -> Result<Guard> {
+    acquire_within(path, topic, PROBE_MOMENT)
+}
+
+/// [`acquire`], waiting out a holder for up to `patience` (in doubling steps from 1 ms).
+fn acquire_within(path: &Path, topic: &str, patience: std::time::Duration) -> Result<Guard> {
     if let Some(dir) = path.parent() {
         crate::sys::fsutil::create_dir_all(dir)?;
     }
     let mut file = open(path)?;
-    // A reader finding out whether the lock is held (`holder`) takes it for a few microseconds:
-    // a lock still held after some milliseconds is held by a loop.
     let mut pause = std::time::Duration::from_millis(1);
+    let mut waited = std::time::Duration::ZERO;
     loop {
         match file.try_lock() {
             Ok(()) => break,
-            Err(TryLockError::WouldBlock) if pause <= std::time::Duration::from_millis(8) => {
+            Err(TryLockError::WouldBlock) if waited + pause <= patience => {
                 std::thread::sleep(pause); // allow: a probe's moment
+                waited += pause;
                 pause *= 2;
             }
             Err(TryLockError::WouldBlock) => {
@@ -340,15 +349,25 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join(".lock");
         std::fs::write(&p, "").unwrap();
-        // What `holder` does: take the lock to see whether it is free, then let it go.
+        // What `holder` does: take the lock to see whether it is free, then let it go. The
+        // probe is held when the loop first tries (taken before) and let go while it waits (a
+        // patience no scheduler delay reaches: the point is the wait, not its length).
         let probe = File::open(&p).unwrap();
         probe.try_lock().unwrap();
-        let prober = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(2)); // the probe's moment
-            drop(probe);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let taker = std::thread::spawn(move || {
+            let g = acquire_within(&p, "t", std::time::Duration::from_secs(30));
+            tx.send(()).unwrap();
+            (g, p)
         });
-        let g = acquire(&p, "t").unwrap();
-        prober.join().unwrap();
+        assert!(
+            rx.recv_timeout(std::time::Duration::from_millis(50))
+                .is_err(),
+            "the loop took a lock that was held"
+        );
+        drop(probe);
+        let (g, p) = taker.join().unwrap();
+        let g = g.unwrap();
         assert!(held_by_pid(&p, std::process::id()));
         assert!(!held_by_pid(&p, std::process::id() + 1));
         drop(g);

@@ -343,15 +343,24 @@ fn a_commit_waits_for_another_writers_index_lock_and_leaves_the_index_right() {
     let root = d.path().to_path_buf();
     std::fs::write(root.join("art/a.md"), "ours").unwrap();
     let mut pending = repo.stage_tree(&paths(&["a.md"])).unwrap().unwrap();
-    // Another writer holds the index for a moment (as `git add` does).
+    // Another writer holds the index (as `git add` does) before the commit begins, so the
+    // commit always meets it.
     let lock = root.join(".git/index.lock");
     std::fs::write(&lock, "").unwrap();
-    let other = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(30)); // the other writer's work
-        std::fs::remove_file(lock).unwrap();
+    let (done_tx, done) = std::sync::mpsc::channel();
+    let ours = std::thread::spawn(move || {
+        let r = repo.finish(&mut pending, "ours", "w", "w@x");
+        done_tx.send(()).unwrap();
+        r
     });
-    repo.finish(&mut pending, "ours", "w", "w@x").unwrap();
-    other.join().unwrap();
+    // While the other writer holds it, the commit waits.
+    assert!(
+        done.recv_timeout(std::time::Duration::from_millis(100))
+            .is_err(),
+        "the commit went on while another writer held index.lock"
+    );
+    std::fs::remove_file(&lock).unwrap();
+    ours.join().unwrap().unwrap();
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
 }
 

@@ -86,7 +86,8 @@ fn an_evaluator_error_is_retried_once_then_recorded() {
 }
 
 /// An evaluator CLI that answers rubric prompts with a PASS and persona prompts with a review,
-/// noting when each persona call starts and ends.
+/// noting when each persona call starts and ends; each persona call ends only once all three
+/// have started.
 fn panel_evaluator(t: &TestHome) -> String {
     let log = t.root().join("persona.log");
     write(
@@ -97,7 +98,10 @@ fn panel_evaluator(t: &TestHome) -> String {
 case "$p" in
 *"Review it from your perspective"*)
   echo "start $$ $(date +%s%N)" >> {log}
-  sleep 0.5
+  # A barrier, not a sleep: each persona waits (at most 20 s) until all three have started, so
+  # run one after another they end in turn and the order below shows it.
+  i=0
+  while [ "$(grep -c '^start' {log})" -lt 3 ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i + 1)); done
   case "$p" in
   *"production systems"*) who=practitioner ;;
   *"technical editor"*) who=critic ;;

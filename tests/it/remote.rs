@@ -136,16 +136,27 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
     // The pod is killed outright (eviction): nothing of it survives.
     first.kill().unwrap();
     first.wait().unwrap();
-    let stale = std::time::Instant::now() + Duration::from_secs(4);
-    while std::time::Instant::now() < stale {
-        std::thread::sleep(Duration::from_millis(100));
-    }
     std::fs::write(t.release_file(), "").unwrap();
-    let pod2 = t.root().join("pod2");
-    let second = run_remote(&t, &url, &pod2, &["--stale-after", "3"])
-        .wait()
-        .unwrap();
-    let said = std::fs::read_to_string(pod2.with_extension("log")).unwrap();
+    // A new pod is refused (exit 3) while the dead one's last heartbeat is fresh, and takes the
+    // loop over once it is stale: no fixed wait, the new pod tries until it may.
+    let mut tries = 0;
+    let (second, said) = wait_for(
+        "the dead pod's heartbeat to go stale",
+        Duration::from_secs(30),
+        || {
+            tries += 1;
+            let pod = t.root().join(format!("pod2-{tries}"));
+            let out = run_remote(&t, &url, &pod, &["--stale-after", "3"])
+                .wait()
+                .unwrap();
+            let said = std::fs::read_to_string(pod.with_extension("log")).unwrap();
+            if out.code() == Some(3) && said.contains("is running on branch wiggum/notes") {
+                Err(said)
+            } else {
+                Ok((out, said))
+            }
+        },
+    );
     assert_eq!(second.code(), Some(0), "{said}");
     let after = branch_commits(&url);
     assert_eq!(
@@ -204,7 +215,7 @@ fn two_runs_for_one_topic_at_once_exactly_one_runs() {
     });
     assert_eq!(loser.1.code(), Some(3), "the losing run's exit");
     let mut winner = runs.remove(1 - loser.0);
-    std::thread::sleep(Duration::from_millis(500));
+    // Its agent waits for the release file, which does not exist yet: it cannot have ended.
     assert!(winner.try_wait().unwrap().is_none(), "the winner runs on");
     std::fs::write(t.release_file(), "").unwrap();
     let out = winner.wait().unwrap();
