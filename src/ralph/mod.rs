@@ -6,6 +6,7 @@
 //! `gate`, `agent`, `git`, `quality`, `disk`, `config` and `sys`.
 
 pub mod accept;
+pub mod agent_choice;
 pub mod budget;
 pub mod changes;
 pub mod claim;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use tokio::sync::watch;
 
+use super::agent_choice;
 use super::context::Loop;
 use super::decide::Breaker;
 use super::runner::Runner;
@@ -241,19 +242,22 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     // command of `--agent-cmd`): a loop on its artifact runs the same one, unless flags or the
     // loop's own settings say otherwise; else the type's own agent, when it names one.
     let no_flags = opts.agent.is_none() && opts.agent_cmd.is_none();
-    let delegated_name = (no_flags && fresh)
-        .then(|| delegated(&layout, "agent"))
-        .flatten();
-    let delegated_agent = delegated_name
-        .clone()
-        .filter(|name| name != "custom" && spec::named(&settings, name).is_some());
     // An agent given as a bare command (`--agent-cmd`) has only its command on record.
-    let delegated_cmd = delegated_name
-        .filter(|name| name == "custom")
-        .and_then(|_| delegated(&layout, "agent_command"));
-    let type_agent = no_flags.then(|| artifact_type.agent.clone()).flatten();
-    let agent_flag = opts.agent.clone().or(delegated_agent).or(type_agent);
-    let agent_cmd = opts.agent_cmd.clone().or(delegated_cmd);
+    let delegation = (no_flags && fresh)
+        .then(|| delegated(&layout, "agent"))
+        .flatten()
+        .and_then(|name| match name.as_str() {
+            "custom" => delegated(&layout, "agent_command").map(agent_choice::Delegated::Command),
+            _ => Some(agent_choice::Delegated::Named(name)),
+        });
+    let choice = agent_choice::resolve_agent(
+        opts.agent.as_deref(),
+        opts.agent_cmd.as_deref(),
+        delegation.as_ref(),
+        artifact_type.agent.as_deref(),
+        |name| spec::named(&settings, name).is_some(),
+    );
+    let (agent_flag, agent_cmd) = (choice.name, choice.command);
     let agent = spec::resolve(&settings, agent_flag.as_deref(), agent_cmd.as_deref())?;
     if agent_flag.is_some() {
         settings.defaults.agent.clone_from(&agent.name);
