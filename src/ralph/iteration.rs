@@ -247,119 +247,10 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
         let after = lp.tracker.snapshot(&lp.repo)?;
         let changed_paths = after.changed_paths(&before);
-        let changed = after.changed_since(&before);
-        if !run.protected_changed.is_empty() {
-            // Restored already; nothing of this attempt is trusted or carried to a commit.
-            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Rejected);
-            rec.files_changed.clone_from(&changed);
-            rec.protected_changed.clone_from(&run.protected_changed);
-            rec.validation_failed = Some(format!(
-                "the agent changed protected files ({}); they were restored",
-                run.protected_changed.join(", ")
-            ));
-            super::progress::record_and_say(&layout, &rec, None)?;
-            restore_plan(&layout)?;
-            // The attempt is kept as evidence in `wiggum/discarded/`, out of the next one's way.
-            move_aside(&layout, n, "rejected")?;
-            return Ok(IterationEnd::Done);
-        }
-        let tail = fsutil::read_tail(&run.log, 4096)?;
-        if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
-            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
-            rec.note = Some(why.clone());
-            super::progress::record_and_say(&layout, &rec, None)?;
-            discard(lp, n, attempt)?;
-            return Ok(IterationEnd::Stop(StopReason::Error, why));
-        }
-        if !run.outcome.ending.success()
-            && !stopped_now(lp)
-            && let Some(limit) = limits::recognise(
-                &tail,
-                &lp.settings.safety.limit_patterns,
-                &lp.settings.safety.fatal_patterns,
-                chrono::Utc::now(),
-            )
-        {
-            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
-            rec.files_changed.clone_from(&changed);
-            commit::carry(lp, &changed_paths);
-            match limit {
-                limits::Limit::Fatal(line) => {
-                    let why =
-                        format!("the agent's provider refused, waiting will not help: {line}");
-                    rec.note = Some(why.clone());
-                    super::progress::record_and_say(&layout, &rec, None)?;
-                    discard(lp, n, attempt)?;
-                    return Ok(IterationEnd::Stop(StopReason::Error, why));
-                }
-                limits::Limit::Wait { until, what, line } if !lp.fallbacks.is_empty() => {
-                    // Another agent runs meanwhile (the next attempt picks it); this one is
-                    // limited until its reset, or the backoff.
-                    let until = until.unwrap_or_else(|| {
-                        let wait = limits::backoff(
-                            lp.settings.safety.limit_backoff_secs,
-                            lp.runner.state.limit_waits,
-                        );
-                        lp.runner.state.limit_waits += 1;
-                        chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
-                    });
-                    lp.runner
-                        .state
-                        .limited_agents
-                        .insert(lp.agent.name.clone(), until);
-                    rec.outcome = Outcome::Limited;
-                    rec.note = Some(format!("{what}: {line}"));
-                    super::progress::record_and_say(&layout, &rec, None)?;
-                    discard(lp, n, attempt)?;
-                    continue;
-                }
-                limits::Limit::Wait { until, what, line } => {
-                    let until = until.unwrap_or_else(|| {
-                        let wait = limits::backoff(
-                            lp.settings.safety.limit_backoff_secs,
-                            lp.runner.state.limit_waits,
-                        );
-                        lp.runner.state.limit_waits += 1;
-                        chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
-                    });
-                    rec.outcome = Outcome::Limited;
-                    rec.note = Some(format!("{what}: {line}"));
-                    super::progress::record_and_say(&layout, &rec, None)?;
-                    discard(lp, n, attempt)?;
-                    let reason = format!("{what}, {}", lp.agent.name);
-                    if lp.runner.wait_until(until, &reason).await? {
-                        return Ok(IterationEnd::Stop(
-                            StopReason::UserStop,
-                            format!("stopped while waiting ({reason})"),
-                        ));
-                    }
-                    continue;
-                }
-            }
-        }
-        if run.outcome.ending.success() {
-            lp.runner.state.limit_waits = 0;
-        }
-        let trend_limits = decide::TrendLimits::of(&lp.settings.safety);
-        let output = std::fs::metadata(&run.log).map_or(0, |m| m.len());
-        let error = decide::last_error(&tail);
-        let stopped = stopped_now(lp);
-        let trends = &mut lp.runner.state.trends;
-        if !stopped
-            && let Some(why) = decide::record_run(trends, error.as_deref(), output, trend_limits)
-        {
-            commit::carry(lp, &changed_paths);
-            let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
-            rec.files_changed.clone_from(&changed);
-            rec.note = Some(why.clone());
-            super::progress::record_and_say(&layout, &rec, None)?;
-            discard(lp, n, attempt)?;
-            let why = decide::how_to_continue(&why, &lp.runner.topic);
-            return Ok(IterationEnd::Stop(StopReason::Breaker, why));
-        }
+        let raw = after.changed_since(&before);
         // Commits the agent made of its own work are progress, though they leave nothing dirty;
         // so are changes to files the plan names outside the artifact directory.
-        let mut changed = changed;
+        let mut changed = raw.clone();
         if changed.is_empty() {
             changed.extend(
                 named
@@ -368,12 +259,118 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
                     .map(|p| format!("{p} (named in the plan)")),
             );
         }
-        let kind = decide::classify(run.outcome.ending, !changed.is_empty() || run.committed);
-        let stopped = lp.runner.stop_level() >= StopLevel::Now;
+        let tail = fsutil::read_tail(&run.log, 4096)?;
+        let stopped = stopped_now(lp);
+        let limit = (!run.outcome.ending.success() && !stopped)
+            .then(|| {
+                limits::recognise(
+                    &tail,
+                    &lp.settings.safety.limit_patterns,
+                    &lp.settings.safety.fatal_patterns,
+                    chrono::Utc::now(),
+                )
+            })
+            .flatten();
+        let facts = decide::Attempt {
+            protected_changed: !run.protected_changed.is_empty(),
+            ending: run.outcome.ending,
+            tail: &tail,
+            stopped,
+            limit,
+            output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
+            progress: !changed.is_empty() || run.committed,
+        };
         let safety = &lp.settings.safety;
-        let (idle, retries) = (safety.max_no_change_iterations, safety.max_crash_retries);
-        let next = decide::after_run(&mut lp.breaker, stopped, kind, idle, retries);
+        let ceilings = decide::AttemptLimits {
+            trends: decide::TrendLimits::of(safety),
+            max_no_change: safety.max_no_change_iterations,
+            max_retries: safety.max_crash_retries,
+        };
+        if run.outcome.ending.success() {
+            lp.runner.state.limit_waits = 0;
+        }
+        let verdict = decide::after_attempt(
+            &facts,
+            &mut lp.breaker,
+            &mut lp.runner.state.trends,
+            ceilings,
+        );
         let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
+        rec.files_changed.clone_from(&raw);
+        let next = match verdict {
+            decide::Verdict::Rejected => {
+                // Restored already; nothing of this attempt is trusted or carried to a commit.
+                rec.outcome = Outcome::Rejected;
+                rec.protected_changed.clone_from(&run.protected_changed);
+                rec.validation_failed = Some(format!(
+                    "the agent changed protected files ({}); they were restored",
+                    run.protected_changed.join(", ")
+                ));
+                super::progress::record_and_say(&layout, &rec, None)?;
+                restore_plan(&layout)?;
+                // The attempt is kept as evidence in `wiggum/discarded/`, out of the next one's
+                // way.
+                move_aside(&layout, n, "rejected")?;
+                return Ok(IterationEnd::Done);
+            }
+            decide::Verdict::CannotRun(why) => {
+                rec.files_changed.clear();
+                rec.note = Some(why.clone());
+                super::progress::record_and_say(&layout, &rec, None)?;
+                discard(lp, n, attempt)?;
+                return Ok(IterationEnd::Stop(StopReason::Error, why));
+            }
+            decide::Verdict::ProviderRefused(line) => {
+                commit::carry(lp, &changed_paths);
+                let why = format!("the agent's provider refused, waiting will not help: {line}");
+                rec.note = Some(why.clone());
+                super::progress::record_and_say(&layout, &rec, None)?;
+                discard(lp, n, attempt)?;
+                return Ok(IterationEnd::Stop(StopReason::Error, why));
+            }
+            decide::Verdict::Limited { until, what, line } => {
+                commit::carry(lp, &changed_paths);
+                // The reset the answer named, else the backoff.
+                let until = until.unwrap_or_else(|| {
+                    let wait = limits::backoff(
+                        lp.settings.safety.limit_backoff_secs,
+                        lp.runner.state.limit_waits,
+                    );
+                    lp.runner.state.limit_waits += 1;
+                    chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+                });
+                rec.outcome = Outcome::Limited;
+                rec.note = Some(format!("{what}: {line}"));
+                super::progress::record_and_say(&layout, &rec, None)?;
+                discard(lp, n, attempt)?;
+                if lp.fallbacks.is_empty() {
+                    let reason = format!("{what}, {}", lp.agent.name);
+                    if lp.runner.wait_until(until, &reason).await? {
+                        return Ok(IterationEnd::Stop(
+                            StopReason::UserStop,
+                            format!("stopped while waiting ({reason})"),
+                        ));
+                    }
+                } else {
+                    // Another agent runs meanwhile (the next attempt picks it); this one is
+                    // limited until its reset.
+                    lp.runner
+                        .state
+                        .limited_agents
+                        .insert(lp.agent.name.clone(), until);
+                }
+                continue;
+            }
+            decide::Verdict::Trend(why) => {
+                commit::carry(lp, &changed_paths);
+                rec.note = Some(why.clone());
+                super::progress::record_and_say(&layout, &rec, None)?;
+                discard(lp, n, attempt)?;
+                let why = decide::how_to_continue(&why, &lp.runner.topic);
+                return Ok(IterationEnd::Stop(StopReason::Breaker, why));
+            }
+            decide::Verdict::Then(next) => next,
+        };
         rec.files_changed.clone_from(&changed);
         rec.promise_seen = promise::seen_count(
             run.report.promise_lines,
