@@ -23,6 +23,9 @@ pub struct Settings {
     pub git: GitSettings,
     /// Commands told about the loop's events (notifications).
     pub hooks: Hooks,
+    /// Built-in notification sinks: webhooks, ntfy, Slack, Discord, the desktop.
+    #[serde(skip_serializing_if = "Notify::is_empty")]
+    pub notify: Notify,
     /// Named agents: a command line, or a table.
     pub agents: BTreeMap<String, super::AgentEntry>,
     /// Named evaluators.
@@ -528,6 +531,90 @@ impl Default for Hooks {
             timeout_secs: 30,
         }
     }
+}
+
+/// `[notify]`: where the loop's events are sent without a script of one's own. Each sink names
+/// the environment variable holding its URL (webhook URLs carry tokens: never in a settings file
+/// the agent can read) and the events it wants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Notify {
+    /// Seconds a message may take to deliver, retries included; it never holds up the loop.
+    pub deliver_within_secs: u64,
+    /// The sinks (`[[notify.sinks]]`).
+    pub sinks: Vec<NotifySink>,
+}
+
+impl Default for Notify {
+    fn default() -> Self {
+        Self {
+            deliver_within_secs: 30,
+            sinks: Vec::new(),
+        }
+    }
+}
+
+impl Notify {
+    /// No sink configured.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+}
+
+/// One `[[notify.sinks]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifySink {
+    /// Its kind: the message format.
+    pub kind: SinkKind,
+    /// The environment variable holding its URL (not for `desktop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_env: Option<String>,
+    /// The events it is sent.
+    #[serde(default = "default_notify_events")]
+    pub events: Vec<NotifyEvent>,
+}
+
+/// A sink's message format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SinkKind {
+    /// A JSON POST of the event.
+    Webhook,
+    /// An ntfy topic URL: the message as text, its title and tags in headers.
+    Ntfy,
+    /// A Slack incoming webhook: `{"text": …}`.
+    Slack,
+    /// A Discord webhook: `{"content": …}`.
+    Discord,
+    /// `notify-send`, where it is installed.
+    Desktop,
+}
+
+/// The events a sink can be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotifyEvent {
+    /// Every end of the loop, with its reason.
+    Stop,
+    /// The loop waits for a person (a review checkpoint).
+    NeedsHuman,
+    /// A breaker ended it, or it waits on a usage limit (with the reset time).
+    Stalled,
+    /// A budget ended it.
+    Budget,
+    /// Each iteration's end.
+    IterationEnd,
+}
+
+fn default_notify_events() -> Vec<NotifyEvent> {
+    vec![
+        NotifyEvent::Stop,
+        NotifyEvent::NeedsHuman,
+        NotifyEvent::Stalled,
+        NotifyEvent::Budget,
+    ]
 }
 
 /// `[git]`.

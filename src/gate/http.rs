@@ -33,7 +33,7 @@ pub fn rubric_schema(dims: &[String]) -> Value {
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
-fn client(timeout: Duration) -> Result<reqwest::Client> {
+pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client> {
     // Installing twice is harmless: the first provider stays.
     let _already = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()

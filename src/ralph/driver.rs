@@ -91,11 +91,14 @@ impl Loop {
         let ctl = self.runner.layout.requests();
         let review_at = self.settings.safety.require_human_review_at_iteration;
         if review_at > 0 && n == review_at && !self.runner.state.reviewed {
+            let why = format!("human review before iteration {n}");
             requests::update(&ctl, |r| {
                 r.pause = true;
-                r.pause_reason = Some(format!("human review before iteration {n}"));
+                r.pause_reason = Some(why.clone());
             })?;
             self.runner.state.reviewed = true;
+            let fields = serde_json::json!({ "resume": format!("studio-agents wiggum resume {}", self.runner.topic) });
+            self.runner.notify("needs_human", n, &why, fields).await;
         }
         if !requests::read(&ctl).pause {
             return Ok(false);
@@ -269,16 +272,18 @@ impl Loop {
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
         let st = &self.runner.state;
-        if let Some(c) =
-            super::progress::completion_of(&layout, st, &self.artifact_type, chrono::Utc::now())
-        {
-            super::progress::say(&super::progress::completion_block(&c));
+        let completion =
+            super::progress::completion_of(&layout, st, &self.artifact_type, chrono::Utc::now());
+        if let Some(c) = &completion {
+            super::progress::say(&super::progress::completion_block(c));
         }
         let n = self.runner.state.current_iteration;
         let fields = serde_json::json!({
             "stop_reason": reason.as_str(),
             "detail": why,
             "cost": self.runner.state.spend.shown(),
+            "quality_before": completion.as_ref().and_then(|c| c.quality.0),
+            "reason_words": super::progress::reason_words(reason),
         });
         match reason {
             StopReason::Budget => self.runner.notify("budget", n, why, fields.clone()).await,
@@ -288,6 +293,9 @@ impl Loop {
             _ => {}
         }
         self.runner.notify("stop", n, reason.as_str(), fields).await;
+        // The last messages go out before the supervisor does (within their bound).
+        self.runner.finish_notifications().await;
+        self.runner.save()?;
         Ok(reason)
     }
 }

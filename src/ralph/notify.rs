@@ -1,7 +1,8 @@
 //! Notifications: `[hooks]` commands run on the loop's events — the end of an iteration, the
-//! end of the loop, a budget or a breaker, a wait — with the event as JSON on stdin and in the
-//! environment. A hook has a timeout and a capped log; one that fails is logged and never stops
-//! the loop.
+//! end of the loop, a budget or a breaker, a wait, a review checkpoint — with the event as JSON
+//! on stdin and in the environment, and the `[notify]` sinks that want the event are sent its
+//! message (`sinks`, delivered by `deliver`). A hook has a timeout and a capped log; one that
+//! fails, like a message that cannot be delivered, is logged and never stops the loop.
 
 use std::time::Duration;
 
@@ -30,6 +31,7 @@ fn command_for<'a>(hooks: &'a Hooks, event: &str) -> Option<&'a str> {
 impl Runner {
     /// Tell the `event` hook, if there is one. `fields` join the event's JSON.
     pub async fn notify(&mut self, event: &str, iteration: u32, reason: &str, fields: Value) {
+        self.send_to_sinks(event, iteration, reason, &fields);
         let Some(command) = command_for(&self.hooks, event).map(str::to_string) else {
             return;
         };
@@ -38,6 +40,67 @@ impl Runner {
             .await
         {
             tracing::warn!("the {event} hook failed: {e}");
+        }
+    }
+
+    /// Send `event`'s message to every `[notify]` sink that wants it, in the background; say
+    /// what could not be delivered since the last time.
+    fn send_to_sinks(&mut self, event: &str, iteration: u32, reason: &str, fields: &Value) {
+        for what in self.deliveries.failures() {
+            self.state.last_event = Some(what);
+        }
+        let Some(kind) = super::sinks::event_of(event) else {
+            return;
+        };
+        let wanted: Vec<crate::config::NotifySink> = self
+            .sinks
+            .sinks
+            .iter()
+            .filter(|s| s.events.contains(&kind))
+            .cloned()
+            .collect();
+        if wanted.is_empty() {
+            return;
+        }
+        let st = &self.state;
+        let figures = super::sinks::Figures {
+            topic: self.topic.clone(),
+            host: host(),
+            iterations: (iteration, st.max_iterations),
+            quality: (
+                fields.get("quality_before").and_then(Value::as_f64),
+                st.last_quality,
+            ),
+            gate: st.last_gate_score,
+            cost: st.spend.shown(),
+        };
+        let mut payload = fields.clone();
+        if let Value::Object(m) = &mut payload {
+            m.insert("event".into(), event.into());
+            m.insert("topic".into(), self.topic.clone().into());
+            m.insert("iteration".into(), iteration.into());
+            m.insert("reason".into(), reason.into());
+            m.insert("status".into(), st.status.as_str().into());
+            m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
+        }
+        // A stop is told in words (`every item in fix_plan.md is done`), its code in the event.
+        let said = fields
+            .get("reason_words")
+            .and_then(Value::as_str)
+            .unwrap_or(reason);
+        let message = super::sinks::message(event, said, &figures, &payload);
+        let within = Duration::from_secs(self.sinks.deliver_within_secs.max(1));
+        for sink in &wanted {
+            self.deliveries.send(sink, message.clone(), within);
+        }
+    }
+
+    /// Wait for the notifications still on their way (each within its bound), and say what
+    /// could not be delivered.
+    pub async fn finish_notifications(&mut self) {
+        self.deliveries.finish().await;
+        for what in self.deliveries.failures() {
+            self.state.last_event = Some(what);
         }
     }
 
@@ -94,4 +157,13 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// This machine's name, for messages read elsewhere.
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "this machine".into())
 }

@@ -34,6 +34,10 @@ pub struct Runner {
     pub protected: Protected,
     /// `[hooks]`: who is told about the loop's events.
     pub hooks: crate::config::Hooks,
+    /// `[notify]`: the built-in sinks told about them.
+    pub sinks: crate::config::Notify,
+    /// Notifications on their way.
+    pub deliveries: super::deliver::Deliveries,
     /// `[prices]`, to price the tokens of agents that report no cost.
     pub prices: std::collections::BTreeMap<String, crate::config::Price>,
     /// The loop's file watch: a run's file changes count as its activity.

@@ -584,6 +584,8 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         promise: p.settings.defaults.promise.clone(),
         prices: p.settings.prices.clone(),
         hooks: p.settings.hooks.clone(),
+        sinks: p.settings.notify.clone(),
+        deliveries: super::deliver::Deliveries::default(),
         protected: super::guard::Protected {
             git_configs: crate::git::preflight::config_files(repo.git(), repo.workdir()),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),

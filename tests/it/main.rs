@@ -22,6 +22,7 @@ mod lock;
 mod loop_core;
 mod loop_gate;
 mod misbehaving;
+mod notify;
 mod papercuts;
 mod remote;
 mod repos;

@@ -23,6 +23,27 @@ pub struct Server {
     pub base: String,
     /// Request (path, JSON body) pairs received.
     pub requests: Arc<Mutex<Vec<(String, serde_json::Value)>>>,
+    /// The same requests as sent: headers (lower-cased names) and the body as text.
+    pub raw: Arc<Mutex<Vec<Raw>>>,
+}
+
+/// A request as it arrived.
+#[derive(Clone, Debug)]
+pub struct Raw {
+    /// Header names (lower-cased) and values.
+    pub headers: Vec<(String, String)>,
+    /// The body, as text.
+    pub body: String,
+}
+
+impl Raw {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 impl Server {
@@ -31,16 +52,23 @@ impl Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
         let base = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let raw = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&requests);
+        let seen_raw = Arc::clone(&raw);
         std::thread::spawn(move || {
             for (i, conn) in listener.incoming().take(max).enumerate() {
                 let Ok(s) = conn else { continue };
                 let seen = Arc::clone(&seen);
+                let seen_raw = Arc::clone(&seen_raw);
                 let reply = replies.get(i).or(replies.last()).cloned().unwrap();
-                std::thread::spawn(move || serve_one(s, &seen, &reply));
+                std::thread::spawn(move || serve_one(s, &seen, &seen_raw, &reply));
             }
         });
-        Server { base, requests }
+        Server {
+            base,
+            requests,
+            raw,
+        }
     }
 
     /// How many requests arrived.
@@ -52,6 +80,7 @@ impl Server {
 fn serve_one(
     mut s: std::net::TcpStream,
     seen: &Mutex<Vec<(String, serde_json::Value)>>,
+    seen_raw: &Mutex<Vec<Raw>>,
     reply: &Reply,
 ) {
     let mut r = BufReader::new(s.try_clone().unwrap());
@@ -59,10 +88,14 @@ fn serve_one(
     r.read_line(&mut line).ok();
     let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
     let mut len = 0;
+    let mut headers = Vec::new();
     loop {
         let mut h = String::new();
         if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
             break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
         }
         if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
             len = v.trim().parse().unwrap_or(0);
@@ -70,6 +103,10 @@ fn serve_one(
     }
     let mut body = vec![0; len];
     r.read_exact(&mut body).ok();
+    seen_raw.lock().unwrap().push(Raw {
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
     let json = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
     seen.lock().unwrap().push((path, json));
     std::thread::sleep(reply.delay);
