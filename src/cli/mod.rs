@@ -12,6 +12,7 @@ pub mod control;
 pub mod delegate;
 pub mod diff;
 pub mod doctor;
+pub mod events;
 pub mod gate;
 pub mod inspect;
 pub mod panel;
@@ -129,6 +130,11 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum logs research\n  studio-agents wiggum logs research --iteration 3\n  studio-agents wiggum logs research --follow"
     )]
     Logs(inspect::LogsArgs),
+    /// Print the loop's events as JSON lines (runs, gate rounds, commits, waits, the end).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum events research\n  studio-agents wiggum events research --follow\n  studio-agents wiggum events research --since 8h"
+    )]
+    Events(events::EventsArgs),
     /// Show the patch an iteration committed (the latest committed by default).
     #[command(
         after_help = "Examples:\n  studio-agents wiggum diff research\n  studio-agents wiggum diff research --iteration 2\n  studio-agents wiggum diff research --stat"

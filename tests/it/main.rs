@@ -11,6 +11,7 @@ mod crash;
 mod daemon;
 mod delegate;
 mod deputy;
+mod events;
 mod example;
 mod exits;
 mod gate_cmd;
