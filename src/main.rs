@@ -2,8 +2,8 @@
 
 use clap::Parser;
 use studio_agents::cli::{
-    Cli, Top, Wiggum, control, delegate, diff, events, gate, inspect, panel, sandbox_exec, sign,
-    start, status,
+    Cli, Top, Wiggum, control, delegate, diff, events, gate, inspect, panel, sandbox_exec, serve,
+    sign, start, status,
 };
 
 fn main() {
@@ -44,6 +44,7 @@ fn main() {
             Wiggum::Summary(a) => inspect::summary(a),
             Wiggum::Sign(s) => sign::sign(s),
             Wiggum::Events(a) => events::run(a),
+            Wiggum::Serve(a) => serve::run(a),
             Wiggum::Report(a) => inspect::report_cmd(a),
             Wiggum::Manifest(a) => studio_agents::cli::remote::manifest(a),
             Wiggum::RunRemote(a) => studio_agents::cli::remote::run_remote(a),

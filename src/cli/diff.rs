@@ -37,6 +37,24 @@ const CAP: u64 = 64 << 20;
 
 /// Run `diff`.
 pub fn run(a: &DiffArgs) -> Result<i32> {
+    let text = patch_text(&a.topic, a.iteration, a.stat)?;
+    let text = if a.color.on() && !a.stat {
+        paint(&text)
+    } else {
+        text
+    };
+    super::common::page(&text);
+    Ok(0)
+}
+
+/// What `iteration` of loop `topic` committed (the latest by default), as a patch or with
+/// `stat` its counts.
+pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<String> {
+    let a = DiffLike {
+        topic: topic.to_string(),
+        iteration,
+        stat,
+    };
     let layout = Handle::open_present(&a.topic)?.layout;
     // Iterations that were committed, in order (a discarded attempt has no commit).
     let mut committed: Vec<(u32, String)> = Vec::new();
@@ -98,13 +116,14 @@ pub fn run(a: &DiffArgs) -> Result<i32> {
             .unwrap_or_default();
         Repo::open(layout.root())?.commit_patch(&sha)?
     };
-    let text = if a.color.on() && !a.stat {
-        paint(&text)
-    } else {
-        text
-    };
-    super::common::page(&text);
-    Ok(0)
+    Ok(text)
+}
+
+/// What [`patch_text`] is asked.
+struct DiffLike {
+    topic: String,
+    iteration: Option<u32>,
+    stat: bool,
 }
 
 /// Two versions of the artifact: the patch, or with `stat` its counts.

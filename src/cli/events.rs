@@ -47,46 +47,73 @@ pub fn run(a: &EventsArgs) -> Result<i32> {
         writeln!(out, "{line}").at(&runs, "print")?;
         out.flush().at(&runs, "print")
     };
-    let mut pos = 0u64;
-    // Runs already said to have started (iteration, attempt), and the records per iteration.
-    let mut started: BTreeSet<(u32, u32)> = BTreeSet::new();
-    let mut records: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut follower = Follower::default();
     loop {
         // Whether the loop runs, read before the records: once it has ended, what follows has
         // everything.
         let live = a.follow && crate::disk::lock::find(&home, &h.layout)?.is_some();
-        // A gate round's line is written before its run's: within what is read at once, the
-        // events go in the order they happened.
-        let mut batch: Vec<Event> = read_from(&runs, &mut pos)?
-            .iter()
-            .flat_map(|line| events::of_line(&a.topic, line))
-            .collect();
-        batch.sort_by_key(|e| e.at);
-        for e in &batch {
-            if let events::Detail::RunStarted { attempt, .. } = e.detail {
-                *records.entry(e.iteration).or_default() += 1;
-                if !started.insert((e.iteration, attempt)) {
-                    continue;
-                }
-            }
-            print(e)?;
-        }
-        if live && let Some(st) = crate::disk::state::read(&h.layout.state()).ok().flatten() {
-            let attempt = records.get(&st.current_iteration).copied().unwrap_or(0) + 1;
-            if let Some(e) = events::live_start(&st, attempt, chrono::Utc::now())
-                && started.insert((e.iteration, attempt))
-            {
-                print(&e)?;
-            }
+        for e in follower.next(&h, live)? {
+            print(&e)?;
         }
         if !live {
-            let st = crate::disk::state::read(&h.layout.state()).ok().flatten();
-            for e in st.as_ref().map(events::of_end).unwrap_or_default() {
-                print(&e)?;
-            }
             return Ok(0);
         }
         std::thread::sleep(Duration::from_millis(300)); // allow: follow polls, never spins
+    }
+}
+
+/// Reads a loop's events as they come: the records' new lines, a run going on now, the end.
+#[derive(Default)]
+pub struct Follower {
+    pos: u64,
+    /// Runs already said to have started (iteration, attempt).
+    started: BTreeSet<(u32, u32)>,
+    /// Records read per iteration.
+    records: BTreeMap<u32, u32>,
+    ended: bool,
+}
+
+impl Follower {
+    /// The events since the last call; `live`: the loop runs (else its end comes once).
+    pub fn next(&mut self, h: &Handle, live: bool) -> Result<Vec<Event>> {
+        let runs = h.layout.runs();
+        // A gate round's line is written before its run's: within what is read at once, the
+        // events go in the order they happened.
+        let mut batch: Vec<Event> = read_from(&runs, &mut self.pos)?
+            .iter()
+            .flat_map(|line| events::of_line(&h.topic, line))
+            .collect();
+        batch.sort_by_key(|e| e.at);
+        let mut out = Vec::new();
+        for e in batch {
+            if let events::Detail::RunStarted { attempt, .. } = e.detail {
+                *self.records.entry(e.iteration).or_default() += 1;
+                if !self.started.insert((e.iteration, attempt)) {
+                    continue;
+                }
+            }
+            out.push(e);
+        }
+        let st = crate::disk::state::read(&h.layout.state()).ok().flatten();
+        if live {
+            if let Some(st) = &st {
+                let attempt = self
+                    .records
+                    .get(&st.current_iteration)
+                    .copied()
+                    .unwrap_or(0)
+                    + 1;
+                if let Some(e) = events::live_start(st, attempt, chrono::Utc::now())
+                    && self.started.insert((e.iteration, attempt))
+                {
+                    out.push(e);
+                }
+            }
+        } else if !self.ended {
+            self.ended = true;
+            out.extend(st.as_ref().map(events::of_end).unwrap_or_default());
+        }
+        Ok(out)
     }
 }
 

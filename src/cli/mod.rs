@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod panel;
 pub mod remote;
 pub mod sandbox_exec;
+pub mod serve;
 pub mod sign;
 pub mod skill;
 pub mod start;
@@ -130,6 +131,11 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum logs research\n  studio-agents wiggum logs research --iteration 3\n  studio-agents wiggum logs research --follow"
     )]
     Logs(inspect::LogsArgs),
+    /// Serve the local dashboard: every loop, charts, diffs, live updates, controls.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum serve\n  studio-agents wiggum serve --bind 127.0.0.1:9000"
+    )]
+    Serve(serve::ServeArgs),
     /// Print the loop's events as JSON lines (runs, gate rounds, commits, waits, the end).
     #[command(
         after_help = "Examples:\n  studio-agents wiggum events research\n  studio-agents wiggum events research --follow\n  studio-agents wiggum events research --since 8h"

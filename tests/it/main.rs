@@ -9,6 +9,7 @@ mod clis;
 mod confine;
 mod crash;
 mod daemon;
+mod dashboard;
 mod delegate;
 mod deputy;
 mod events;

@@ -1,0 +1,211 @@
+//! `serve [--bind ADDR]`: the local dashboard (`view::dashboard`) over HTTP, with the loops'
+//! event streams as server-sent events. Reading needs nothing; pause, resume and stop need the
+//! token printed at start, sent in the `x-wiggum-token` header (a header a page of another site
+//! cannot send without a preflight this server never answers). Bound to loopback unless `--bind`
+//! says otherwise.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use clap::Args;
+
+use crate::config;
+use crate::disk::handle::Handle;
+use crate::disk::{registry, runlog};
+use crate::error::{Error, Result};
+use crate::view::dashboard;
+use crate::view::model::{self, LoopView, Want};
+
+/// Flags of `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen (loopback by default; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8765", value_name = "ADDR")]
+    pub bind: std::net::SocketAddr,
+}
+
+struct App {
+    token: String,
+}
+
+/// `serve`: until interrupted.
+pub fn run(a: &ServeArgs) -> Result<i32> {
+    let token = new_token()?;
+    let rt = crate::sys::runtime::runtime()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(a.bind)
+            .await
+            .map_err(|e| Error::input(format!("--bind {}: {e}", a.bind)))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::runtime(format!("the dashboard's address: {e}")))?;
+        println!("dashboard: http://{addr}/   (controls: http://{addr}/#token={token})");
+        use std::io::Write as _;
+        let _flushed = std::io::stdout().flush();
+        let app = Router::new()
+            .route("/", get(index))
+            .route("/loop/{topic}", get(loop_page))
+            .route("/loop/{topic}/diff/{n}", get(diff))
+            .route("/loop/{topic}/events", get(event_stream))
+            .route("/loop/{topic}/{action}", post(control))
+            .with_state(Arc::new(App { token }));
+        axum::serve(listener, app)
+            .await
+            .map_err(|e| Error::runtime(format!("the dashboard: {e}")))
+    })?;
+    Ok(0)
+}
+
+fn new_token() -> Result<String> {
+    use std::io::Read as _;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| Error::runtime(format!("/dev/urandom: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+fn handle(topic: &str) -> std::result::Result<Handle, (StatusCode, String)> {
+    Handle::open(topic).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))
+}
+
+fn views() -> Result<Vec<LoopView>> {
+    let home = config::home_dir()?;
+    registry::all(&home)?
+        .into_iter()
+        .map(|(t, p)| model::load(&Handle::at(&home, &t, p), Want::default()))
+        .collect()
+}
+
+async fn index() -> Response {
+    match views() {
+        Ok(v) => Html(dashboard::index(&v)).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn loop_page(Path(topic): Path<String>) -> Response {
+    let h = match handle(&topic) {
+        Ok(h) => h,
+        Err(r) => return r.into_response(),
+    };
+    let page = (|| -> Result<String> {
+        let v = model::load(&h, Want::default())?;
+        let mut runs = Vec::new();
+        runlog::for_each(&h.layout.runs(), |r| runs.push(r))?;
+        let reviews: Vec<(u32, String)> = runs
+            .iter()
+            .filter_map(|r| {
+                let text = crate::sys::fsutil::read_capped(&h.layout.review(r.iteration), 64 << 10)
+                    .ok()?;
+                let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+                Some((r.iteration, line.trim_start_matches('#').trim().to_string()))
+            })
+            .collect();
+        Ok(dashboard::loop_page(&v, &runs, &reviews))
+    })();
+    match page {
+        Ok(p) => Html(p).into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+async fn diff(Path((topic, n)): Path<(String, u32)>) -> Response {
+    match super::diff::patch_text(&topic, Some(n), false) {
+        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response(),
+        Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
+    }
+}
+
+/// The loop's events as server-sent events, as they happen (`events --follow`), ending with
+/// the loop.
+async fn event_stream(Path(topic): Path<String>) -> Response {
+    let h = match handle(&topic) {
+        Ok(h) => h,
+        Err(r) => return r.into_response(),
+    };
+    let home = match config::home_dir() {
+        Ok(d) => d,
+        Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    };
+    let state = (h, home, super::events::Follower::default(), false);
+    let stream = futures_util::stream::unfold(state, |(h, home, mut f, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            let live = crate::disk::lock::find(&home, &h.layout)
+                .ok()
+                .flatten()
+                .is_some();
+            let evs = f.next(&h, live).unwrap_or_default();
+            if !evs.is_empty() || !live {
+                let mut text = String::new();
+                for e in &evs {
+                    text.push_str("data: ");
+                    text.push_str(&serde_json::to_string(e).unwrap_or_default());
+                    text.push_str("\n\n");
+                }
+                if text.is_empty() {
+                    return None;
+                }
+                return Some((
+                    Ok::<Bytes, Infallible>(Bytes::from(text)),
+                    (h, home, f, !live),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+async fn control(
+    State(app): State<Arc<App>>,
+    Path((topic, action)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    let given = headers
+        .get("x-wiggum-token")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if given.is_empty() || given != app.token {
+        return (
+            StatusCode::FORBIDDEN,
+            "the controls need the token `serve` printed (open the page with #token=…)",
+        )
+            .into_response();
+    }
+    let h = match handle(&topic) {
+        Ok(h) => h,
+        Err(r) => return r.into_response(),
+    };
+    let done = match action.as_str() {
+        "pause" => h
+            .set_pause(true)
+            .map(|_| "paused at the next iteration boundary"),
+        "resume" => h.set_pause(false).map(|_| "resumed"),
+        "stop" => h.request_stop(10).map(|_| "stopping"),
+        other => {
+            return (StatusCode::NOT_FOUND, format!("no action `{other}`")).into_response();
+        }
+    };
+    match done {
+        Ok(said) => said.into_response(),
+        Err(e) => (StatusCode::CONFLICT, e.to_string()).into_response(),
+    }
+}

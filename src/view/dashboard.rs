@@ -1,0 +1,221 @@
+//! The local dashboard's pages (`wiggum serve`): every loop in a table, and one page per loop
+//! with its figures, an SVG chart of the gate (r1 and final) and the built-in quality per
+//! iteration, the cost over iterations, the iteration table (each review's first line, a link to
+//! its diff), the controls, and a small script that follows the loop's event stream. Everything
+//! is in the page: no asset is fetched from anywhere. Pure.
+
+use crate::disk::records::{RecordKind, RunRecord};
+use crate::view::model::LoopView;
+
+/// Escape text for HTML.
+#[must_use]
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}.running{color:#06c}.completed{color:#080}.failed,.dead{color:#c00}.paused,.waiting{color:#b60}button{margin-right:.5em}#live{font:12px monospace;white-space:pre;max-height:12em;overflow:auto;background:#f8f8f8;padding:.5em}";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        t = esc(title)
+    )
+}
+
+fn figure(v: Option<f64>, places: usize) -> String {
+    v.map_or("-".into(), |x| format!("{x:.places$}"))
+}
+
+/// The index: every loop, a row each.
+#[must_use]
+pub fn index(views: &[LoopView]) -> String {
+    let mut rows = String::new();
+    for v in views {
+        let st = v.state.as_ref();
+        rows.push_str(&format!(
+            "<tr><td><a href=\"/loop/{t}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{why}</td></tr>",
+            t = esc(&v.topic),
+            s = esc(&v.status),
+            it = st.map_or("-".into(), |s| format!(
+                "{}/{}",
+                s.current_iteration, s.max_iterations
+            )),
+            q = figure(st.and_then(|s| s.last_quality), 2),
+            g = figure(st.and_then(|s| s.last_gate_score), 1),
+            c = st.map_or("-".into(), |s| esc(&s.spend.shown())),
+            why = esc(&v.reason().unwrap_or_default()),
+        ));
+    }
+    let body = format!(
+        "<h1>Loops</h1><table><tr><th>topic</th><th>status</th><th>iterations</th><th>quality</th><th>gate</th><th>cost</th><th>why it stopped</th></tr>{rows}</table>"
+    );
+    page("studio-agents: loops", &body)
+}
+
+/// One series of a chart: its name, its colour, its points (x, y).
+pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
+
+/// A line chart of series over iterations, as SVG: `(name, colour, points (x, y))`, y from 0 to
+/// `y_max`.
+#[must_use]
+pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
+    let (w, h, pad) = (560.0, 200.0, 30.0);
+    let x_max = series
+        .iter()
+        .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
+        .fold(1.0_f64, f64::max);
+    let sx = |x: f64| pad + (x - 1.0).max(0.0) / (x_max - 1.0).max(1.0) * (w - 2.0 * pad);
+    let sy =
+        |y: f64| h - pad - (y / y_max.max(f64::MIN_POSITIVE)).clamp(0.0, 1.0) * (h - 2.0 * pad);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{t}\"><text x=\"{pad}\" y=\"16\" font-size=\"12\">{t}</text><line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/><text x=\"2\" y=\"{top}\" font-size=\"10\">{y_max}</text>",
+        t = esc(title),
+        b = h - pad,
+        r = w - pad,
+        top = pad + 4.0,
+    );
+    for (i, (name, colour, points)) in series.iter().enumerate() {
+        let path: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
+            .collect();
+        svg.push_str(&format!(
+            "<polyline class=\"series\" data-name=\"{n}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{p}\"/><text x=\"{lx}\" y=\"16\" font-size=\"11\" fill=\"{colour}\">{n}</text>",
+            n = esc(name),
+            p = path.join(" "),
+            lx = 200.0 + 90.0 * i as f64,
+        ));
+        for (x, y) in points {
+            svg.push_str(&format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{colour}\"/>",
+                sx(*x),
+                sy(*y)
+            ));
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// One loop's page: `runs` its records, `reviews` each iteration's review's first line.
+#[must_use]
+pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) -> String {
+    let t = esc(&v.topic);
+    let st = v.state.as_ref();
+    let iterations: Vec<&RunRecord> = runs
+        .iter()
+        .filter(|r| r.record == RecordKind::Iteration)
+        .collect();
+    let point = |r: &RunRecord, y: Option<f64>| y.map(|y| (f64::from(r.iteration), y));
+    let r1: Vec<(f64, f64)> = iterations
+        .iter()
+        .filter_map(|r| point(r, r.gate.as_ref().and_then(|g| g.wiggum_r1)))
+        .collect();
+    let fin: Vec<(f64, f64)> = iterations
+        .iter()
+        .filter_map(|r| point(r, r.gate.as_ref().and_then(|g| g.final_score)))
+        .collect();
+    let quality: Vec<(f64, f64)> = iterations
+        .iter()
+        .filter_map(|r| point(r, r.quality.as_ref().map(|q| q.overall * 10.0)))
+        .collect();
+    let mut spent = 0.0;
+    let cost: Vec<(f64, f64)> = runs
+        .iter()
+        .filter_map(|r| {
+            spent += r.cost_usd?;
+            Some((f64::from(r.iteration.max(1)), spent))
+        })
+        .collect();
+    let gate_chart = chart(
+        "gate (r1, final) and quality ×10, per iteration",
+        &[
+            ("r1", "#999", r1),
+            ("final", "#06c", fin),
+            ("quality", "#080", quality),
+        ],
+        10.0,
+    );
+    let cost_chart = if cost.is_empty() {
+        "<p>cost: unknown (no agent reported one)</p>".to_string()
+    } else {
+        let max = cost.iter().map(|(_, y)| *y).fold(0.01, f64::max);
+        chart("cost (USD), cumulative", &[("cost", "#b60", cost)], max)
+    };
+    let mut rows = String::new();
+    for r in &iterations {
+        let review = reviews
+            .iter()
+            .find(|(n, _)| *n == r.iteration)
+            .map(|(_, l)| esc(l))
+            .unwrap_or_default();
+        let diff = if r.commit.is_some() {
+            format!("<a href=\"/loop/{t}/diff/{}\">diff</a>", r.iteration)
+        } else {
+            String::new()
+        };
+        rows.push_str(&format!(
+            "<tr class=\"iteration\"><td>{n}{a}</td><td>{o}</td><td>{g}</td><td>{q}</td><td>{c}</td><td>{review}</td><td>{diff}</td></tr>",
+            n = r.iteration,
+            a = if r.attempt > 1 {
+                format!(" (attempt {})", r.attempt)
+            } else {
+                String::new()
+            },
+            o = esc(r.outcome.as_str()),
+            g = figure(r.gate.as_ref().and_then(|g| g.final_score), 1),
+            q = figure(r.quality.as_ref().map(|q| q.overall), 2),
+            c = r.cost_usd.map_or("-".into(), |c| format!("${c:.2}")),
+        ));
+    }
+    let head = format!(
+        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · {why}</p>",
+        s = esc(&v.status),
+        it = st.map_or("-".into(), |s| format!(
+            "{}/{}",
+            s.current_iteration, s.max_iterations
+        )),
+        q = figure(st.and_then(|s| s.last_quality), 2),
+        g = figure(st.and_then(|s| s.last_gate_score), 1),
+        c = st.map_or("-".into(), |s| esc(&s.spend.shown())),
+        why = esc(&v.reason().unwrap_or_default()),
+    );
+    let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
+    let script = format!(
+        "<script>const topic={topic};const token=new URLSearchParams(location.hash.slice(1)).get('token')||'';\
+document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',headers:{{'x-wiggum-token':token}}}});document.getElementById('said').textContent=' '+(await r.text());}});\
+const live=document.getElementById('live');const es=new EventSource('/loop/'+topic+'/events');\
+es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if(e.event==='run_ended'||e.event==='stop'){{setTimeout(()=>location.reload(),300);}}}};</script>",
+        topic = serde_json::to_string(&v.topic).unwrap_or_default()
+    );
+    let body = format!(
+        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>review</th><th></th></tr>{rows}</table><h2>Live</h2><div id=\"live\"></div>{script}"
+    );
+    page(&format!("studio-agents: {}", v.topic), &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_and_charts_plot_their_points() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let svg = chart(
+            "t",
+            &[("final", "#06c", vec![(1.0, 5.0), (3.0, 10.0)])],
+            10.0,
+        );
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"));
+        // x from the left edge to the right, y 5 halfway and 10 at the top.
+        assert!(svg.contains("points=\"30.0,100.0 530.0,30.0\""), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 2);
+    }
+}

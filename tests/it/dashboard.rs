@@ -1,0 +1,190 @@
+//! `wiggum serve`: the local dashboard against real loops — every page, a diff, the event
+//! stream, and the controls, which need the token `serve` printed.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use crate::support::{TestHome, wait_for};
+
+/// A running `serve`: its address and token; killed on drop.
+struct Served {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn serve(t: &TestHome) -> Served {
+    let mut child = t
+        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    // `dashboard: http://ADDR/   (controls: http://ADDR/#token=TOKEN)`
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let token = line
+        .split("#token=")
+        .nth(1)
+        .map(|s| s.trim_end_matches([')', '\n']).to_string())
+        .unwrap_or_else(|| panic!("{line}"));
+    Served { child, addr, token }
+}
+
+/// One HTTP/1.1 request: the status and the body.
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: 0\r\n"
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn every_page_of_an_ended_loop_and_its_event_stream() {
+    let t = TestHome::new();
+    t.start_fg("dash", "", &["--max-rounds", "1"]).code(0);
+    let s = serve(&t);
+    let (code, index) = http(&s.addr, "GET", "/", &[]);
+    assert_eq!(code, 200);
+    assert!(
+        index.contains("<a href=\"/loop/dash\">dash</a>") && index.contains("completed"),
+        "{index}"
+    );
+    let (code, page) = http(&s.addr, "GET", "/loop/dash", &[]);
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("<svg") && page.contains("data-name=\"final\""),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<tr class=\"iteration\">").count(),
+        3,
+        "{page}"
+    );
+    assert!(page.contains("href=\"/loop/dash/diff/2\""), "{page}");
+    // Nothing is fetched from elsewhere.
+    assert!(
+        !page.contains("src=\"http") && !page.contains("href=\"http"),
+        "{page}"
+    );
+    let (code, diff) = http(&s.addr, "GET", "/loop/dash/diff/2", &[]);
+    assert_eq!(code, 200);
+    assert!(diff.contains("+## Improve part 2"), "{diff}");
+    // The ended loop's stream: its events, then the end.
+    let (code, stream) = http(&s.addr, "GET", "/loop/dash/events", &[]);
+    assert_eq!(code, 200);
+    let datas: Vec<&str> = stream.lines().filter(|l| l.contains("data: {")).collect();
+    assert!(
+        datas.last().unwrap().contains("\"event\":\"stop\""),
+        "{stream}"
+    );
+    // No control without the token.
+    let (code, said) = http(&s.addr, "POST", "/loop/dash/pause", &[]);
+    assert_eq!(code, 403, "{said}");
+    let (code, _) = http(
+        &s.addr,
+        "POST",
+        "/loop/dash/pause",
+        &[("x-wiggum-token", "guessed")],
+    );
+    assert_eq!(code, 403);
+    let (code, _) = http(&s.addr, "GET", "/loop/nosuch", &[]);
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
+    let t = TestHome::new();
+    t.blocked_at_first("live", "");
+    let s = serve(&t);
+    // The stream, read beside the test.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let addr = s.addr.clone();
+    std::thread::spawn(move || {
+        let mut c = TcpStream::connect(&addr).unwrap();
+        c.write_all(
+            format!("GET /loop/live/events HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .unwrap();
+        for l in BufReader::new(c).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen: Vec<String> = Vec::new();
+    wait_for("iteration 1's start, live", Duration::from_secs(20), || {
+        seen.extend(rx.try_iter());
+        if seen
+            .iter()
+            .any(|l| l.contains("\"event\":\"run_started\",\"iteration\":1"))
+        {
+            Ok(())
+        } else {
+            Err(seen.join("\n"))
+        }
+    });
+    let token = [("x-wiggum-token", s.token.as_str())];
+    let (code, said) = http(&s.addr, "POST", "/loop/live/pause", &token);
+    assert_eq!(
+        (code, said.as_str()),
+        (200, "paused at the next iteration boundary")
+    );
+    std::fs::write(t.release_file(), "").unwrap();
+    t.wait_state("the loop to pause", |st| st["status"] == "paused");
+    // Iteration 1's end arrived on the stream while it ran.
+    wait_for(
+        "iteration 1's end on the stream",
+        Duration::from_secs(20),
+        || {
+            seen.extend(rx.try_iter());
+            if seen
+                .iter()
+                .any(|l| l.contains("\"event\":\"run_ended\",\"iteration\":1"))
+            {
+                Ok(())
+            } else {
+                Err(seen.join("\n"))
+            }
+        },
+    );
+    let (code, said) = http(&s.addr, "POST", "/loop/live/stop", &token);
+    assert_eq!((code, said.as_str()), (200, "stopping"));
+    t.wait_state("the loop to stop", |st| st["status"] == "stopped");
+}
