@@ -28,14 +28,34 @@ const SKIP_WORKTREE: u16 = 0x4000;
 /// The mode of a submodule's entry (a commit in the tree).
 const GITLINK: u32 = 0o160_000;
 
-/// The iteration number and sha of HEAD when it is one of our iteration commits
-/// (`Wiggum iteration N: …`). Never creates a repository.
+/// The iteration number and sha of HEAD when it is an iteration commit (`Wiggum iteration N:
+/// …`) of the loop on `artifact`: one that changed that loop's own `wiggum/`. Another loop's
+/// commit on the same repository (on another artifact directory) is not this loop's iteration.
+/// Never creates a repository.
 #[must_use]
-pub fn head_iteration(dir: &Path) -> Option<(u32, String)> {
-    let repo = Repository::discover(dir).ok()?;
+pub fn head_iteration(artifact: &Path) -> Option<(u32, String)> {
+    let repo = Repository::discover(artifact).ok()?;
     let head = repo.head().ok()?.peel_to_commit().ok()?;
     let n = subject::parse_iteration(head.message().ok()?)?;
-    Some((n, head.id().to_string()))
+    let workdir = repo.workdir()?.canonicalize().ok()?;
+    let ours = artifact
+        .canonicalize()
+        .ok()?
+        .strip_prefix(&workdir)
+        .ok()?
+        .join("wiggum");
+    let tree = head.tree().ok()?;
+    let parent = head.parent(0).ok().and_then(|p| p.tree().ok());
+    let diff = repo
+        .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+        .ok()?;
+    let touched = diff.deltas().any(|d| {
+        [d.new_file().path(), d.old_file().path()]
+            .into_iter()
+            .flatten()
+            .any(|p| p.starts_with(&ours))
+    });
+    touched.then(|| (n, head.id().to_string()))
 }
 
 /// Where HEAD points: a branch (`refs/heads/main`) or a commit (detached).

@@ -765,3 +765,44 @@ fn a_branch_switch_that_takes_the_loops_memory_away_is_put_back() {
         "nothing committed there"
     );
 }
+
+#[test]
+fn a_second_loop_on_the_same_repository_numbers_its_own_iterations() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    let art2 = root.join("art2");
+    std::fs::create_dir_all(&art2).unwrap();
+    std::fs::write(art2.join("artifact.md"), "# Other\n\nA second document.\n").unwrap();
+    git(&root, &["add", "art2"]);
+    git(&root, &["commit", "-qm", "second"]);
+    let cmd = t.agent_cmd("", "FAKE_ITEMS=3");
+    // Loop `ta` commits its three iterations; HEAD is then its iteration 3.
+    let args = t.start_args(
+        "ta",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-iterations", "3"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    // Loop `tb` on the other directory starts at its own iteration 1 and does all three.
+    let args = t.start_args(
+        "tb",
+        &art2,
+        &cmd,
+        &["--foreground", "--max-iterations", "3"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(0);
+    assert!(
+        r.stdout().contains("Iteration 1/3 ✓ accepted"),
+        "{}",
+        r.stdout()
+    );
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(art2.join("wiggum/state.json")).unwrap())
+            .unwrap();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert_eq!(st["last_committed_iteration"], 3, "{st}");
+}
