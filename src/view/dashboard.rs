@@ -30,24 +30,30 @@ fn figure(v: Option<f64>, places: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.places$}"))
 }
 
+/// A loop's status, iterations, quality, gate, cost and why it stopped, escaped for a page.
+fn figures(v: &LoopView) -> [String; 6] {
+    let st = v.state.as_ref();
+    [
+        esc(&v.status),
+        st.map_or("-".into(), |s| {
+            format!("{}/{}", s.current_iteration, s.max_iterations)
+        }),
+        figure(st.and_then(|s| s.last_quality), 2),
+        figure(st.and_then(|s| s.last_gate_score), 1),
+        st.map_or("-".into(), |s| esc(&s.spend.shown())),
+        esc(&v.reason().unwrap_or_default()),
+    ]
+}
+
 /// The index: every loop, a row each.
 #[must_use]
 pub fn index(views: &[LoopView]) -> String {
     let mut rows = String::new();
     for v in views {
-        let st = v.state.as_ref();
+        let [s, it, q, g, c, why] = figures(v);
         rows.push_str(&format!(
             "<tr><td><a href=\"/loop/{t}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{why}</td></tr>",
             t = esc(&v.topic),
-            s = esc(&v.status),
-            it = st.map_or("-".into(), |s| format!(
-                "{}/{}",
-                s.current_iteration, s.max_iterations
-            )),
-            q = figure(st.and_then(|s| s.last_quality), 2),
-            g = figure(st.and_then(|s| s.last_gate_score), 1),
-            c = st.map_or("-".into(), |s| esc(&s.spend.shown())),
-            why = esc(&v.reason().unwrap_or_default()),
         ));
     }
     let body = format!(
@@ -84,10 +90,10 @@ pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
             .map(|(x, y)| format!("{:.1},{:.1}", sx(*x), sy(*y)))
             .collect();
         svg.push_str(&format!(
-            "<polyline class=\"series\" data-name=\"{n}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{p}\"/><text x=\"{lx}\" y=\"16\" font-size=\"11\" fill=\"{colour}\">{n}</text>",
+            "<polyline class=\"series\" data-name=\"{n}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"2\" points=\"{p}\"/><text x=\"{lx}\" y=\"28\" font-size=\"11\" fill=\"{colour}\">{n}</text>",
             n = esc(name),
             p = path.join(" "),
-            lx = 200.0 + 90.0 * i as f64,
+            lx = 70.0 + 70.0 * i as f64,
         ));
         for (x, y) in points {
             svg.push_str(&format!(
@@ -105,7 +111,6 @@ pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
 #[must_use]
 pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) -> String {
     let t = esc(&v.topic);
-    let st = v.state.as_ref();
     let iterations: Vec<&RunRecord> = runs
         .iter()
         .filter(|r| r.record == RecordKind::Iteration)
@@ -172,17 +177,9 @@ pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) ->
             c = r.cost_usd.map_or("-".into(), |c| format!("${c:.2}")),
         ));
     }
+    let [s, it, q, g, c, why] = figures(v);
     let head = format!(
-        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · {why}</p>",
-        s = esc(&v.status),
-        it = st.map_or("-".into(), |s| format!(
-            "{}/{}",
-            s.current_iteration, s.max_iterations
-        )),
-        q = figure(st.and_then(|s| s.last_quality), 2),
-        g = figure(st.and_then(|s| s.last_gate_score), 1),
-        c = st.map_or("-".into(), |s| esc(&s.spend.shown())),
-        why = esc(&v.reason().unwrap_or_default()),
+        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · {why}</p>"
     );
     let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
     let script = format!(

@@ -4,6 +4,7 @@ mod support;
 
 mod architecture;
 mod bad_input;
+mod browser;
 mod claims;
 mod clis;
 mod confine;

@@ -608,15 +608,21 @@ fn files_under_a_filter_driver_are_committed_as_git_add_would_store_them() {
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
 }
 
-#[test]
-fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() {
-    let t = TestHome::new();
-    let root = repo_with_art(&t);
+/// [`repo_with_art`] with a second artifact directory, `art2/`, committed.
+fn repo_with_two_arts(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
+    let root = repo_with_art(t);
     let art2 = root.join("art2");
     std::fs::create_dir_all(&art2).unwrap();
     std::fs::write(art2.join("artifact.md"), "# Other\n\nA second document.\n").unwrap();
     git(&root, &["add", "art2"]);
     git(&root, &["commit", "-qm", "second"]);
+    (root, art2)
+}
+
+#[test]
+fn two_loops_on_two_directories_of_one_repository_both_commit_every_iteration() {
+    let t = TestHome::new();
+    let (root, art2) = repo_with_two_arts(&t);
     let cmd = t.agent_cmd("", "FAKE_ITEMS=12");
     for (topic, art) in [("one", t.art()), ("two", art2.clone())] {
         let args = t.start_args(topic, &art, &cmd, &["--max-iterations", "20"]);
@@ -769,12 +775,7 @@ fn a_branch_switch_that_takes_the_loops_memory_away_is_put_back() {
 #[test]
 fn a_second_loop_on_the_same_repository_numbers_its_own_iterations() {
     let t = TestHome::new();
-    let root = repo_with_art(&t);
-    let art2 = root.join("art2");
-    std::fs::create_dir_all(&art2).unwrap();
-    std::fs::write(art2.join("artifact.md"), "# Other\n\nA second document.\n").unwrap();
-    git(&root, &["add", "art2"]);
-    git(&root, &["commit", "-qm", "second"]);
+    let (_, art2) = repo_with_two_arts(&t);
     let cmd = t.agent_cmd("", "FAKE_ITEMS=3");
     // Loop `ta` commits its three iterations; HEAD is then its iteration 3.
     let args = t.start_args(
