@@ -29,11 +29,19 @@ pub struct ServeArgs {
     /// Where to listen (loopback by default; port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:8765", value_name = "ADDR")]
     pub bind: std::net::SocketAddr,
+    /// Also list the loops whose records are on this git remote's `wiggum/*` branches
+    /// (`run-remote`, Kubernetes Jobs), read at each visit of the index.
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
 }
 
 struct App {
     token: String,
+    remote: Option<String>,
 }
+
+/// A remote run whose heartbeat is older than this shows as `dead` (as in `list`).
+const REMOTE_STALE: Duration = Duration::from_secs(90);
 
 /// `serve`: until interrupted.
 pub fn run(a: &ServeArgs) -> Result<i32> {
@@ -55,7 +63,10 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
             .route("/loop/{topic}/diff/{n}", get(diff))
             .route("/loop/{topic}/events", get(event_stream))
             .route("/loop/{topic}/{action}", post(control))
-            .with_state(Arc::new(App { token }));
+            .with_state(Arc::new(App {
+                token,
+                remote: a.remote.clone(),
+            }));
         axum::serve(listener, app)
             .await
             .map_err(|e| Error::runtime(format!("the dashboard: {e}")))
@@ -84,8 +95,14 @@ fn views() -> Result<Vec<LoopView>> {
         .collect()
 }
 
-async fn index() -> Response {
-    match views() {
+async fn index(State(app): State<Arc<App>>) -> Response {
+    let all = views().and_then(|mut v| {
+        if let Some(url) = &app.remote {
+            v.extend(super::remote::remote_views(url, REMOTE_STALE)?);
+        }
+        Ok(v)
+    });
+    match all {
         Ok(v) => Html(dashboard::index(&v)).into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }

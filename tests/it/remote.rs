@@ -176,6 +176,37 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
             .any(|l| l.starts_with("notes") && l.contains("completed")),
         "{out}"
     );
+    // The dashboard lists it too.
+    let mut serve = other
+        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0", "--remote", &url])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(serve.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap();
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(
+        &mut c,
+        format!("GET / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut page = String::new();
+    std::io::Read::read_to_string(&mut c, &mut page).unwrap();
+    serve.kill().ok();
+    serve.wait().ok();
+    assert!(
+        page.contains(">notes</a>") && page.contains("completed"),
+        "{page}"
+    );
     let st = other.run(&["wiggum", "status", "notes", "--remote", &url, "--json"]);
     st.code(0);
     let v: serde_json::Value = serde_json::from_str(&st.stdout()).unwrap();
