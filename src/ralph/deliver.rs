@@ -14,17 +14,22 @@ use crate::config::{NotifySink, SinkKind};
 /// Messages on their way, and what failed.
 #[derive(Default)]
 pub struct Deliveries {
-    going: Vec<JoinHandle<()>>,
+    /// The last message on its way to each sink (by its place in `[notify]`): each waits for
+    /// the one before, so a sink gets the events in the order they happened.
+    going: std::collections::BTreeMap<usize, JoinHandle<()>>,
     failed: Arc<Mutex<Vec<String>>>,
 }
 
 impl Deliveries {
-    /// Send `m` to `sink` in the background.
-    pub fn send(&mut self, sink: &NotifySink, m: Message, within: Duration) {
-        self.going.retain(|h| !h.is_finished());
+    /// Send `m` to sink number `n`, `sink`, in the background, after what is on its way there.
+    pub fn send(&mut self, n: usize, sink: &NotifySink, m: Message, within: Duration) {
+        let before = self.going.remove(&n);
         let sink = sink.clone();
         let failed = Arc::clone(&self.failed);
-        self.going.push(tokio::spawn(async move {
+        let next = tokio::spawn(async move {
+            if let Some(b) = before {
+                let _done = b.await;
+            }
             if let Err(e) = deliver(&sink, &m, within).await {
                 let what = format!("a notification to {} failed: {e}", label(&sink));
                 tracing::warn!("{what}");
@@ -32,7 +37,8 @@ impl Deliveries {
                     f.push(what);
                 }
             }
-        }));
+        });
+        self.going.insert(n, next);
     }
 
     /// What failed since last asked.
@@ -43,10 +49,18 @@ impl Deliveries {
             .unwrap_or_default()
     }
 
-    /// Wait for the messages still going (each bounds itself).
-    pub async fn finish(&mut self) {
-        for h in self.going.drain(..) {
-            let _done = h.await;
+    /// Wait for the messages still going, at most `bound` (each message bounds itself, but a
+    /// sink that is down holds the ones queued behind its first).
+    pub async fn finish(&mut self, bound: Duration) {
+        let all = async {
+            for (_, h) in std::mem::take(&mut self.going) {
+                let _done = h.await;
+            }
+        };
+        if tokio::time::timeout(bound, all).await.is_err() {
+            tracing::warn!(
+                "notifications still undelivered after {bound:?}; the loop ends without them"
+            );
         }
     }
 }

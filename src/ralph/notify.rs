@@ -52,12 +52,13 @@ impl Runner {
         let Some(kind) = super::sinks::event_of(event) else {
             return;
         };
-        let wanted: Vec<crate::config::NotifySink> = self
+        let wanted: Vec<(usize, crate::config::NotifySink)> = self
             .sinks
             .sinks
             .iter()
-            .filter(|s| s.events.contains(&kind))
-            .cloned()
+            .enumerate()
+            .filter(|(_, s)| s.events.contains(&kind))
+            .map(|(n, s)| (n, s.clone()))
             .collect();
         if wanted.is_empty() {
             return;
@@ -90,15 +91,16 @@ impl Runner {
             .unwrap_or(reason);
         let message = super::sinks::message(event, said, &figures, &payload);
         let within = Duration::from_secs(self.sinks.deliver_within_secs.max(1));
-        for sink in &wanted {
-            self.deliveries.send(sink, message.clone(), within);
+        for (n, sink) in &wanted {
+            self.deliveries.send(*n, sink, message.clone(), within);
         }
     }
 
     /// Wait for the notifications still on their way (each within its bound), and say what
     /// could not be delivered.
     pub async fn finish_notifications(&mut self) {
-        self.deliveries.finish().await;
+        let within = Duration::from_secs(self.sinks.deliver_within_secs.max(1));
+        self.deliveries.finish(within * 2).await;
         for what in self.deliveries.failures() {
             self.state.last_event = Some(what);
         }
