@@ -30,9 +30,14 @@ fn figure(v: Option<f64>, places: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.places$}"))
 }
 
-/// A loop's status, iterations, quality, gate, cost and why it stopped, escaped for a page.
-fn figures(v: &LoopView) -> [String; 6] {
+/// A loop's status, iterations, quality, gate, cost, time and why it stopped, escaped for a
+/// page.
+fn figures(v: &LoopView) -> [String; 7] {
     let st = v.state.as_ref();
+    let time = v
+        .elapsed_secs
+        .and_then(|s| u64::try_from(s).ok())
+        .map_or("-".into(), |s| crate::ralph::progress::duration(s * 1000));
     [
         esc(&v.status),
         st.map_or("-".into(), |s| {
@@ -41,8 +46,22 @@ fn figures(v: &LoopView) -> [String; 6] {
         figure(st.and_then(|s| s.last_quality), 2),
         figure(st.and_then(|s| s.last_gate_score), 1),
         st.map_or("-".into(), |s| esc(&s.spend.shown())),
-        esc(&v.reason().unwrap_or_default()),
+        time,
+        esc(&why_stopped(v).unwrap_or_default()),
     ]
+}
+
+/// Why a loop stopped, in words (or what holds it now: a pause, a wait).
+fn why_stopped(v: &LoopView) -> Option<String> {
+    v.reason().or_else(|| {
+        let st = v.state.as_ref()?;
+        let r = st.stop_reason?;
+        let words = crate::ralph::progress::reason_words(r);
+        Some(match st.stop_detail.as_deref().filter(|d| !d.is_empty()) {
+            Some(d) => format!("{words} ({d})"),
+            None => words.to_string(),
+        })
+    })
 }
 
 /// The index: every loop, a row each.
@@ -50,14 +69,14 @@ fn figures(v: &LoopView) -> [String; 6] {
 pub fn index(views: &[LoopView]) -> String {
     let mut rows = String::new();
     for v in views {
-        let [s, it, q, g, c, why] = figures(v);
+        let [s, it, q, g, c, time, why] = figures(v);
         rows.push_str(&format!(
-            "<tr><td><a href=\"/loop/{t}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{why}</td></tr>",
+            "<tr><td><a href=\"/loop/{t}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{time}</td><td>{why}</td></tr>",
             t = esc(&v.topic),
         ));
     }
     let body = format!(
-        "<h1>Loops</h1><table><tr><th>topic</th><th>status</th><th>iterations</th><th>quality</th><th>gate</th><th>cost</th><th>why it stopped</th></tr>{rows}</table>"
+        "<h1>Loops</h1><table><tr><th>topic</th><th>status</th><th>iterations</th><th>quality</th><th>gate</th><th>cost</th><th>time</th><th>why it stopped</th></tr>{rows}</table>"
     );
     page("studio-agents: loops", &body)
 }
@@ -177,9 +196,9 @@ pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) ->
             c = r.cost_usd.map_or("-".into(), |c| format!("${c:.2}")),
         ));
     }
-    let [s, it, q, g, c, why] = figures(v);
+    let [s, it, q, g, c, time, why] = figures(v);
     let head = format!(
-        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · {why}</p>"
+        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · time {time} · {why}</p>"
     );
     let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
     let script = format!(

@@ -82,7 +82,10 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
     let (code, index) = http(&s.addr, "GET", "/", &[]);
     assert_eq!(code, 200);
     assert!(
-        index.contains("<a href=\"/loop/dash\">dash</a>") && index.contains("completed"),
+        index.contains("<a href=\"/loop/dash\">dash</a>")
+            && index.contains("completed")
+            && index.contains("<th>time</th>")
+            && index.contains("every item in fix_plan.md is done"),
         "{index}"
     );
     let (code, page) = http(&s.addr, "GET", "/loop/dash", &[]);
