@@ -173,14 +173,7 @@ impl Loop {
                         chrono::Utc::now(),
                     )
             {
-                let until = until.unwrap_or_else(|| {
-                    let wait = super::limits::backoff(
-                        self.settings.safety.limit_backoff_secs,
-                        self.runner.state.limit_waits,
-                    );
-                    self.runner.state.limit_waits += 1;
-                    chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
-                });
+                let until = self.runner.limit_until(until);
                 self.runner
                     .state
                     .limited_agents

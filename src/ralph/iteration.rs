@@ -330,15 +330,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             }
             decide::Verdict::Limited { until, what, line } => {
                 commit::carry(lp, &changed_paths);
-                // The reset the answer named, else the backoff.
-                let until = until.unwrap_or_else(|| {
-                    let wait = limits::backoff(
-                        lp.settings.safety.limit_backoff_secs,
-                        lp.runner.state.limit_waits,
-                    );
-                    lp.runner.state.limit_waits += 1;
-                    chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
-                });
+                let until = lp.runner.limit_until(until);
                 rec.outcome = Outcome::Limited;
                 rec.note = Some(format!("{what}: {line}"));
                 super::progress::record_and_say(&layout, &rec, None)?;

@@ -71,6 +71,20 @@ pub struct RunSpec<'a> {
 }
 
 impl Runner {
+    /// When a limited agent may run again: the reset its answer `named`, else the backoff of
+    /// `[safety] limit_backoff_secs`, doubling with each limit in a row that named none.
+    pub fn limit_until(
+        &mut self,
+        named: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> chrono::DateTime<chrono::Utc> {
+        named.unwrap_or_else(|| {
+            let wait =
+                super::limits::backoff(self.safety.limit_backoff_secs, self.state.limit_waits);
+            self.state.limit_waits += 1;
+            chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default()
+        })
+    }
+
     /// Wait until `until` (a usage limit's reset, a free call slot) with the status `waiting`
     /// and the reason shown; `stop` ends the wait at once (returns `true`), a pause holds it.
     pub async fn wait_until(
