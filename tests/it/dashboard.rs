@@ -6,7 +6,8 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use crate::support::{TestHome, wait_for};
+use crate::support::TestHome;
+use crate::support::wait::Lines;
 
 /// A running `serve`: its address and token; killed on drop.
 struct Served {
@@ -136,33 +137,21 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     t.blocked_at_first("live", "");
     let s = serve(&t);
     // The stream, read beside the test.
-    let (tx, rx) = std::sync::mpsc::channel();
-    let addr = s.addr.clone();
-    std::thread::spawn(move || {
-        let mut c = TcpStream::connect(&addr).unwrap();
-        c.write_all(
-            format!("GET /loop/live/events HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n")
-                .as_bytes(),
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.write_all(
+        format!(
+            "GET /loop/live/events HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
+            s.addr
         )
-        .unwrap();
-        for l in BufReader::new(c).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen: Vec<String> = Vec::new();
-    wait_for("iteration 1's start, live", Duration::from_secs(20), || {
-        seen.extend(rx.try_iter());
-        if seen
-            .iter()
-            .any(|l| l.contains("\"event\":\"run_started\",\"iteration\":1"))
-        {
-            Ok(())
-        } else {
-            Err(seen.join("\n"))
-        }
-    });
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut lines = Lines::beside(c);
+    lines.wait_for_line(
+        "iteration 1's start, live",
+        "\"event\":\"run_started\",\"iteration\":1",
+        Duration::from_secs(20),
+    );
     let token = [("x-wiggum-token", s.token.as_str())];
     let (code, said) = http(&s.addr, "POST", "/loop/live/pause", &token);
     assert_eq!(
@@ -172,20 +161,10 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     std::fs::write(t.release_file(), "").unwrap();
     t.wait_state("the loop to pause", |st| st["status"] == "paused");
     // Iteration 1's end arrived on the stream while it ran.
-    wait_for(
+    lines.wait_for_line(
         "iteration 1's end on the stream",
+        "\"event\":\"run_ended\",\"iteration\":1",
         Duration::from_secs(20),
-        || {
-            seen.extend(rx.try_iter());
-            if seen
-                .iter()
-                .any(|l| l.contains("\"event\":\"run_ended\",\"iteration\":1"))
-            {
-                Ok(())
-            } else {
-                Err(seen.join("\n"))
-            }
-        },
     );
     let (code, said) = http(&s.addr, "POST", "/loop/live/stop", &token);
     assert_eq!((code, said.as_str()), (200, "stopping"));

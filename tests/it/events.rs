@@ -1,10 +1,10 @@
 //! `wiggum events`: the loop's events as JSON lines in one schema, from its records; followed
 //! as they happen until the loop ends.
 
-use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::support::wait::Lines;
 use crate::support::{TestHome, wait_for};
 
 fn kinds(out: &str) -> Vec<String> {
@@ -74,32 +74,17 @@ fn follow_prints_events_as_they_happen_and_ends_with_the_loop() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    // Lines as they come, read beside the test (a read never blocks the test's deadline).
-    let (tx, rx) = std::sync::mpsc::channel();
-    let out = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
+    let mut lines = Lines::beside(child.stdout.take().unwrap());
     // The planning run is over, iteration 1's agent runs (blocked): its start is there though
     // its record is not written yet.
-    let mut seen: Vec<String> = Vec::new();
-    wait_for("iteration 1's start", Duration::from_secs(20), || {
-        seen.extend(rx.try_iter());
-        if seen
-            .iter()
-            .any(|l| l.contains("\"event\":\"run_started\",\"iteration\":1"))
-        {
-            Ok(())
-        } else {
-            Err(seen.join("\n"))
-        }
-    });
+    lines.wait_for_line(
+        "iteration 1's start",
+        "\"event\":\"run_started\",\"iteration\":1",
+        Duration::from_secs(20),
+    );
     assert!(
-        !seen
+        !lines
+            .seen
             .iter()
             .any(|l| l.contains("\"event\":\"run_ended\",\"iteration\":1"))
     );
@@ -110,8 +95,7 @@ fn follow_prints_events_as_they_happen_and_ends_with_the_loop() {
         || child.try_wait().unwrap().ok_or(()),
     );
     assert!(status.success());
-    seen.extend(rx.iter());
-    let all = seen.join("\n");
+    let all = lines.rest().join("\n");
     let k = kinds(&all);
     assert_eq!(
         k.first().map(String::as_str),

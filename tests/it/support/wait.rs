@@ -37,3 +37,49 @@ pub fn wait_for<T, L: Debug>(
         std::thread::sleep(Duration::from_millis(25));
     }
 }
+
+/// The lines of `from`, read beside the test (a read never holds up a test's deadline), and
+/// the lines seen so far.
+pub struct Lines {
+    rx: std::sync::mpsc::Receiver<String>,
+    /// Every line received so far.
+    pub seen: Vec<String>,
+}
+
+impl Lines {
+    /// Read `from` line by line in a thread of its own.
+    pub fn beside(from: impl std::io::Read + Send + 'static) -> Lines {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Wait (with [`wait_for`]) until a line holding `text` has come.
+    #[track_caller]
+    pub fn wait_for_line(&mut self, what: &str, text: &str, deadline: Duration) {
+        wait_for(what, deadline, || {
+            self.seen.extend(self.rx.try_iter());
+            if self.seen.iter().any(|l| l.contains(text)) {
+                Ok(())
+            } else {
+                Err(self.seen.join("\n"))
+            }
+        });
+    }
+
+    /// Every line, once the source has ended.
+    pub fn rest(mut self) -> Vec<String> {
+        self.seen.extend(self.rx.iter());
+        self.seen
+    }
+}
