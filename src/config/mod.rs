@@ -176,6 +176,22 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
         ));
     }
     check_score(s.gate.focus_threshold).map_err(|m| fail("gate", "focus_threshold", m))?;
+    for (n, sink) in s.notify.sinks.iter().enumerate() {
+        let named = sink
+            .url_env
+            .as_deref()
+            .is_some_and(|v| !v.trim().is_empty());
+        if sink.kind != SinkKind::Desktop && !named {
+            return Err(fail(
+                "notify",
+                "sinks",
+                format!(
+                    "entry {}: url_env must name the environment variable that holds its URL (a URL is never written in a settings file)",
+                    n + 1
+                ),
+            ));
+        }
+    }
     let q = &s.quality_metrics;
     for (key, w) in [
         ("completeness_weight", q.completeness_weight),

@@ -142,3 +142,18 @@ fn a_sink_that_fails_is_retried_then_said_and_the_loop_ends_as_it_would() {
     let status = t.run(&["wiggum", "status", "down"]).stdout();
     assert!(status.contains("failed: HTTP 503"), "{status}");
 }
+
+#[test]
+fn a_sink_without_the_variable_of_its_url_is_refused_at_start() {
+    let t = TestHome::new();
+    t.write_home_config("[[notify.sinks]]\nkind = \"ntfy\"\n");
+    let r = t.start_fg("nourl", "", &[]);
+    r.code(2);
+    assert!(
+        r.stderr()
+            .contains("[notify] sinks entry 1: url_env must name the environment variable"),
+        "{}",
+        r.stderr()
+    );
+    assert!(!t.art().join("wiggum").exists());
+}
