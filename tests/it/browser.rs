@@ -210,8 +210,9 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
             }
         },
     );
-    d.click("button[data-act=pause]");
+    // Pressed until the page says so (pressing pause twice is harmless).
     wait_for("the page to say it paused", Duration::from_secs(20), || {
+        d.click("button[data-act=pause]");
         let said = d.js("return document.getElementById('said').textContent");
         let said = said.as_str().unwrap_or_default().to_string();
         if said.contains("paused at the next iteration boundary") {
