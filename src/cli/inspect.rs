@@ -231,13 +231,13 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         }
     }
     if let Some(s) = st {
-        let reason = s.stop_reason.map_or("-", |r| r.as_str());
+        let reason = s.stop_reason().map_or("-", |r| r.as_str());
         println!(
             "\nstatus {}, stop reason {reason}, cost {}",
-            s.status.as_str(),
+            s.status().as_str(),
             s.spend.shown()
         );
-        if let Some(why) = &s.stop_detail {
+        if let Some(why) = s.stop_detail() {
             println!("  {why}");
         }
     }

@@ -6,6 +6,7 @@ use clap::Args;
 use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::registry;
+use crate::disk::state::{Shown, Status};
 use crate::error::{Error, Result};
 use crate::ralph::progress;
 use crate::view::model::{self, LoopView, Want};
@@ -117,18 +118,20 @@ fn detail(v: &LoopView) -> String {
         if let Some(e) = &s.last_event {
             out.push_str(&format!("\n  caught:    {e}"));
         }
-        if let (Some(until), Some(why)) = (s.waiting_until, &s.waiting_reason)
-            && v.status == "waiting"
+        if let Some((until, why)) = s.phase().waiting()
+            && v.status == Shown::Is(Status::Waiting)
         {
             let at = until.with_timezone(&chrono::Local).format("%H:%M:%S");
             out.push_str(&format!("\n  waiting:   until {at} ({why})"));
         }
-        if v.pause_reason.is_some() && !matches!(v.status.as_str(), "paused" | "waiting") {
+        if v.pause_reason.is_some()
+            && !matches!(v.status, Shown::Is(Status::Paused | Status::Waiting))
+        {
             out.push_str("\n  pause:     requested (at the next iteration boundary)");
         } else if let Some(r) = &v.pause_reason {
             out.push_str(&format!("\n  paused:    {r}"));
         }
-        if let (Some(r), Some(d)) = (s.stop_reason, &s.stop_detail) {
+        if let (Some(r), Some(d)) = (s.stop_reason(), s.stop_detail()) {
             out.push_str(&format!("\n  stopped:   {} ({d})", r.as_str()));
         }
     }
@@ -181,12 +184,12 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
             ));
         }
         if a.color.on()
-            && let Some(code) = table::status_colour(&v.status)
+            && let Some(code) = table::status_colour(v.status)
         {
             // The status word of the first line (after the topic's column).
             let at = text.find(&format!(" {} ", v.status)).map(|i| i + 1);
             if let Some(i) = at {
-                let end = i + v.status.len();
+                let end = i + v.status.as_str().len();
                 text = format!(
                     "{}\x1b[{code}m{}\x1b[m{}",
                     &text[..i],
@@ -207,7 +210,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
 
 /// The completion block of a loop that has ended (measured with the loop's own settings).
 fn completion(h: &Handle, v: &LoopView) -> Option<String> {
-    let st = v.state.as_ref().filter(|s| !s.status.is_live())?;
+    let st = v.state.as_ref().filter(|s| !s.status().is_live())?;
     let kind = crate::quality::types::of(&h.settings());
     progress::completion_of(&h.layout, st, &kind, chrono::Utc::now())
         .map(|c| progress::completion_block(&c))

@@ -122,7 +122,7 @@ impl Handle {
             || "never started".to_string(),
             |s| {
                 let status = state::shown_status(Some(&s), false);
-                match s.stop_reason {
+                match s.stop_reason() {
                     Some(r) => format!("status {status}, stop reason {}", r.as_str()),
                     None => format!("status {status}"),
                 }

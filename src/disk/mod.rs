@@ -9,6 +9,7 @@ pub mod handle;
 pub mod kept;
 pub mod layout;
 pub mod lock;
+pub mod phase;
 pub mod records;
 pub mod registry;
 pub mod requests;

@@ -8,117 +8,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+pub use super::phase::{AgentRun, Ending, Phase, Status, Step, StopReason};
 use crate::error::{IoContext, Result};
 use crate::sys::fsutil;
-
-/// Where the loop is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Writing `fix_plan.md` before iteration 1.
-    #[default]
-    Planning,
-    /// Iterating.
-    Running,
-    /// Waiting at an iteration boundary for `resume`.
-    Paused,
-    /// A stop was requested; the current agent is being stopped.
-    Stopping,
-    /// Waiting out a usage or rate limit (`waiting_until`), or the calls-per-hour ceiling.
-    Waiting,
-    /// Stopped by the user (or a budget).
-    Stopped,
-    /// Ended on its own exit condition.
-    Completed,
-    /// Ended by a breaker or an error.
-    Failed,
-}
-
-impl Status {
-    /// Whether a process should be holding the lock in this status.
-    #[must_use]
-    pub fn is_live(self) -> bool {
-        matches!(
-            self,
-            Status::Planning
-                | Status::Running
-                | Status::Paused
-                | Status::Stopping
-                | Status::Waiting
-        )
-    }
-
-    /// The snake_case name, as in the JSON.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Planning => "planning",
-            Status::Running => "running",
-            Status::Paused => "paused",
-            Status::Stopping => "stopping",
-            Status::Waiting => "waiting",
-            Status::Stopped => "stopped",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-        }
-    }
-}
-
-/// Why the loop ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// `fix_plan.md` has no `- [ ]` left.
-    PlanEmpty,
-    /// The built-in quality metrics reached the threshold.
-    ThresholdMet,
-    /// The iteration limit was reached.
-    MaxIterations,
-    /// The agent printed the completion promise.
-    Promise,
-    /// Someone ran `stop` (or sent SIGTERM/SIGINT).
-    UserStop,
-    /// The cost budget was spent.
-    Budget,
-    /// A circuit breaker tripped (no change, repeated crashes).
-    Breaker,
-    /// The agent claimed completion (the promise) again and again with the plan still open or
-    /// the gate failing (`[safety] max_premature_promises` claims in a row).
-    PromiseRejected,
-    /// An unrecoverable error.
-    Error,
-}
-
-impl StopReason {
-    /// The snake_case name, as in the JSON.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::PlanEmpty => "plan_empty",
-            StopReason::ThresholdMet => "threshold_met",
-            StopReason::MaxIterations => "max_iterations",
-            StopReason::Promise => "promise",
-            StopReason::UserStop => "user_stop",
-            StopReason::Budget => "budget",
-            StopReason::Breaker => "breaker",
-            StopReason::PromiseRejected => "promise_rejected",
-            StopReason::Error => "error",
-        }
-    }
-
-    /// The final status a loop ending for this reason has.
-    #[must_use]
-    pub fn final_status(self) -> Status {
-        match self {
-            StopReason::PlanEmpty
-            | StopReason::ThresholdMet
-            | StopReason::MaxIterations
-            | StopReason::Promise => Status::Completed,
-            StopReason::UserStop | StopReason::Budget => Status::Stopped,
-            StopReason::Breaker | StopReason::PromiseRejected | StopReason::Error => Status::Failed,
-        }
-    }
-}
 
 /// The loop's state, as stored in `state.json` (a documented contract, see docs/json.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,12 +20,13 @@ pub struct LoopState {
     pub topic: String,
     /// The artifact directory.
     pub artifact_path: PathBuf,
-    /// Where the loop is.
-    pub status: Status,
-    /// Why it ended, once it has.
-    pub stop_reason: Option<StopReason>,
-    /// A one-line explanation of the stop (the error, the breaker's reason).
-    pub stop_detail: Option<String>,
+    /// Where the loop is, with what is true only there (stored as the flat fields `status`,
+    /// `stop_reason`, `stop_detail`, `waiting_*` and `agent_*`); changed only by [`Self::step`].
+    #[serde(flatten)]
+    phase: Phase,
+    /// When the loop entered its status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_since: Option<DateTime<Utc>>,
     /// The iteration in progress, or the last one run.
     pub current_iteration: u32,
     /// The last iteration that was committed (accepted), 0 if none.
@@ -156,12 +49,6 @@ pub struct LoopState {
     pub pid_start_ticks: Option<u64>,
     /// The agent's name or command.
     pub agent: String,
-    /// The running agent's pid, while one runs.
-    pub agent_pid: Option<u32>,
-    /// The running agent's process group, while one runs (killed by the next start after a crash).
-    pub agent_pgid: Option<i32>,
-    /// The running agent's kill-tree token (finds its setsid'd helpers after a crash).
-    pub agent_token: Option<String>,
     /// The gate's last per-dimension scores.
     pub last_scores: BTreeMap<String, f64>,
     /// The gate's last weighted score (0–10).
@@ -180,10 +67,6 @@ pub struct LoopState {
     pub spend: Spend,
     /// What the breakers remember.
     pub trends: Trends,
-    /// While `waiting`: until when.
-    pub waiting_until: Option<DateTime<Utc>>,
-    /// While `waiting`: why ("usage limit, claude").
-    pub waiting_reason: Option<String>,
     /// Limit answers in a row without a reset time (the backoff's exponent).
     pub limit_waits: u32,
     /// Agents waiting on a usage limit, and until when (`[defaults] fallback_agents` run
@@ -205,15 +88,80 @@ pub struct LoopState {
     pub carried_paths: Vec<PathBuf>,
 }
 
+impl LoopState {
+    /// Where the loop is.
+    #[must_use]
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// Its status name.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.phase.status()
+    }
+
+    /// Why it ended, once it has.
+    #[must_use]
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.phase.ended().and_then(|(r, _)| r)
+    }
+
+    /// The line on why it ended, once it has.
+    #[must_use]
+    pub fn stop_detail(&self) -> Option<&str> {
+        self.phase.ended().and_then(|(_, d)| d)
+    }
+
+    /// The agent run in progress.
+    #[must_use]
+    pub fn agent_run(&self) -> Option<&AgentRun> {
+        self.phase.agent()
+    }
+
+    /// Move to the phase `step` leads to, at `now`; refused (and nothing changed) when the step
+    /// makes no sense from here.
+    pub fn step(&mut self, step: Step, now: DateTime<Utc>) -> Result<()> {
+        let next = self
+            .phase
+            .step(step)
+            .map_err(|e| crate::error::Error::runtime(format!("{}: {e}", self.topic)))?;
+        if next.status() != self.phase.status() {
+            self.status_since = Some(now);
+        }
+        self.phase = next;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl LoopState {
+    /// A state as if read from a file that holds `phase` (for tests of what reads states).
+    pub(crate) fn in_phase(phase: Phase) -> Self {
+        Self {
+            phase,
+            ..Self::default()
+        }
+    }
+
+    /// The state of a loop that ended for `reason`.
+    pub(crate) fn ended(reason: Option<StopReason>, ending: Ending, detail: Option<&str>) -> Self {
+        Self::in_phase(Phase::Ended {
+            ending,
+            reason,
+            detail: detail.map(str::to_string),
+        })
+    }
+}
+
 impl Default for LoopState {
     fn default() -> Self {
         let now = Utc::now();
         Self {
             topic: String::new(),
             artifact_path: PathBuf::new(),
-            status: Status::Planning,
-            stop_reason: None,
-            stop_detail: None,
+            phase: Phase::default(),
+            status_since: None,
             current_iteration: 0,
             last_committed_iteration: 0,
             max_iterations: 0,
@@ -226,9 +174,6 @@ impl Default for LoopState {
             premature_promises: 0,
             promise_note: None,
             agent: String::new(),
-            agent_pid: None,
-            agent_pgid: None,
-            agent_token: None,
             last_scores: BTreeMap::new(),
             last_gate_score: None,
             items_remaining: None,
@@ -240,8 +185,6 @@ impl Default for LoopState {
             harness: None,
             spend: Spend::default(),
             trends: Trends::default(),
-            waiting_until: None,
-            waiting_reason: None,
             limit_waits: 0,
             recent_calls: VecDeque::new(),
             agent_env: Vec::new(),
@@ -339,15 +282,64 @@ pub struct Harness {
     pub max_time_secs: u64,
 }
 
+/// The status a reader shows for a loop: its state's, or what the state cannot say itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(into = "&'static str")]
+pub enum Shown {
+    /// The status its state holds (and a supervisor holds its lock if it is live).
+    Is(Status),
+    /// The state says live but no one holds its lock: the supervisor died.
+    Dead,
+    /// Locked, no state written yet.
+    Starting,
+    /// No state at all.
+    #[default]
+    Unknown,
+    /// The artifact directory is gone (moved or deleted).
+    Missing,
+    /// Another loop has been started on its artifact directory since.
+    Replaced,
+    /// Its supervisor is stopped (Ctrl-Z, SIGSTOP).
+    Suspended,
+}
+
+impl Shown {
+    /// The name shown and written (`status --json`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Shown::Is(s) => s.as_str(),
+            Shown::Dead => "dead",
+            Shown::Starting => "starting",
+            Shown::Unknown => "unknown",
+            Shown::Missing => "missing",
+            Shown::Replaced => "replaced",
+            Shown::Suspended => "suspended",
+        }
+    }
+}
+
+impl From<Shown> for &'static str {
+    fn from(s: Shown) -> Self {
+        s.as_str()
+    }
+}
+
+impl std::fmt::Display for Shown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// What to show for a loop: its state's status, or `dead` when the state says it is live but no
 /// one holds its lock, `starting` before the first state write, `unknown` when there is nothing.
 #[must_use]
-pub fn shown_status(st: Option<&LoopState>, locked: bool) -> &'static str {
+pub fn shown_status(st: Option<&LoopState>, locked: bool) -> Shown {
     match st {
-        None if locked => "starting",
-        None => "unknown",
-        Some(s) if s.status.is_live() && !locked => "dead",
-        Some(s) => s.status.as_str(),
+        None if locked => Shown::Starting,
+        None => Shown::Unknown,
+        Some(s) if s.status().is_live() && !locked => Shown::Dead,
+        Some(s) => Shown::Is(s.status()),
     }
 }
 
@@ -414,9 +406,11 @@ mod tests {
         let p = d.path().join("state.json");
         let mut s = LoopState {
             topic: "t".into(),
-            stop_reason: Some(StopReason::PlanEmpty),
             ..LoopState::default()
         };
+        s.step(Step::Run, Utc::now()).unwrap();
+        s.step(Step::End(StopReason::PlanEmpty, "done".into()), Utc::now())
+            .unwrap();
         save(&p, &mut s).unwrap();
         let back = read(&p).unwrap().unwrap();
         assert_eq!(back, s);
@@ -447,29 +441,47 @@ mod tests {
         .unwrap();
         let s = read(&p).unwrap().unwrap();
         assert_eq!(s.topic, "old");
-        assert_eq!(s.status, Status::Running);
+        assert_eq!(s.status(), Status::Running);
         assert_eq!(s.current_iteration, 3);
     }
 
     #[test]
     fn shown_status_says_dead_when_nobody_holds_a_live_loop() {
-        let live = LoopState {
-            status: Status::Running,
+        let mut live = LoopState {
             current_iteration: 2,
             max_iterations: 5,
             ..LoopState::default()
         };
-        assert_eq!(shown_status(Some(&live), false), "dead");
-        assert_eq!(shown_status(Some(&live), true), "running");
-        assert_eq!(shown_status(None, true), "starting");
-        assert_eq!(shown_status(None, false), "unknown");
+        live.step(Step::Run, Utc::now()).unwrap();
+        let shown = |st, locked| shown_status(st, locked).to_string();
+        assert_eq!(shown(Some(&live), false), "dead");
+        assert_eq!(shown(Some(&live), true), "running");
+        assert_eq!(shown(None, true), "starting");
+        assert_eq!(shown(None, false), "unknown");
     }
 
     #[test]
-    fn stop_reasons_map_to_final_status() {
-        assert_eq!(StopReason::PlanEmpty.final_status(), Status::Completed);
-        assert_eq!(StopReason::UserStop.final_status(), Status::Stopped);
-        assert_eq!(StopReason::Breaker.final_status(), Status::Failed);
+    fn the_phase_is_written_as_the_flat_fields_earlier_versions_read() {
+        let mut s = LoopState::default();
+        s.step(Step::Run, Utc::now()).unwrap();
+        s.step(Step::AgentStarting("tok-1".into()), Utc::now())
+            .unwrap();
+        s.step(Step::AgentSpawned(4242), Utc::now()).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&to_json(&s).unwrap()).unwrap();
+        assert_eq!(v["status"], "running");
+        assert_eq!(v["agent_pid"], 4242);
+        assert_eq!(v["agent_pgid"], 4242);
+        assert_eq!(v["agent_token"], "tok-1");
+        assert!(v["stop_reason"].is_null() && v["waiting_until"].is_null());
+    }
+
+    #[test]
+    fn a_refused_step_changes_nothing() {
+        let mut s = LoopState::default();
+        let before = s.clone();
+        let e = s.step(Step::Resume, Utc::now()).unwrap_err();
+        assert!(e.to_string().contains("cannot resume"), "{e}");
+        assert_eq!(s, before);
     }
 }
 
@@ -484,13 +496,58 @@ mod pinned {
         std::fs::write(&p, include_str!("../../tests/fixtures/v0.1.0/state.json")).unwrap();
         let s = read(&p).unwrap().unwrap();
         assert_eq!(s.topic, "pinned");
-        assert_eq!(s.status, Status::Completed);
-        assert_eq!(s.stop_reason, Some(StopReason::PlanEmpty));
+        assert_eq!(s.status(), Status::Completed);
+        assert_eq!(s.stop_reason(), Some(StopReason::PlanEmpty));
         assert_eq!((s.current_iteration, s.last_committed_iteration), (3, 3));
         assert_eq!(s.last_scores["grounded"], 7.5);
         assert!(
             s.carried_paths.is_empty(),
             "a field it did not have defaults"
+        );
+    }
+
+    fn pinned(text: &str) -> LoopState {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("state.json");
+        std::fs::write(&p, text).unwrap();
+        read(&p).unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_state_left_mid_run_still_names_the_agent_to_kill() {
+        let s = pinned(include_str!(
+            "../../tests/fixtures/v0.2.0/state-running.json"
+        ));
+        assert_eq!(s.status(), Status::Running);
+        let run = s.agent_run().expect("the agent run");
+        assert_eq!(
+            (run.pid, run.pgid, run.token.as_str()),
+            (Some(91301), Some(91301), "wiggum-pinned-2-5f3a9c")
+        );
+        assert_eq!(s.spend.tokens, 123_456);
+    }
+
+    #[test]
+    fn a_waiting_and_a_failed_state_still_read() {
+        let s = pinned(include_str!(
+            "../../tests/fixtures/v0.2.0/state-waiting.json"
+        ));
+        let (until, why) = s.phase().waiting().expect("waiting");
+        assert_eq!(
+            (until.to_rfc3339(), why),
+            (
+                "2026-11-25T03:00:00+00:00".to_string(),
+                "usage limit, claude"
+            )
+        );
+        assert!(s.agent_run().is_none());
+        let s = pinned(include_str!(
+            "../../tests/fixtures/v0.2.0/state-failed.json"
+        ));
+        assert_eq!(s.status(), Status::Failed);
+        assert_eq!(
+            (s.stop_reason(), s.stop_detail()),
+            (Some(StopReason::Breaker), Some("no change in 3 iterations"))
         );
     }
 }

@@ -11,7 +11,7 @@ use crate::agent::launch::AgentPhase;
 use crate::agent::process::StopLevel;
 use crate::disk::requests;
 use crate::disk::runlog::{Outcome, RecordKind, RunRecord};
-use crate::disk::state::{Status, StopReason};
+use crate::disk::state::{Step, StopReason};
 use crate::error::Result;
 use crate::sys::fsutil;
 
@@ -55,7 +55,7 @@ impl Loop {
         {
             return self.finish(r.0, &r.1).await;
         }
-        self.runner.state.status = Status::Running;
+        self.runner.state.step(Step::Run, chrono::Utc::now())?;
         self.runner.save()?;
         loop {
             let facts = self.facts()?;
@@ -103,7 +103,7 @@ impl Loop {
         if !requests::read(&ctl).pause {
             return Ok(false);
         }
-        self.runner.state.status = Status::Paused;
+        self.runner.state.step(Step::Pause, chrono::Utc::now())?;
         self.runner.save()?;
         tracing::info!("paused before iteration {n}");
         while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
@@ -112,7 +112,7 @@ impl Loop {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        self.runner.state.status = Status::Running;
+        self.runner.state.step(Step::Resume, chrono::Utc::now())?;
         self.runner.save()?;
         tracing::info!("resumed");
         Ok(true)
@@ -120,7 +120,7 @@ impl Loop {
 
     /// The planning phase. Returns a stop when it cannot go on.
     async fn plan(&mut self) -> Result<Option<(StopReason, String)>> {
-        self.runner.state.status = Status::Planning;
+        self.runner.state.step(Step::Plan, chrono::Utc::now())?;
         self.runner.save()?;
         let layout = self.runner.layout.clone();
         let template = fsutil::read(&layout.memory("PLANNING_PROMPT.md"))?;
@@ -258,10 +258,8 @@ impl Loop {
                 fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())?;
             }
         }
-        let st = &mut self.runner.state;
-        st.status = reason.final_status();
-        st.stop_reason = Some(reason);
-        st.stop_detail = Some(why.to_string());
+        let end = Step::End(reason, why.to_string());
+        self.runner.state.step(end, chrono::Utc::now())?;
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
         let st = &self.runner.state;

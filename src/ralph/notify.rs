@@ -81,7 +81,7 @@ impl Runner {
             m.insert("topic".into(), self.topic.clone().into());
             m.insert("iteration".into(), iteration.into());
             m.insert("reason".into(), reason.into());
-            m.insert("status".into(), st.status.as_str().into());
+            m.insert("status".into(), st.status().as_str().into());
             m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
         }
         // A stop is told in words (`every item in fix_plan.md is done`), its code in the event.
@@ -121,7 +121,7 @@ impl Runner {
             m.insert("topic".into(), self.topic.clone().into());
             m.insert("iteration".into(), iteration.into());
             m.insert("reason".into(), reason.into());
-            m.insert("status".into(), self.state.status.as_str().into());
+            m.insert("status".into(), self.state.status().as_str().into());
             m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
         }
         let json = fields.to_string();

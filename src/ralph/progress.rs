@@ -169,7 +169,7 @@ pub fn completion_of(
         (Some(b), Some(a)) => flat_note(b, a, st.last_gate_score),
         _ => None,
     };
-    let end = if st.status.is_live() {
+    let end = if st.status().is_live() {
         now
     } else {
         st.updated_at
@@ -182,8 +182,8 @@ pub fn completion_of(
         flat,
         elapsed_ms: u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0),
         cost: st.spend.shown(),
-        reason: st.stop_reason?,
-        detail: st.stop_detail.clone().unwrap_or_default(),
+        reason: st.stop_reason()?,
+        detail: st.stop_detail().unwrap_or_default().to_string(),
         artifact: artifact.exists().then_some(artifact),
     })
 }

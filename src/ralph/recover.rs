@@ -15,7 +15,7 @@ use crate::sys::fsutil;
 /// time; a state an earlier version wrote has no start time: then a live process of ours with
 /// that pid counts). Never this process.
 fn live_supervisor(s: &LoopState) -> Option<u32> {
-    if s.pid == 0 || s.pid == std::process::id() || !s.status.is_live() {
+    if s.pid == 0 || s.pid == std::process::id() || !s.status().is_live() {
         return None;
     }
     let now = crate::sys::procs::stat(s.pid.cast_signed()).filter(|p| p.is_running())?;
@@ -68,7 +68,8 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         )));
     }
     if let Some(s) = &prev
-        && let (Some(pgid), token) = (s.agent_pgid, s.agent_token.clone().unwrap_or_default())
+        && let Some(run) = s.agent_run()
+        && let (Some(pgid), token) = (run.pgid, run.token.clone())
     {
         let found: Vec<i32> = kill::survivors(pgid, &token)
             .iter()
@@ -107,7 +108,10 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     }
     // Its private temp dir too (its token is on disk before its spawn, its group only after),
     // and its cgroup with whatever escaped the nets above.
-    if let Some(token) = prev.as_ref().and_then(|s| s.agent_token.as_deref())
+    if let Some(token) = prev
+        .as_ref()
+        .and_then(|s| s.agent_run())
+        .map(|r| r.token.as_str())
         && !token.is_empty()
     {
         if let Some(base) = crate::sys::cgroup::base() {
@@ -147,7 +151,7 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     }
     let interrupted = prev
         .as_ref()
-        .is_some_and(|s| s.status.is_live() && s.current_iteration > completed);
+        .is_some_and(|s| s.status().is_live() && s.current_iteration > completed);
     if interrupted {
         // The plan goes back to what it was when the discarded attempt began.
         super::iteration::restore_plan(layout)?;

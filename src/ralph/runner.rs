@@ -13,7 +13,7 @@ use crate::agent::process::{JobEvent, StopLevel};
 use crate::agent::spec::AgentSpec;
 use crate::config::Safety;
 use crate::disk::layout::Layout;
-use crate::disk::state::{self, LoopState, Status};
+use crate::disk::state::{self, LoopState, Step};
 use crate::error::Result;
 
 /// Everything needed to run agents for one loop; owns the loop's state.
@@ -103,10 +103,11 @@ impl Runner {
         reason: &str,
         mut still: impl FnMut() -> bool,
     ) -> Result<bool> {
-        let before = self.state.status;
-        self.state.status = Status::Waiting;
-        self.state.waiting_until = Some(until);
-        self.state.waiting_reason = Some(reason.to_string());
+        let wait = Step::Wait {
+            until,
+            reason: reason.to_string(),
+        };
+        self.state.step(wait, chrono::Utc::now())?;
         self.save()?;
         let n = self.state.current_iteration;
         let fields = serde_json::json!({"until": until.to_rfc3339()});
@@ -128,9 +129,7 @@ impl Runner {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
-        self.state.status = before;
-        self.state.waiting_until = None;
-        self.state.waiting_reason = None;
+        self.state.step(Step::WaitOver, chrono::Utc::now())?;
         self.save()?;
         Ok(stopped)
     }
@@ -275,7 +274,8 @@ impl Runner {
         self.take_call_slot().await?;
         // The token is on disk before the spawn and the process group before the job's gate
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
-        self.state.agent_token = Some(launch.token.clone());
+        let starting = Step::AgentStarting(launch.token.clone());
+        self.state.step(starting, chrono::Utc::now())?;
         self.save()?;
         let before = self.protected.before(&self.layout, phase.work);
         before.persist(self.layout.records())?;
@@ -289,14 +289,13 @@ impl Runner {
             &self.promise,
             &mut self.stops,
             |event| {
-                match event {
-                    JobEvent::Spawned(pid) => {
-                        st.agent_pid = Some(pid);
-                        st.agent_pgid = Some(pid.cast_signed());
-                    }
-                    JobEvent::Stopping => st.status = Status::Stopping,
-                }
-                if let Err(e) = state::save(&state_path, st) {
+                let step = match event {
+                    JobEvent::Spawned(pid) => Step::AgentSpawned(pid),
+                    JobEvent::Stopping => Step::StopRequested,
+                };
+                if let Err(e) = st.step(step, chrono::Utc::now()) {
+                    tracing::error!("{e}");
+                } else if let Err(e) = state::save(&state_path, st) {
                     tracing::error!("cannot record the agent's state: {e}");
                 }
             },
@@ -317,9 +316,7 @@ impl Runner {
         let mut changed = before.restore_changes(&self.layout, written.as_bytes())?;
         super::guard::persist::clear(self.layout.records())?;
         changed.extend(history);
-        self.state.agent_pid = None;
-        self.state.agent_pgid = None;
-        self.state.agent_token = None;
+        self.state.step(Step::AgentGone, chrono::Utc::now())?;
         if !changed.is_empty() {
             let what = format!(
                 "{} {}: the agent changed {}; restored",

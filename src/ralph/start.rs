@@ -18,7 +18,7 @@ use crate::config::{self, Settings, Sources};
 use crate::disk::layout::Layout;
 use crate::error::{Error, Result};
 
-use crate::disk::state::{Harness, LoopState, Status};
+use crate::disk::state::{Harness, LoopState};
 use crate::disk::{registry, requests};
 use crate::git::Repo;
 use crate::quality::types::{self, ArtifactType};
@@ -541,33 +541,31 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         repo.confine(crate::git::filters::Confine { argv, env });
     }
     let prev = prev.unwrap_or_default();
-    let state = LoopState {
-        topic: p.topic.clone(),
-        artifact_path: layout.root().to_path_buf(),
-        status: Status::Planning,
-        current_iteration: completed,
-        last_committed_iteration: prev.last_committed_iteration.min(completed),
-        max_iterations: p.settings.defaults.max_iterations,
-        quality_threshold: p.settings.defaults.quality_threshold,
-        last_quality: prev.last_quality,
-        pid: std::process::id(),
-        pid_start_ticks: crate::sys::procs::stat(std::process::id().cast_signed())
-            .map(|s| s.start_ticks),
-        agent: p.agent.name.clone(),
-        last_scores: prev.last_scores,
-        last_gate_score: prev.last_gate_score,
-        cost_usd: prev.cost_usd,
-        spend: prev.spend,
-        trends: if p.reset_breaker {
-            crate::disk::state::Trends::default()
-        } else {
-            prev.trends
-        },
-        reviewed: prev.reviewed,
-        carried_paths: prev.carried_paths,
-        harness: Some(p.harness.clone()),
-        ..LoopState::default()
+    // A fresh state (planning), carrying what outlives a run of the supervisor.
+    let mut state = LoopState::default();
+    state.topic = p.topic.clone();
+    state.artifact_path = layout.root().to_path_buf();
+    state.current_iteration = completed;
+    state.last_committed_iteration = prev.last_committed_iteration.min(completed);
+    state.max_iterations = p.settings.defaults.max_iterations;
+    state.quality_threshold = p.settings.defaults.quality_threshold;
+    state.last_quality = prev.last_quality;
+    state.pid = std::process::id();
+    state.pid_start_ticks =
+        crate::sys::procs::stat(std::process::id().cast_signed()).map(|s| s.start_ticks);
+    state.agent = p.agent.name.clone();
+    state.last_scores = prev.last_scores;
+    state.last_gate_score = prev.last_gate_score;
+    state.cost_usd = prev.cost_usd;
+    state.spend = prev.spend;
+    state.trends = if p.reset_breaker {
+        crate::disk::state::Trends::default()
+    } else {
+        prev.trends
     };
+    state.reviewed = prev.reviewed;
+    state.carried_paths = prev.carried_paths;
+    state.harness = Some(p.harness.clone());
     let (task, task_type) = describe_task(&layout, &p.topic, &p.artifact_type)?;
     let mut runner = Runner {
         topic: p.topic.clone(),

@@ -147,8 +147,8 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
 /// (reason; detail)`, or nothing when there is no state to tell.
 fn ended_why(st: Option<&crate::disk::state::LoopState>) -> String {
     st.map_or_else(String::new, |s| {
-        let status = s.status.as_str();
-        match (s.stop_reason, s.stop_detail.as_deref()) {
+        let status = s.status().as_str();
+        match (s.stop_reason(), s.stop_detail()) {
             (Some(r), Some(d)) => format!(": {status} ({}; {d})", r.as_str()),
             (Some(r), None) => format!(": {status} ({})", r.as_str()),
             _ => format!(": {status}"),
@@ -234,29 +234,24 @@ mod tests {
 
     #[test]
     fn a_loop_that_ended_at_once_says_why_from_its_state() {
-        use crate::disk::state::{LoopState, Status, StopReason};
-        let ended = |status, reason, detail: Option<&str>| LoopState {
-            status,
-            stop_reason: reason,
-            stop_detail: detail.map(str::to_string),
-            ..LoopState::default()
-        };
+        use crate::disk::state::{Ending, LoopState, StopReason};
+        let ended = |ending, reason, detail| LoopState::ended(reason, ending, detail);
         for (st, said) in [
             (None, ""),
             (
-                Some(ended(Status::Completed, Some(StopReason::PlanEmpty), None)),
+                Some(ended(Ending::Completed, Some(StopReason::PlanEmpty), None)),
                 ": completed (plan_empty)",
             ),
             (
                 Some(ended(
-                    Status::Completed,
+                    Ending::Completed,
                     Some(StopReason::PlanEmpty),
                     Some("every item is ticked"),
                 )),
                 ": completed (plan_empty; every item is ticked)",
             ),
             (
-                Some(ended(Status::Failed, None, Some("ignored"))),
+                Some(ended(Ending::Failed, None, Some("ignored"))),
                 ": failed",
             ),
         ] {

@@ -20,7 +20,7 @@ use crate::agent::kill;
 use crate::agent::process::{DAEMON_ENV, HARNESS_ENV, StopLevel};
 use crate::config;
 use crate::disk::lock;
-use crate::disk::state::Status;
+use crate::disk::state::Step;
 use crate::error::{Error, Result};
 use crate::ralph::start::{self, Prepared, StartOpts};
 
@@ -196,11 +196,13 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
                     crate::disk::handle::gone(&lp.runner.topic, &root)
                 )));
             }
-            lp.runner.state.status = Status::Failed;
-            lp.runner.state.stop_reason = Some(crate::disk::state::StopReason::Error);
-            lp.runner.state.stop_detail = Some(e.to_string());
-            // The loop's own error is the one to report; a failed save is logged beside it.
-            if let Err(save) = lp.runner.save() {
+            // The loop's own error is the one to report; a refused step or a failed save is
+            // logged beside it.
+            let failed = lp
+                .runner
+                .state
+                .step(Step::Fail(e.to_string()), chrono::Utc::now());
+            if let Err(save) = failed.and_then(|()| lp.runner.save()) {
                 tracing::error!("{save}");
             }
             return Err(e);
@@ -208,8 +210,8 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     };
     kill::reap_adopted();
     let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(match reason.final_status() {
-        Status::Failed => 1,
+    Ok(match reason.ending() {
+        crate::disk::state::Ending::Failed => 1,
         // Ctrl-C in the foreground: a clean stop, reported as an interrupt (128 + SIGINT).
         _ if interrupted && reason == crate::disk::state::StopReason::UserStop => 130,
         _ => 0,

@@ -39,7 +39,7 @@ fn figures(v: &LoopView) -> [String; 7] {
         .and_then(|s| u64::try_from(s).ok())
         .map_or("-".into(), |s| crate::ralph::progress::duration(s * 1000));
     [
-        esc(&v.status),
+        esc(v.status.as_str()),
         st.map_or("-".into(), |s| {
             format!("{}/{}", s.current_iteration, s.max_iterations)
         }),
@@ -55,9 +55,9 @@ fn figures(v: &LoopView) -> [String; 7] {
 fn why_stopped(v: &LoopView) -> Option<String> {
     v.reason().or_else(|| {
         let st = v.state.as_ref()?;
-        let r = st.stop_reason?;
+        let r = st.stop_reason()?;
         let words = crate::ralph::progress::reason_words(r);
-        Some(match st.stop_detail.as_deref().filter(|d| !d.is_empty()) {
+        Some(match st.stop_detail().filter(|d| !d.is_empty()) {
             Some(d) => format!("{words} ({d})"),
             None => words.to_string(),
         })

@@ -173,8 +173,8 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
 /// attempt this would be (one more than the records of its iteration so far).
 #[must_use]
 pub fn live_start(st: &LoopState, attempt: u32, now: DateTime<Utc>) -> Option<Event> {
-    st.agent_pid?;
-    let phase = if st.status == crate::disk::state::Status::Planning {
+    st.agent_run()?.pid?;
+    let phase = if st.status() == crate::disk::state::Status::Planning {
         "planning"
     } else {
         "iteration"
@@ -195,10 +195,10 @@ pub fn live_start(st: &LoopState, attempt: u32, now: DateTime<Utc>) -> Option<Ev
 /// The end of the loop, when it has ended: a `breaker` (when that is why) and the `stop`.
 #[must_use]
 pub fn of_end(st: &LoopState) -> Vec<Event> {
-    let Some(reason) = st.stop_reason.filter(|_| !st.status.is_live()) else {
+    let Some(reason) = st.stop_reason().filter(|_| !st.status().is_live()) else {
         return Vec::new();
     };
-    let detail = st.stop_detail.clone().unwrap_or_default();
+    let detail = st.stop_detail().unwrap_or_default().to_string();
     let ev = |event, d| Event {
         at: st.updated_at,
         topic: st.topic.clone(),

@@ -10,7 +10,7 @@ use crate::disk::lock::Holder;
 use crate::disk::records::RecordKind;
 use crate::disk::requests;
 use crate::disk::runlog::{self, RunRecord};
-use crate::disk::state::{self, LoopState};
+use crate::disk::state::{self, LoopState, Shown};
 use crate::error::Result;
 use crate::ralph::fix_plan;
 use crate::sys::fsutil;
@@ -36,7 +36,7 @@ pub struct LoopView {
     /// State status, or `dead`, or `unknown` when there is no state yet, or `missing` when the
     /// artifact directory is gone, or `replaced`, or `suspended` when the supervisor is stopped
     /// (Ctrl-Z, SIGSTOP).
-    pub status: String,
+    pub status: Shown,
     /// The supervisor's pid while it runs.
     pub pid: Option<u32>,
     /// The agent's pid while one runs.
@@ -107,16 +107,16 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     if st.is_none() && !layout.root().is_dir() {
         return Ok(LoopView {
             topic: h.topic.clone(),
-            status: "missing".into(),
+            status: Shown::Missing,
             missing_dir: Some(layout.root().to_path_buf()),
             ..LoopView::default()
         });
     }
-    let holder = h.holder_after(st.as_ref().is_some_and(|s| !s.status.is_live()))?;
+    let holder = h.holder_after(st.as_ref().is_some_and(|s| !s.status().is_live()))?;
     if let Some(other) = owner(holder.as_ref(), st.as_ref()).filter(|o| *o != h.topic) {
         return Ok(LoopView {
             topic: h.topic.clone(),
-            status: "replaced".into(),
+            status: Shown::Replaced,
             replaced_by: Some(other.to_string()),
             ..LoopView::default()
         });
@@ -125,7 +125,10 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     // A supervisor stopped by Ctrl-Z or SIGSTOP holds its lock and does nothing: said so, not
     // shown as running.
     let suspended = holder.as_ref().is_some_and(crate::disk::handle::suspended);
-    let agent_pid = st.as_ref().and_then(|s| s.agent_pid).filter(|_| running);
+    let agent_pid = st
+        .as_ref()
+        .and_then(|s| s.agent_run().and_then(|a| a.pid))
+        .filter(|_| running);
     let (cpu, rss) = match agent_pid {
         Some(p) if want.usage => agent_usage(p),
         _ => (None, None),
@@ -169,9 +172,9 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     Ok(LoopView {
         topic: h.topic.clone(),
         status: if suspended {
-            "suspended".to_string()
+            Shown::Suspended
         } else {
-            state::shown_status(st.as_ref(), running).to_string()
+            state::shown_status(st.as_ref(), running)
         },
         pid: holder.as_ref().map(|h| h.pid),
         agent_pid,
@@ -213,7 +216,7 @@ impl LoopView {
     pub fn remote(topic: &str, st: Option<LoopState>, fresh: bool) -> LoopView {
         LoopView {
             topic: topic.to_string(),
-            status: state::shown_status(st.as_ref(), fresh).to_string(),
+            status: state::shown_status(st.as_ref(), fresh),
             pid: None,
             agent_pid: None,
             agent_cpu_percent: None,
@@ -245,26 +248,26 @@ impl LoopView {
                 "its state cannot be read ({e}); the run records and git history are intact"
             ));
         }
-        match self.status.as_str() {
-            "dead" => Some(format!(
+        match self.status {
+            Shown::Dead => Some(format!(
                 "its state says {} but no supervisor holds its lock: the supervisor died; `studio-agents wiggum start {}` resumes it",
-                self.state.as_ref().map_or("running", |s| s.status.as_str()),
+                self.state.as_ref().map_or("running", |s| s.status().as_str()),
                 self.topic
             )),
-            "unknown" => {
+            Shown::Unknown => {
                 Some("it has no state yet: never started, or its state.json was removed".into())
             }
-            "suspended" => self.pid.map(|pid| {
+            Shown::Suspended => self.pid.map(|pid| {
                 format!(
                     "its supervisor (pid {pid}) is suspended (Ctrl-Z or SIGSTOP) and does nothing: `fg` in its shell or `kill -CONT {pid}` lets it go on; `studio-agents wiggum stop {}` stops it",
                     self.topic
                 )
             }),
-            "missing" => self
+            Shown::Missing => self
                 .missing_dir
                 .as_ref()
                 .map(|d| crate::disk::handle::gone(&self.topic, d)),
-            "replaced" => self.replaced_by.as_ref().map(|o| {
+            Shown::Replaced => self.replaced_by.as_ref().map(|o| {
                 format!(
                     "loop `{o}` has been started on its artifact directory since; the lock, state and run records there are `{o}`'s: studio-agents wiggum status {o}"
                 )
@@ -307,13 +310,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let h = Handle::at(d.path(), "t", d.path().join("art"));
         std::fs::create_dir_all(h.layout.wiggum()).unwrap();
-        let mut st = LoopState {
-            status: state::Status::Running,
-            ..LoopState::default()
-        };
+        let mut st = LoopState::in_phase(state::Phase::Running { agent: None });
         state::save(&h.layout.state(), &mut st).unwrap();
         let v = load(&h, Want::default()).unwrap();
-        assert_eq!((v.status.as_str(), v.running()), ("dead", false));
+        assert_eq!((v.status, v.running()), (Shown::Dead, false));
     }
 }
 
@@ -341,7 +341,7 @@ fn one_line(topic: &str, st: Option<&LoopState>, holder: Option<u32>) -> String 
             out.push_str(&format!(" (+{o} optional)"));
         }
     }
-    match (holder, s.stop_reason) {
+    match (holder, s.stop_reason()) {
         (Some(p), _) => out.push_str(&format!("  pid {p}")),
         (None, Some(r)) => out.push_str(&format!("  stop reason {}", r.as_str())),
         (None, None) => {}
@@ -352,26 +352,21 @@ fn one_line(topic: &str, st: Option<&LoopState>, holder: Option<u32>) -> String 
 #[cfg(test)]
 mod line_tests {
     use super::*;
-    use crate::disk::state::{Status, StopReason};
+    use crate::disk::state::{Ending, Phase, StopReason};
 
     #[test]
     fn one_line_shows_progress_and_the_pid_or_the_stop_reason() {
-        let live = LoopState {
-            status: Status::Running,
-            current_iteration: 2,
-            max_iterations: 5,
-            ..LoopState::default()
-        };
+        let mut live = LoopState::in_phase(Phase::Running { agent: None });
+        live.current_iteration = 2;
+        live.max_iterations = 5;
         let line = one_line("t", Some(&live), Some(42));
         assert!(
             line.contains("running   iteration 2/5") && line.ends_with("pid 42"),
             "{line}"
         );
-        let done = LoopState {
-            status: Status::Completed,
-            stop_reason: Some(StopReason::PlanEmpty),
-            ..live
-        };
+        let mut done = LoopState::ended(Some(StopReason::PlanEmpty), Ending::Completed, None);
+        done.current_iteration = 2;
+        done.max_iterations = 5;
         assert!(one_line("t", Some(&done), None).ends_with("stop reason plan_empty"));
     }
 }

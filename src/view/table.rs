@@ -4,16 +4,18 @@
 use chrono::{DateTime, Utc};
 
 use super::model::LoopView;
+use crate::disk::state::{Shown, Status};
 
 /// ANSI colour of a shown status: green while it works, yellow while it waits, red when it
 /// failed or its supervisor is gone.
 #[must_use]
-pub fn status_colour(status: &str) -> Option<&'static str> {
+pub fn status_colour(status: Shown) -> Option<&'static str> {
+    use Status as S;
     match status {
-        "running" | "planning" | "starting" => Some("32"),
-        "paused" | "waiting" | "stopping" | "suspended" => Some("33"),
-        "failed" | "dead" | "unknown" | "missing" => Some("31"),
-        _ => None,
+        Shown::Is(S::Running | S::Planning) | Shown::Starting => Some("32"),
+        Shown::Is(S::Paused | S::Waiting | S::Stopping) | Shown::Suspended => Some("33"),
+        Shown::Is(S::Failed) | Shown::Dead | Shown::Unknown | Shown::Missing => Some("31"),
+        Shown::Is(S::Stopped | S::Completed) | Shown::Replaced => None,
     }
 }
 
@@ -32,7 +34,7 @@ pub fn secs(s: u64) -> String {
 #[must_use]
 pub fn eta(v: &LoopView, now: DateTime<Utc>) -> Option<u64> {
     let s = v.state.as_ref()?;
-    if !v.running() || !s.status.is_live() {
+    if !v.running() || !s.status().is_live() {
         return None;
     }
     let done = u64::from(s.current_iteration.saturating_sub(1));
@@ -53,7 +55,7 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
         let dash = || "-".to_string();
         return [
             v.topic.clone(),
-            v.status.clone(),
+            v.status.to_string(),
             dash(),
             dash(),
             dash(),
@@ -75,7 +77,7 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
     });
     let end = if v.running() { now } else { s.updated_at };
     let elapsed = u64::try_from((end - s.started_at).num_seconds()).unwrap_or(0);
-    let note = match (v.pid, s.stop_reason) {
+    let note = match (v.pid, s.stop_reason()) {
         (Some(p), _) => format!("pid {p}"),
         (None, Some(r)) => r.as_str().to_string(),
         (None, None) => String::new(),
@@ -83,7 +85,7 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
     let eta = eta(v, now).map_or_else(|| "-".to_string(), secs);
     [
         v.topic.clone(),
-        v.status.clone(),
+        v.status.to_string(),
         format!("{}/{}", s.current_iteration, s.max_iterations),
         opt(s.last_quality),
         opt(s.last_gate_score),
@@ -106,11 +108,12 @@ pub fn render(views: &[LoopView], now: DateTime<Utc>, colour: bool) -> String {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |r: &[String; 8], paint: bool| {
+    let line = |r: &[String; 8], paint: Option<Shown>| {
         let mut out = String::new();
         for (i, c) in r.iter().enumerate() {
             let pad = width[i].saturating_sub(c.chars().count());
-            let cell = match status_colour(c).filter(|_| paint && i == 1) {
+            let code = paint.filter(|_| i == 1).and_then(status_colour);
+            let cell = match code {
                 Some(code) => format!("\x1b[{code}m{c}\x1b[m"),
                 None => c.clone(),
             };
@@ -123,33 +126,38 @@ pub fn render(views: &[LoopView], now: DateTime<Utc>, colour: bool) -> String {
         }
         out.trim_end().to_string()
     };
-    let mut out = vec![line(&HEAD.map(String::from), false)];
-    out.extend(rows.iter().map(|r| line(r, colour)));
+    let mut out = vec![line(&HEAD.map(String::from), None)];
+    out.extend(
+        rows.iter()
+            .zip(views)
+            .map(|(r, v)| line(r, colour.then_some(v.status))),
+    );
     out.join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::disk::state::{LoopState, Status, StopReason};
+    use crate::disk::state::{Ending, LoopState, Phase, Status, StopReason};
 
     fn view(topic: &str, status: Status, pid: Option<u32>, current: u32, items: usize) -> LoopView {
         let t0: DateTime<Utc> = "2026-01-01T00:00:00Z".parse().unwrap();
-        let st = LoopState {
-            topic: topic.into(),
-            status,
-            current_iteration: current,
-            max_iterations: 10,
-            items_remaining: Some(items),
-            last_gate_score: Some(7.25),
-            started_at: t0,
-            updated_at: t0 + chrono::Duration::seconds(3 * 3600 + 65),
-            stop_reason: (status == Status::Completed).then_some(StopReason::PlanEmpty),
-            ..LoopState::default()
+        let mut st = match status {
+            Status::Completed => {
+                LoopState::ended(Some(StopReason::PlanEmpty), Ending::Completed, None)
+            }
+            _ => LoopState::in_phase(Phase::Running { agent: None }),
         };
+        st.topic = topic.into();
+        st.current_iteration = current;
+        st.max_iterations = 10;
+        st.items_remaining = Some(items);
+        st.last_gate_score = Some(7.25);
+        st.started_at = t0;
+        st.updated_at = t0 + chrono::Duration::seconds(3 * 3600 + 65);
         LoopView {
             topic: topic.into(),
-            status: status.as_str().into(),
+            status: Shown::Is(status),
             pid,
             state: Some(st),
             ..LoopView::default()

@@ -56,7 +56,7 @@ pub(super) fn git(dir: &Path, args: &[&str]) -> Result<String> {
 #[must_use]
 pub fn fresh(st: &LoopState, now: chrono::DateTime<Utc>, stale_after: Duration) -> bool {
     let age = (now - st.updated_at).to_std().unwrap_or_default();
-    st.status.is_live() && age < stale_after
+    st.status().is_live() && age < stale_after
 }
 
 /// What a remote holds of one loop: its last pushed state and run log.
@@ -208,30 +208,32 @@ pub(super) fn push_records(r: &RemoteRun, art: &Path, lease: Option<&str>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::disk::state::Status;
+    use crate::disk::state::{Ending, Phase};
 
     #[test]
     fn a_record_is_fresh_while_its_loop_is_live_and_its_heartbeat_recent() {
         let now = Utc::now();
-        let st = |status, age: i64| LoopState {
-            status,
-            updated_at: now - chrono::Duration::seconds(age),
-            ..LoopState::default()
+        let st = |phase, age: i64| {
+            let mut s = LoopState::in_phase(phase);
+            s.updated_at = now - chrono::Duration::seconds(age);
+            s
+        };
+        let ended = |ending| Phase::Ended {
+            ending,
+            reason: None,
+            detail: None,
         };
         let window = Duration::from_secs(90);
         let cases = [
-            (Status::Running, 10, true),
-            (Status::Running, 200, false),
-            (Status::Planning, 0, true),
-            (Status::Completed, 0, false),
-            (Status::Stopped, 5, false),
+            (Phase::Running { agent: None }, 10, true),
+            (Phase::Running { agent: None }, 200, false),
+            (Phase::Planning { agent: None }, 0, true),
+            (ended(Ending::Completed), 0, false),
+            (ended(Ending::Stopped), 5, false),
         ];
-        for (status, age, want) in cases {
-            assert_eq!(
-                fresh(&st(status, age), now, window),
-                want,
-                "{status:?} {age}s"
-            );
+        for (phase, age, want) in cases {
+            let name = phase.status().as_str();
+            assert_eq!(fresh(&st(phase, age), now, window), want, "{name} {age}s");
         }
     }
 }

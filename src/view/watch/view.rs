@@ -43,11 +43,11 @@ fn header(s: &LoopView) -> Vec<Line<'static>> {
     if let Some(r) = &s.pause_reason {
         lines.push(Line::from(format!("Paused: {r}")));
     }
-    if let (Some(r), false) = (st.stop_reason, s.running()) {
+    if let (Some(r), false) = (st.stop_reason(), s.running()) {
         lines.push(Line::from(format!(
             "Stopped: {} ({})",
             r.as_str(),
-            st.stop_detail.clone().unwrap_or_default()
+            st.stop_detail().unwrap_or_default()
         )));
     }
     lines
@@ -74,7 +74,7 @@ fn current(s: &LoopView) -> Vec<Line<'static>> {
         lines.push(Line::from(format!("Next item: {item}")));
     }
     if let Some(st) = &s.state
-        && let Some(pid) = st.agent_pid
+        && let Some(pid) = st.agent_run().and_then(|a| a.pid)
     {
         lines.push(Line::from(format!(
             "Agent {} running (pid {pid})",
@@ -148,6 +148,7 @@ pub fn draw(f: &mut Frame<'_>, s: &LoopView, message: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::disk::state::{Shown, Status};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -167,21 +168,24 @@ mod tests {
 
     #[test]
     fn shows_status_iteration_items_log_and_commands() {
-        let st = crate::disk::state::LoopState {
-            topic: "t".into(),
-            status: crate::disk::state::Status::Running,
-            current_iteration: 3,
-            max_iterations: 10,
-            items_remaining: Some(4),
-            last_quality: Some(0.72),
-            quality_threshold: 0.85,
-            agent: "claude".into(),
-            agent_pid: Some(4242),
-            ..Default::default()
-        };
+        use crate::disk::state::{AgentRun, LoopState, Phase};
+        let mut st = LoopState::in_phase(Phase::Running {
+            agent: Some(AgentRun {
+                token: "tok".into(),
+                pid: Some(4242),
+                pgid: Some(4242),
+            }),
+        });
+        st.topic = "t".into();
+        st.current_iteration = 3;
+        st.max_iterations = 10;
+        st.items_remaining = Some(4);
+        st.last_quality = Some(0.72);
+        st.quality_threshold = 0.85;
+        st.agent = "claude".into();
         let s = LoopView {
             topic: "research".into(),
-            status: "running".into(),
+            status: Shown::Is(Status::Running),
             state: Some(st),
             pid: Some(4241),
             open_items: vec!["Add evidence links".into()],
@@ -208,15 +212,16 @@ mod tests {
     #[test]
     fn spend_nobody_reported_reads_unknown_as_status_says_it() {
         let view = |known: u32, unknown: u32, cost_usd: f64| LoopView {
-            status: "running".into(),
-            state: Some(crate::disk::state::LoopState {
-                spend: crate::disk::state::Spend {
+            status: Shown::Is(Status::Running),
+            state: Some({
+                let mut st = crate::disk::state::LoopState::default();
+                st.spend = crate::disk::state::Spend {
                     cost_usd,
                     known,
                     unknown,
                     ..Default::default()
-                },
-                ..Default::default()
+                };
+                st
             }),
             ..LoopView::default()
         };
