@@ -35,7 +35,10 @@ fn main() {
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),
             Wiggum::Status(a) => status::status(a),
-            Wiggum::Watch(a) => studio_agents::view::watch::run(&a.topic),
+            Wiggum::Watch(a) => studio_agents::view::watch::run(
+                &a.topic,
+                studio_agents::supervisor::control::request_stop,
+            ),
             Wiggum::List(a) => status::list(a),
             Wiggum::Gate(a) => gate::run(a, config),
             Wiggum::Panel(a) => panel::run(a, config),

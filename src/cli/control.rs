@@ -8,6 +8,7 @@ use nix::sys::signal::Signal;
 use crate::disk::handle::{self, Handle};
 use crate::disk::{requests, state};
 use crate::error::{Error, Result};
+use crate::supervisor::control;
 
 /// Flags of `stop`.
 #[derive(Debug, Args)]
@@ -32,7 +33,7 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
         let n = state::read(&layout.state())?.map_or(0, |s| s.current_iteration);
         // A suspended loop would never finish its iteration: it is continued to do so.
         if handle::suspended(&h) {
-            handle::signal(&h, Signal::SIGCONT)?;
+            control::signal(&h, Signal::SIGCONT)?;
             println!(
                 "loop `{}` (pid {}) was suspended; continued so it can finish iteration {n}",
                 a.topic, h.pid
@@ -46,10 +47,10 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
         println!("stopped loop `{}`", a.topic);
         return Ok(0);
     }
-    lp.request_stop_of(&h, a.timeout)?;
+    control::request_stop_of(&lp, &h, a.timeout)?;
     let force_at = Instant::now() + Duration::from_secs(a.timeout + 5);
     if !lp.wait_released(Some(force_at))? {
-        let _gone = handle::signal(&h, Signal::SIGTERM);
+        let _gone = control::signal(&h, Signal::SIGTERM);
         if !lp.wait_released(Some(Instant::now() + Duration::from_secs(25)))? {
             return Err(Error::runtime(format!(
                 "loop `{}` (pid {}) is still running {} s after the stop request; see {}",

@@ -216,7 +216,7 @@ async fn control(
             .set_pause(true)
             .map(|_| "paused at the next iteration boundary"),
         "resume" => h.set_pause(false).map(|_| "resumed"),
-        "stop" => h.request_stop(10).map(|_| "stopping"),
+        "stop" => crate::supervisor::control::request_stop(&h, 10).map(|_| "stopping"),
         other => {
             return (StatusCode::NOT_FOUND, format!("no action `{other}`")).into_response();
         }

@@ -123,7 +123,7 @@ pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     }
     let auto_watch = supervisor::detach(&opts)?;
     if args.watch || auto_watch {
-        return crate::view::watch::run(&args.topic);
+        return crate::view::watch::run(&args.topic, crate::supervisor::control::request_stop);
     }
     Ok(0)
 }

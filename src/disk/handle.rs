@@ -1,12 +1,10 @@
 //! A loop addressed by topic from any shell: where it lives (the registry), who runs it (its
-//! locks), and the requests other shells may make of it (stop by signal, pause by request file).
+//! locks), and the requests other shells may make of it (pause by request file; the stop's signal
+//! is `supervisor::control`'s).
 //! `cli` and `view` act on loops only through this.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use super::layout::Layout;
 use super::lock::{self, Holder};
@@ -134,19 +132,6 @@ impl Handle {
         )))
     }
 
-    /// Ask the running loop to stop (graceful, `grace` seconds for the agent); do not wait.
-    pub fn request_stop(&self, grace: u64) -> Result<Holder> {
-        let h = self.running()?;
-        self.request_stop_of(&h, grace)?;
-        Ok(h)
-    }
-
-    /// [`Self::request_stop`] for a holder just found by [`Self::running`].
-    pub fn request_stop_of(&self, h: &Holder, grace: u64) -> Result<()> {
-        requests::update(&self.layout.requests(), |r| r.stop_grace_secs = Some(grace))?;
-        signal(h, Signal::SIGTERM)
-    }
-
     /// Set or clear the pause request of the running loop.
     pub fn set_pause(&self, on: bool) -> Result<Holder> {
         let h = self.running()?;
@@ -205,23 +190,4 @@ impl Handle {
 #[must_use]
 pub fn suspended(h: &Holder) -> bool {
     crate::sys::procs::stat(h.pid.cast_signed()).is_some_and(|s| matches!(s.state, 'T' | 't'))
-}
-
-/// Send `sig` to the holder, after checking it is still the process that took the lock.
-pub fn signal(h: &Holder, sig: Signal) -> Result<()> {
-    if !h.is_same_process() {
-        return Err(Error::runtime(format!(
-            "pid {} holds the lock but is not the process that took it (start time differs); not signalling it",
-            h.pid
-        )));
-    }
-    let pid = Pid::from_raw(h.pid.cast_signed());
-    kill(pid, sig).map_err(|e| Error::runtime(format!("cannot signal pid {}: {e}", h.pid)))?;
-    // A supervisor that is stopped (Ctrl-Z on a foreground loop, `kill -STOP`) would hold a
-    // SIGTERM pending until it is continued: it is continued, as service managers do after a
-    // stop signal.
-    if sig == Signal::SIGTERM {
-        let _continued = kill(pid, Signal::SIGCONT);
-    }
-    Ok(())
 }

@@ -5,6 +5,7 @@
 //! `remote` runs a loop whose state is a git branch (a Kubernetes Job's pod). May import `ralph`
 //! and everything below it.
 
+pub mod control;
 mod detach;
 mod logging;
 pub mod remote;

@@ -242,3 +242,27 @@ fn every_file_the_architecture_page_names_exists() {
         "docs/architecture.md names missing files: {missing:?}"
     );
 }
+
+/// Signals are sent by the supervisor's part (to a supervisor, a delegation) and the agent's
+/// (an agent's tree), through the kernel mechanisms of `sys/` (a cgroup's members); a reader in
+/// `view/` or `cli/`, or the on-disk contract in `disk/`, asks them.
+#[test]
+fn only_the_supervisor_and_the_agent_send_signals() {
+    let mut found = Vec::new();
+    for (rel, code) in sources() {
+        let top = rel.iter().next().unwrap().to_string_lossy().to_string();
+        if matches!(top.as_str(), "supervisor" | "agent" | "sys") {
+            continue;
+        }
+        // `kill(…)` and `killpg(…)` as functions (a `child.kill()` is a process's own child).
+        for (at, _) in code.match_indices("kill") {
+            let before = code[..at].chars().next_back().unwrap_or(' ');
+            let after = &code[at + 4..];
+            let called = after.starts_with('(') || after.starts_with("pg(");
+            if called && before != '.' && !before.is_alphanumeric() && before != '_' {
+                found.push(format!("{} at byte {at}", rel.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "signals sent from {found:?}");
+}

@@ -105,10 +105,7 @@ pub(super) fn stop(topic: &str) -> Result<i32> {
             "delegation `{topic}` is not running (its process {pid} is gone)"
         )));
     }
-    let _gone = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid.cast_signed()),
-        nix::sys::signal::Signal::SIGTERM,
-    );
+    crate::supervisor::control::stop_delegation(pid);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut pause = Duration::from_millis(1);
     while alive(Some(pid)) && Instant::now() < deadline {

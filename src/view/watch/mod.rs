@@ -26,11 +26,15 @@ const FRAME: Want = Want {
     log_lines: 12,
 };
 
+/// How the view asks a loop to stop (`supervisor::control::request_stop`: the view reads, the
+/// supervisor's part signals).
+pub type Stop = fn(&Handle, u64) -> Result<crate::disk::lock::Holder>;
+
 /// Run the view until the user quits or the loop stops.
-pub fn run(topic: &str) -> Result<i32> {
+pub fn run(topic: &str, stop: Stop) -> Result<i32> {
     let h = Handle::open(topic)?;
     if std::io::stdout().is_terminal() {
-        interactive(&h)
+        interactive(&h, stop)
     } else {
         lines(&h)
     }
@@ -62,11 +66,11 @@ fn key_of(code: KeyCode) -> Option<Key> {
     }
 }
 
-fn act(h: &Handle, a: Action) -> Result<String> {
+fn act(h: &Handle, a: Action, stop: Stop) -> Result<String> {
     Ok(match a {
         Action::None | Action::Quit => String::new(),
         Action::Stop => {
-            let holder = h.request_stop(10)?;
+            let holder = stop(h, 10)?;
             format!(
                 "stop sent to pid {}; the agent gets 10 s to finish",
                 holder.pid
@@ -92,7 +96,7 @@ fn act(h: &Handle, a: Action) -> Result<String> {
     })
 }
 
-fn interactive(h: &Handle) -> Result<i32> {
+fn interactive(h: &Handle, stop: Stop) -> Result<i32> {
     let mut term = ratatui::try_init()
         .map_err(|e| Error::runtime(format!("cannot open the terminal: {e}")))?;
     let result = (|| -> Result<i32> {
@@ -125,7 +129,7 @@ fn interactive(h: &Handle) -> Result<i32> {
             if action == Action::Quit {
                 return Ok(0);
             }
-            note = match act(h, action) {
+            note = match act(h, action, stop) {
                 Ok(n) => n,
                 Err(e) => format!("error: {e}"),
             };
