@@ -178,7 +178,7 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
                 .clone()
                 .unwrap_or_else(|| format!("wiggum/{}", a.topic));
             let (tmp, art) =
-                crate::supervisor::remote::checkout_for_reading(url, &a.topic, &branch, &a.path)?;
+                crate::view::remote::checkout_for_reading(url, &a.topic, &branch, &a.path)?;
             let home = tmp.path().join("home");
             (Handle::at(&home, &a.topic, art), Some(tmp))
         }
@@ -253,7 +253,7 @@ pub fn report_cmd(a: &ReportArgs) -> Result<i32> {
     let loops = match &a.remote {
         Some(url) => {
             let mut n = 0;
-            for r in crate::supervisor::remote::remote_records(url)? {
+            for r in crate::view::remote::remote_records(url)? {
                 if a.topics.is_empty() || a.topics.contains(&r.topic) {
                     n += 1;
                     r.runs.lines().for_each(|l| agg.add_line(l.as_bytes()));

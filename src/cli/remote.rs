@@ -159,13 +159,10 @@ pub fn run_remote(a: &RunRemoteArgs) -> Result<i32> {
 /// The loops a remote's records show, as `list` shows local ones.
 pub fn remote_views(url: &str, stale_after: Duration) -> Result<Vec<LoopView>> {
     let now = chrono::Utc::now();
-    Ok(remote::remote_records(url)?
+    Ok(crate::view::remote::remote_records(url)?
         .into_iter()
         .map(|r| {
-            let fresh = r
-                .state
-                .as_ref()
-                .is_some_and(|s| remote::fresh(s, now, stale_after));
+            let fresh = r.state.as_ref().is_some_and(|s| s.fresh(now, stale_after));
             LoopView::remote(&r.topic, r.state, fresh)
         })
         .collect())

@@ -119,6 +119,14 @@ impl LoopState {
         self.phase.agent()
     }
 
+    /// Whether it says its loop is alive, by its heartbeat (`updated_at` within `stale_after`
+    /// of `now`): how a remote run's claim is judged.
+    #[must_use]
+    pub fn fresh(&self, now: DateTime<Utc>, stale_after: std::time::Duration) -> bool {
+        let age = (now - self.updated_at).to_std().unwrap_or_default();
+        self.status().is_live() && age < stale_after
+    }
+
     /// Move to the phase `step` leads to, at `now`; refused (and nothing changed) when the step
     /// makes no sense from here.
     pub fn step(&mut self, step: Step, now: DateTime<Utc>) -> Result<()> {
@@ -416,6 +424,33 @@ mod tests {
         assert_eq!(back, s);
         let raw = std::fs::read_to_string(&p).unwrap();
         assert!(raw.contains("\"stop_reason\": \"plan_empty\""), "{raw}");
+    }
+
+    #[test]
+    fn a_record_is_fresh_while_its_loop_is_live_and_its_heartbeat_recent() {
+        let now = Utc::now();
+        let st = |phase, age: i64| {
+            let mut s = LoopState::in_phase(phase);
+            s.updated_at = now - chrono::Duration::seconds(age);
+            s
+        };
+        let ended = |ending| Phase::Ended {
+            ending,
+            reason: None,
+            detail: None,
+        };
+        let window = std::time::Duration::from_secs(90);
+        let cases = [
+            (Phase::Running { agent: None }, 10, true),
+            (Phase::Running { agent: None }, 200, false),
+            (Phase::Planning { agent: None }, 0, true),
+            (ended(Ending::Completed), 0, false),
+            (ended(Ending::Stopped), 5, false),
+        ];
+        for (phase, age, want) in cases {
+            let name = phase.status().as_str();
+            assert_eq!(st(phase, age).fresh(now, window), want, "{name} {age}s");
+        }
     }
 
     #[test]

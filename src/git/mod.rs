@@ -8,6 +8,7 @@ pub mod filters;
 pub mod history;
 mod pathstatus;
 pub mod preflight;
+pub mod remote;
 mod snapshot;
 pub mod subject;
 pub mod text_diff;

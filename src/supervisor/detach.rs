@@ -3,7 +3,6 @@
 //! returns once the daemon holds its lock.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use super::{DAEMON_ENV, HARNESS_ENV, check_not_running, print_notes};
@@ -85,26 +84,14 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
     start::init(&p)?;
     let log_path = p.layout.daemon_log();
     rotate_log(&log_path)?;
-    let log = crate::sys::fsutil::open_append(&log_path)?;
-    let err = log.try_clone().at(&log_path, "clone handle")?;
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
     let args = child_args(opts, p.layout.root())?;
     let probed = serde_json::to_string(&p.harness).unwrap_or_default();
-    let mut cmd = process_wrap::std::CommandWrap::with_new(&exe, |c| {
-        c.args(&args)
-            .env(DAEMON_ENV, "1")
-            .env(HARNESS_ENV, &probed)
-            .env("STUDIO_AGENTS_HOME", &home)
-            .current_dir("/")
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(err);
-    });
-    cmd.wrap(process_wrap::std::ProcessSession);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot start the daemon: {e}")))?;
+    let env = [
+        (DAEMON_ENV, std::ffi::OsStr::new("1")),
+        (HARNESS_ENV, std::ffi::OsStr::new(&probed)),
+        ("STUDIO_AGENTS_HOME", home.as_os_str()),
+    ];
+    let mut child = super::spawn_self::detached(&args, &env, &log_path, "the daemon")?;
     let pid = child.id();
     let spawned = Instant::now();
     let ready = wait_until_ready(

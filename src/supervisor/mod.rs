@@ -6,10 +6,12 @@
 //! and everything below it.
 
 pub mod control;
+pub mod delegation;
 mod detach;
 mod logging;
 pub mod remote;
 mod signals;
+pub mod spawn_self;
 
 use std::time::Duration;
 
@@ -146,7 +148,7 @@ fn take_locks(
 /// itself once the supervisor is gone; its environment is empty (it needs nothing of ours).
 fn spawn_cgroup_watcher(limit_secs: u64) -> Option<std::process::Child> {
     let base = crate::sys::cgroup::base()?;
-    let exe = std::env::current_exe().ok()?;
+    let exe = spawn_self::own_exe().ok()?;
     std::process::Command::new(exe)
         .args([
             "cgroup-watch",
@@ -183,7 +185,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     // night of iterations that is memory that only grows. The loop reads each object about once.
     git2::opts::enable_caching(false);
     let (tx, rx) = watch::channel(StopLevel::None);
-    signals::spawn_handler(tx, p.layout.requests())?;
+    signals::spawn_handler(tx, Some(p.layout.requests()))?;
     let mut lp = start::open(p, rx).await?;
     let reason = match lp.run().await {
         Ok(r) => r,

@@ -14,7 +14,10 @@ use crate::error::{Error, Result};
 pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Turn stop signals into stop levels on `tx`.
-pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::PathBuf) -> Result<()> {
+pub fn spawn_handler(
+    tx: watch::Sender<StopLevel>,
+    control_path: Option<std::path::PathBuf>,
+) -> Result<()> {
     let sig = |k: SignalKind| {
         signal(k).map_err(|e| Error::runtime(format!("cannot install a signal handler: {e}")))
     };
@@ -41,7 +44,10 @@ pub fn spawn_handler(tx: watch::Sender<StopLevel>, control_path: std::path::Path
             if count == 1 {
                 tracing::info!("stop requested: stopping the agent (a second signal forces)");
                 let _sent = tx.send(StopLevel::Now);
-                if let Some(g) = requests::read(&control_path).stop_grace_secs {
+                if let Some(g) = control_path
+                    .as_ref()
+                    .and_then(|p| requests::read(p).stop_grace_secs)
+                {
                     let tx = tx.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_secs(g)).await;

@@ -6,6 +6,7 @@ pub mod dashboard;
 pub mod events;
 pub mod kube;
 pub mod model;
+pub mod remote;
 pub mod report;
 pub mod summary;
 pub mod table;

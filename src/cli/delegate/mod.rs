@@ -9,21 +9,18 @@ use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 use clap::{Args, Subcommand};
-use tokio::sync::watch;
 
 mod control;
 
 use super::common;
-use crate::agent::launch::{self, AgentPhase, Launch};
-use crate::agent::process::StopLevel;
 use crate::agent::spec;
 use crate::config;
-use crate::disk::delegation::{self, Delegation, DelegationStatus};
+use crate::disk::delegation;
 use crate::disk::layout::Layout;
 use crate::disk::registry;
-use crate::error::{Error, IoContext, Result};
+use crate::error::{Error, Result};
 use crate::ralph::start::StartOpts;
-use crate::ralph::templates;
+use crate::supervisor::delegation as delegation_run;
 use crate::sys::fsutil;
 
 /// `delegate` subcommands.
@@ -135,120 +132,15 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     if a.detach {
         return detach(a, config_file.as_deref(), &dir);
     }
-    fsutil::create_dir_all(layout.root())?;
-    fsutil::atomic_write(&layout.task(), task.as_bytes())?;
-    let mut rec = Delegation {
-        topic: a.topic.clone(),
-        agent_type: kind.name.clone(),
-        agent: agent.name.clone(),
-        agent_command: agent.table.command.clone(),
-        task_file: "task.md".into(),
-        created_at: Utc::now(),
-        status: DelegationStatus::Running,
-        pid: Some(std::process::id()),
-        ended_at: None,
-        exit: None,
-        cost_usd: None,
-        note: None,
-    };
-    delegation::write(&layout.metadata(), &rec)?;
-    // The topic names this artifact from now on: status, stop, and `wiggum start <topic>`.
-    registry::register(&home, &a.topic, layout.root())?;
-    let prompt = templates::render(
-        include_str!("../../../templates/DELEGATE_PROMPT.md"),
-        &[
-            ("topic", a.topic.clone()),
-            ("task", task),
-            ("artifact_path", layout.root().display().to_string()),
-            ("type_requirements", kind.requirements()),
-        ],
-    );
-    let work = layout.delegation_dir();
-    fsutil::create_dir_all(&work)?;
-    let launch = Launch {
-        stdout: Some(work.join("answer.md")),
-        repo_wide: kind.writes_repository(),
-        ..Launch::for_phase(
-            AgentPhase::Delegation,
-            &a.topic,
-            layout.root().to_path_buf(),
-            work.clone(),
-            &settings.safety,
-            &format!("delegate-{}", a.topic),
-        )
-    };
-    crate::agent::kill::become_supervisor();
-    let rt = crate::sys::runtime::runtime()?;
-    let outcome = rt.block_on(async {
-        let (tx, mut rx) = watch::channel(StopLevel::None);
-        // SIGTERM (`delegate stop`) or SIGINT: stop the agent's tree, record why.
-        let signals = tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let (Ok(mut term), Ok(mut int)) = (
-                signal(SignalKind::terminate()),
-                signal(SignalKind::interrupt()),
-            ) else {
-                return;
-            };
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-            }
-            let _closed = tx.send(StopLevel::Now);
-        });
-        let run = launch::run(&agent, &launch, &prompt, "", &mut rx, |_| {}).await;
-        signals.abort();
-        run
-    });
-    rec.pid = None;
-    rec.ended_at = Some(Utc::now());
-    let run = match outcome {
-        Ok(run) => run,
-        Err(e) => {
-            rec.status = DelegationStatus::Failed;
-            rec.note = Some(e.to_string());
-            delegation::write(&layout.metadata(), &rec)?;
-            return Err(e);
-        }
-    };
-    rec.exit = Some(run.outcome.ending.to_string());
-    rec.cost_usd = run.report.cost_usd;
-    let failure = if run.outcome.ending == crate::disk::records::Ending::Stopped {
-        rec.status = DelegationStatus::Stopped;
-        Some(format!(
-            "the delegation was stopped; see {}",
-            run.log.display()
-        ))
-    } else if !run.outcome.ending.success() {
-        Some(format!(
-            "the agent {}; see {}",
-            run.outcome.ending,
-            run.log.display()
-        ))
-    } else if !layout.original_artifact().exists() && run.report.text.trim().is_empty() {
-        Some(format!(
-            "the agent wrote no artifact.md and printed nothing; see {}",
-            run.log.display()
-        ))
-    } else {
-        None
-    };
-    if let Some(why) = failure {
-        if rec.status == DelegationStatus::Running {
-            rec.status = DelegationStatus::Failed;
-        }
-        rec.note = Some(why.clone());
-        delegation::write(&layout.metadata(), &rec)?;
-        return Err(Error::runtime(why));
-    }
-    if !layout.original_artifact().exists() {
-        fsutil::atomic_write(
-            &layout.original_artifact(),
-            run.report.text.trim_start().as_bytes(),
-        )?;
-    }
-    rec.status = DelegationStatus::Done;
-    delegation::write(&layout.metadata(), &rec)?;
+    delegation_run::run(&delegation_run::Request {
+        topic: &a.topic,
+        task,
+        kind: &kind,
+        agent: &agent,
+        settings: &settings,
+        home: &home,
+        layout: &layout,
+    })?;
     println!("artifact: {}", layout.original_artifact().display());
     if !a.then_wiggum {
         println!(
@@ -275,12 +167,8 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
 fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i32> {
     fsutil::create_dir_all(dir)?;
     let log_path = dir.join("delegation.log");
-    let log = fsutil::open_append(&log_path)?;
-    let err = log.try_clone().at(&log_path, "clone handle")?;
     let task = std::path::absolute(&a.task)
         .map_err(|e| Error::input(format!("{}: {e}", a.task.display())))?;
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
     let mut args: Vec<String> = Vec::new();
     if let Some(c) = config_file {
         let c = std::path::absolute(c)
@@ -306,17 +194,8 @@ fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i3
     if a.then_wiggum {
         args.push("--then-wiggum".into());
     }
-    let mut cmd = process_wrap::std::CommandWrap::with_new(&exe, |c| {
-        c.args(&args)
-            .current_dir("/")
-            .stdin(std::process::Stdio::null())
-            .stdout(log)
-            .stderr(err);
-    });
-    cmd.wrap(process_wrap::std::ProcessSession);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot start the delegation: {e}")))?;
+    let mut child =
+        crate::supervisor::spawn_self::detached(&args, &[], &log_path, "the delegation")?;
     let pid = child.id();
     let meta = dir.join("metadata.json");
     let ready = crate::supervisor::wait_until_ready(

@@ -23,8 +23,8 @@ use crate::sys::fsutil;
 
 mod records;
 
-pub use records::{RemoteRecord, checkout_for_reading, fresh, records_ref, remote_records};
-use records::{git, push_branch, push_records, record_commit};
+use crate::git::remote::{git, records_ref};
+use records::{push_branch, push_records, record_commit};
 
 /// What `run-remote` was asked.
 #[derive(Debug, Clone)]
@@ -85,8 +85,7 @@ pub fn run(r: &RemoteRun) -> Result<i32> {
 /// Run the loop as a child, pushing as it goes; SIGTERM/SIGINT stop it gracefully first.
 async fn supervise(r: &RemoteRun, art: &Path, mut lease: Option<String>) -> Result<i32> {
     use tokio::signal::unix::{SignalKind, signal};
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
+    let exe = crate::supervisor::spawn_self::own_exe()?;
     let mut cmd = process_wrap::tokio::CommandWrap::with_new(&exe, |c| {
         c.args([
             "wiggum",
@@ -194,7 +193,7 @@ fn claim(r: &RemoteRun) -> Result<String> {
         if let Ok(text) = git(&r.work, &["show", &format!("{rref}:state.json")])
             && let Ok(st) = serde_json::from_str::<LoopState>(&text)
         {
-            if fresh(&st, Utc::now(), r.stale_after) {
+            if st.fresh(Utc::now(), r.stale_after) {
                 let age = (Utc::now() - st.updated_at).num_seconds();
                 return Err(Error::AlreadyRunning(format!(
                     "loop `{}` is running on branch {} (its heartbeat is {age} s old); one Job per topic",
