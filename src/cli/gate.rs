@@ -167,7 +167,11 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
         fsutil::atomic_write(&a.file, out.best.as_bytes())?;
     }
     if json {
-        let v = serde_json::json!({"record": out.record, "rounds": out.rounds, "file": a.file});
+        let v = crate::disk::records::GateReport {
+            record: out.record.clone(),
+            rounds: out.rounds.clone(),
+            file: a.file.clone(),
+        };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     } else {
         let r = &out.record;

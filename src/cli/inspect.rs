@@ -217,8 +217,14 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         })
         .collect();
     if a.json {
-        let v = serde_json::json!({"topic": a.topic, "state": st, "lift": lift,
-            "lines": lines, "iterations": runs, "report": report::aggregate(&runs, 7.0)});
+        let v = summary::SummaryJson {
+            topic: &a.topic,
+            state: st.as_ref(),
+            lift: &lift,
+            lines: &lines,
+            iterations: &runs,
+            report: report::aggregate(&runs, 7.0),
+        };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }

@@ -232,6 +232,26 @@ impl Outcome {
     }
 }
 
+/// An iteration's `eval.json`: the gate's record and every round (docs/json.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalFile {
+    /// The gate's record.
+    pub gate: GateRecord,
+    /// Every round, in order.
+    pub rounds: Vec<Round>,
+}
+
+/// What `gate --json` prints: the record, every round, and the file gated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateReport {
+    /// The gate's record.
+    pub record: GateRecord,
+    /// Every round, in order.
+    pub rounds: Vec<Round>,
+    /// The file gated (rewritten with the best round's content).
+    pub file: std::path::PathBuf,
+}
+
 /// One evaluated round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Round {

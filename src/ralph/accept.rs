@@ -206,10 +206,11 @@ pub async fn gate(
             fsutil::atomic_write(&artifact, content.as_bytes())?;
         }
     }
-    let json = serde_json::to_string_pretty(
-        &serde_json::json!({"gate": record, "rounds": outcome.rounds}),
-    )
-    .unwrap_or_default();
+    let eval = crate::disk::records::EvalFile {
+        gate: record.clone(),
+        rounds: outcome.rounds.clone(),
+    };
+    let json = serde_json::to_string_pretty(&eval).unwrap_or_default();
     fsutil::atomic_write(&lp.runner.layout.eval_record(n), json.as_bytes())?;
     Ok((Some(record), keep))
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::context::Loop;
 use super::decide::{self, Facts};
+use super::event::Fields;
 use super::runner::RunSpec;
 use super::{fix_plan, iteration, templates};
 use crate::agent::launch::AgentPhase;
@@ -71,11 +72,11 @@ impl Loop {
                 iteration::IterationEnd::Done => {
                     self.done = n;
                     let st = &self.runner.state;
-                    let fields = serde_json::json!({
-                        "items_remaining": st.items_remaining,
-                        "last_gate_score": st.last_gate_score,
-                        "cost": st.spend.shown(),
-                    });
+                    let fields = Fields::IterationEnd {
+                        items_remaining: st.items_remaining,
+                        last_gate_score: st.last_gate_score,
+                        cost: st.spend.shown(),
+                    };
                     self.runner.notify("iteration_end", n, "", fields).await;
                 }
                 iteration::IterationEnd::Stop(reason, why) => {
@@ -97,7 +98,9 @@ impl Loop {
                 r.pause_reason = Some(why.clone());
             })?;
             self.runner.state.reviewed = true;
-            let fields = serde_json::json!({ "resume": format!("studio-agents wiggum resume {}", self.runner.topic) });
+            let fields = Fields::NeedsHuman {
+                resume: format!("studio-agents wiggum resume {}", self.runner.topic),
+            };
             self.runner.notify("needs_human", n, &why, fields).await;
         }
         if !requests::read(&ctl).pause {
@@ -269,13 +272,12 @@ impl Loop {
             super::progress::say(&super::progress::completion_block(c));
         }
         let n = self.runner.state.current_iteration;
-        let fields = serde_json::json!({
-            "stop_reason": reason.as_str(),
-            "detail": why,
-            "cost": self.runner.state.spend.shown(),
-            "quality_before": completion.as_ref().and_then(|c| c.quality.0),
-            "reason_words": super::progress::reason_words(reason),
-        });
+        let fields = Fields::stop(
+            reason,
+            why,
+            self.runner.state.spend.shown(),
+            completion.as_ref().and_then(|c| c.quality.0),
+        );
         match reason {
             StopReason::Budget => self.runner.notify("budget", n, why, fields.clone()).await,
             StopReason::Breaker | StopReason::PromiseRejected => {

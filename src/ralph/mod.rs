@@ -16,6 +16,7 @@ pub mod decide;
 pub mod deliver;
 pub mod driver;
 pub mod dry_run;
+pub mod event;
 pub mod failure;
 pub mod fallback;
 pub mod fix_plan;

@@ -6,8 +6,7 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
-
+use super::event::{Event, Fields};
 use super::runner::Runner;
 use crate::agent::process::{self, Job};
 use crate::config::Hooks;
@@ -29,27 +28,39 @@ fn command_for<'a>(hooks: &'a Hooks, event: &str) -> Option<&'a str> {
 }
 
 impl Runner {
-    /// Tell the `event` hook, if there is one. `fields` join the event's JSON.
-    pub async fn notify(&mut self, event: &str, iteration: u32, reason: &str, fields: Value) {
-        self.send_to_sinks(event, iteration, reason, &fields);
+    /// Tell the `event` hook and sinks, if there are any, with `fields` in the event.
+    pub async fn notify(
+        &mut self,
+        event: &'static str,
+        iteration: u32,
+        reason: &str,
+        fields: Fields,
+    ) {
+        let ev = Event {
+            event,
+            topic: self.topic.clone(),
+            iteration,
+            reason: reason.to_string(),
+            status: self.state.status().as_str(),
+            at: chrono::Utc::now().to_rfc3339(),
+            fields,
+        };
+        self.send_to_sinks(&ev);
         let Some(command) = command_for(&self.hooks, event).map(str::to_string) else {
             return;
         };
-        if let Err(e) = self
-            .run_hook(event, &command, iteration, reason, fields)
-            .await
-        {
+        if let Err(e) = self.run_hook(&ev, &command).await {
             tracing::warn!("the {event} hook failed: {e}");
         }
     }
 
     /// Send `event`'s message to every `[notify]` sink that wants it, in the background; say
     /// what could not be delivered since the last time.
-    fn send_to_sinks(&mut self, event: &str, iteration: u32, reason: &str, fields: &Value) {
+    fn send_to_sinks(&mut self, ev: &Event) {
         for what in self.deliveries.failures() {
             self.state.last_event = Some(what);
         }
-        let Some(kind) = super::sinks::event_of(event) else {
+        let Some(kind) = super::sinks::event_of(ev.event) else {
             return;
         };
         let wanted: Vec<(usize, crate::config::NotifySink)> = self
@@ -67,29 +78,13 @@ impl Runner {
         let figures = super::sinks::Figures {
             topic: self.topic.clone(),
             host: host(),
-            iterations: (iteration, st.max_iterations),
-            quality: (
-                fields.get("quality_before").and_then(Value::as_f64),
-                st.last_quality,
-            ),
+            iterations: (ev.iteration, st.max_iterations),
+            quality: (ev.quality_before(), st.last_quality),
             gate: st.last_gate_score,
             cost: st.spend.shown(),
         };
-        let mut payload = fields.clone();
-        if let Value::Object(m) = &mut payload {
-            m.insert("event".into(), event.into());
-            m.insert("topic".into(), self.topic.clone().into());
-            m.insert("iteration".into(), iteration.into());
-            m.insert("reason".into(), reason.into());
-            m.insert("status".into(), st.status().as_str().into());
-            m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
-        }
         // A stop is told in words (`every item in fix_plan.md is done`), its code in the event.
-        let said = fields
-            .get("reason_words")
-            .and_then(Value::as_str)
-            .unwrap_or(reason);
-        let message = super::sinks::message(event, said, &figures, &payload);
+        let message = super::sinks::message(ev.event, ev.said(), &figures, &ev.to_value());
         let within = Duration::from_secs(self.sinks.deliver_within_secs.max(1));
         for (n, sink) in &wanted {
             self.deliveries.send(*n, sink, message.clone(), within);
@@ -106,25 +101,11 @@ impl Runner {
         }
     }
 
-    async fn run_hook(
-        &mut self,
-        event: &str,
-        command: &str,
-        iteration: u32,
-        reason: &str,
-        mut fields: Value,
-    ) -> crate::error::Result<()> {
+    async fn run_hook(&mut self, ev: &Event, command: &str) -> crate::error::Result<()> {
+        let (event, iteration, reason) = (ev.event, ev.iteration, ev.reason.as_str());
         let dir = self.layout.records().join("hooks");
         fsutil::create_dir_all(&dir)?;
-        if let Value::Object(m) = &mut fields {
-            m.insert("event".into(), event.into());
-            m.insert("topic".into(), self.topic.clone().into());
-            m.insert("iteration".into(), iteration.into());
-            m.insert("reason".into(), reason.into());
-            m.insert("status".into(), self.state.status().as_str().into());
-            m.insert("at".into(), chrono::Utc::now().to_rfc3339().into());
-        }
-        let json = fields.to_string();
+        let json = ev.to_value().to_string();
         let input = dir.join(format!("{event}.json"));
         fsutil::atomic_write(&input, json.as_bytes())?;
         let log = dir.join(format!("{event}.log"));

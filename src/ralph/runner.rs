@@ -110,7 +110,9 @@ impl Runner {
         self.state.step(wait, chrono::Utc::now())?;
         self.save()?;
         let n = self.state.current_iteration;
-        let fields = serde_json::json!({"until": until.to_rfc3339()});
+        let fields = super::event::Fields::Waiting {
+            until: until.to_rfc3339(),
+        };
         self.notify("waiting", n, reason, fields).await;
         tracing::info!(
             "waiting until {} ({reason})",

@@ -6,6 +6,23 @@ use serde::Serialize;
 
 use crate::disk::records::{Metrics, RecordKind, RunRecord};
 
+/// What `summary --json` prints (docs/json.md).
+#[derive(Debug, Serialize)]
+pub struct SummaryJson<'a> {
+    /// The topic.
+    pub topic: &'a str,
+    /// `state.json`, when there is one.
+    pub state: Option<&'a crate::disk::state::LoopState>,
+    /// Quality and gate, before → after.
+    pub lift: &'a Lift,
+    /// One text line per record in `iterations`.
+    pub lines: &'a [String],
+    /// The records of `runs.jsonl`.
+    pub iterations: &'a [RunRecord],
+    /// `report`'s figures over them.
+    pub report: super::report::Report,
+}
+
 /// One metric before and after.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MetricLift {

@@ -26,6 +26,21 @@ mod records;
 use crate::git::remote::{git, records_ref};
 use records::{push_branch, push_records, record_commit};
 
+/// `claim.json`: a run's claim of a topic, pushed before its loop writes a state (docs/json.md).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Claim {
+    /// The topic.
+    topic: String,
+    /// `starting`.
+    status: String,
+    /// When it was claimed: a claim older than the stale window is dead.
+    updated_at: chrono::DateTime<Utc>,
+    /// The pod (`$HOSTNAME`).
+    host: String,
+    /// The run's pid there.
+    pid: u32,
+}
+
 /// What `run-remote` was asked.
 #[derive(Debug, Clone)]
 pub struct RemoteRun {
@@ -177,10 +192,7 @@ fn claim(r: &RemoteRun) -> Result<String> {
         )?;
         // A claim whose loop has not written its state yet is as alive as its claim is fresh.
         if let Ok(claim) = git(&r.work, &["show", &format!("{rref}:claim.json")])
-            && let Ok(c) = serde_json::from_str::<serde_json::Value>(&claim)
-            && let Some(at) = c["updated_at"]
-                .as_str()
-                .and_then(|t| t.parse::<chrono::DateTime<Utc>>().ok())
+            && let Ok(Claim { updated_at: at, .. }) = serde_json::from_str::<Claim>(&claim)
             && (Utc::now() - at).to_std().unwrap_or_default() < r.stale_after
         {
             return Err(Error::AlreadyRunning(format!(
@@ -209,11 +221,15 @@ fn claim(r: &RemoteRun) -> Result<String> {
             }
         }
     }
-    let claim = serde_json::json!({
-        "topic": r.topic, "status": "starting", "updated_at": Utc::now(),
-        "host": std::env::var("HOSTNAME").unwrap_or_default(), "pid": std::process::id(),
-    });
-    let sha = record_commit(&r.work, &[("claim.json", claim.to_string())])?;
+    let claim = serde_json::to_string(&Claim {
+        topic: r.topic.clone(),
+        status: "starting".into(),
+        updated_at: Utc::now(),
+        host: std::env::var("HOSTNAME").unwrap_or_default(),
+        pid: std::process::id(),
+    })
+    .unwrap_or_default();
+    let sha = record_commit(&r.work, &[("claim.json", claim)])?;
     let lease = format!("--force-with-lease={rref}:{theirs}");
     git(
         &r.work,
