@@ -30,6 +30,8 @@ fn main() {
         Top::Wiggum(w) => match w {
             Wiggum::Start(a) => start::run(a, config),
             Wiggum::Stop(a) => control::stop(a),
+            Wiggum::Merge(a) => studio_agents::cli::worktree::merge(a),
+            Wiggum::Clean(a) => studio_agents::cli::worktree::clean(a),
             Wiggum::Allow(a) => control::allow(&a.topic),
             Wiggum::Doctor(a) => studio_agents::cli::doctor::doctor(a),
             Wiggum::Pause(a) => control::pause(&a.topic, true),

@@ -186,20 +186,8 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     };
     let v = model::load(&h, all)?;
     let (runs, st) = (v.recent, v.state);
-    let settings = h.settings();
-    let kind = crate::quality::types::of(&settings);
-    let measure = |p: std::path::PathBuf| progress::quality_of(&p, &kind);
     let layout = &h.layout;
-    let last = st.as_ref().map_or(0, |s| s.last_committed_iteration);
-    let after = if layout.final_artifact().exists() {
-        measure(layout.final_artifact())
-    } else if last > 0 {
-        measure(layout.iteration_artifact(last))
-    } else {
-        None
-    };
-    let before = measure(layout.original_artifact());
-    let lift = summary::lift(before.as_ref(), after.as_ref(), &runs);
+    let lift = summary::lift_of(&h, st.as_ref(), &runs);
     // What each iteration did: its review's first line.
     let what = |n: u32| -> Option<String> {
         let text = fsutil::read_capped(&layout.review(n), 64 << 10).ok()?;

@@ -23,6 +23,7 @@ pub mod sign;
 pub mod skill;
 pub mod start;
 pub mod status;
+pub mod worktree;
 
 use std::path::PathBuf;
 
@@ -80,6 +81,18 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./art --agent claude\n  studio-agents wiggum start demo --artifact-path /tmp/demo --agent-cmd ./my-agent.sh --foreground\n  studio-agents wiggum start docs --artifact-path ./docs-loop --max-iterations 5 --evaluator judge --panel"
     )]
     Start(start::StartArgs),
+    /// Merge a loop's branch (`start --worktree`) back into the branch it started from; a
+    /// conflict changes nothing and lists the paths (exit 1).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum merge research\n  studio-agents wiggum merge research --squash --into main\n  studio-agents wiggum merge --all"
+    )]
+    Merge(worktree::MergeArgs),
+    /// Remove a loop's worktree once its branch is merged (the branch is kept unless
+    /// --delete-branch).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum clean research\n  studio-agents wiggum clean research --delete-branch"
+    )]
+    Clean(worktree::CleanArgs),
     /// Stop a running loop: SIGTERM to the supervisor, which stops its agent (grace, then SIGKILL).
     #[command(
         after_help = "Examples:\n  studio-agents wiggum stop research\n  studio-agents wiggum stop research --after-iteration\n  studio-agents wiggum stop research --timeout 30"

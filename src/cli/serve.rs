@@ -63,6 +63,7 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
             .route("/loop/{topic}/diff/{n}", get(diff))
             .route("/loop/{topic}/events", get(event_stream))
             .route("/loop/{topic}/{action}", post(control))
+            .route("/remote/{topic}", get(remote_page))
             .with_state(Arc::new(App {
                 token,
                 remote: a.remote.clone(),
@@ -87,23 +88,95 @@ fn handle(topic: &str) -> std::result::Result<Handle, (StatusCode, String)> {
     Handle::open(topic).map_err(|e| (StatusCode::NOT_FOUND, e.to_string()))
 }
 
-fn views() -> Result<Vec<LoopView>> {
+/// Quality and gate before → after, as the index shows them.
+type Lifted = Option<(String, String)>;
+
+/// Every local loop with its lift.
+fn views() -> Result<Vec<(LoopView, Lifted)>> {
     let home = config::home_dir()?;
+    let all = Want {
+        recent: usize::MAX,
+        ..Want::default()
+    };
     registry::all(&home)?
         .into_iter()
-        .map(|(t, p)| model::load(&Handle::at(&home, &t, p), Want::default()))
+        .map(|(t, p)| {
+            let h = Handle::at(&home, &t, p);
+            let v = model::load(&h, all)?;
+            let lift = v.state.as_ref().map(|st| {
+                let l = crate::view::summary::lift_of(&h, Some(st), &v.recent);
+                crate::view::summary::before_after(&l)
+            });
+            Ok((v, lift))
+        })
         .collect()
 }
 
 async fn index(State(app): State<Arc<App>>) -> Response {
-    let all = views().and_then(|mut v| {
-        if let Some(url) = &app.remote {
-            v.extend(super::remote::remote_views(url, REMOTE_STALE)?);
-        }
-        Ok(v)
+    let all = views().and_then(|local| {
+        let remote = match &app.remote {
+            Some(url) => super::remote::remote_views(url, REMOTE_STALE)?,
+            None => Vec::new(),
+        };
+        Ok((local, remote))
     });
     match all {
-        Ok(v) => Html(dashboard::index(&v)).into_response(),
+        Ok((local, remote)) => {
+            let mut rows: Vec<dashboard::Row<'_>> = local
+                .iter()
+                .map(|(v, lift)| dashboard::Row {
+                    view: v,
+                    href: format!("/loop/{}", v.topic),
+                    lift: lift.clone(),
+                })
+                .collect();
+            rows.extend(remote.iter().map(|v| dashboard::Row {
+                view: v,
+                href: format!("/remote/{}", v.topic),
+                lift: None,
+            }));
+            Html(dashboard::index(&rows)).into_response()
+        }
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}
+
+/// A remote loop's page, from the records its run pushed (read at each visit).
+async fn remote_page(State(app): State<Arc<App>>, Path(topic): Path<String>) -> Response {
+    let Some(url) = app.remote.clone() else {
+        return (StatusCode::NOT_FOUND, "serve was started without --remote").into_response();
+    };
+    let page = (|| -> Result<Option<String>> {
+        let Some(r) = crate::view::remote::remote_records(&url)?
+            .into_iter()
+            .find(|r| r.topic == topic)
+        else {
+            return Ok(None);
+        };
+        let fresh = r
+            .state
+            .as_ref()
+            .is_some_and(|s| s.fresh(chrono::Utc::now(), REMOTE_STALE));
+        let runs: Vec<crate::disk::runlog::RunRecord> = r
+            .runs
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        let v = LoopView::remote(&r.topic, r.state, fresh);
+        Ok(Some(dashboard::loop_page(
+            &v,
+            &runs,
+            &[],
+            &dashboard::Source::Remote(url.clone()),
+        )))
+    })();
+    match page {
+        Ok(Some(p)) => Html(p).into_response(),
+        Ok(None) => (
+            StatusCode::NOT_FOUND,
+            format!("no records of `{topic}` on {url}"),
+        )
+            .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     }
 }
@@ -126,7 +199,12 @@ async fn loop_page(Path(topic): Path<String>) -> Response {
                 Some((r.iteration, line.trim_start_matches('#').trim().to_string()))
             })
             .collect();
-        Ok(dashboard::loop_page(&v, &runs, &reviews))
+        Ok(dashboard::loop_page(
+            &v,
+            &runs,
+            &reviews,
+            &dashboard::Source::Local,
+        ))
     })();
     match page {
         Ok(p) => Html(p).into_response(),

@@ -62,6 +62,10 @@ pub struct StartArgs {
     /// Run in this process instead of detaching.
     #[arg(long)]
     pub foreground: bool,
+    /// Run in a linked worktree of its own, on branch `wiggum/<topic>` from the current HEAD
+    /// (also `[defaults] isolation = "worktree"`); `merge` brings it back.
+    #[arg(long)]
+    pub worktree: bool,
     /// In the foreground, print the log's records on stderr too (not only warnings).
     #[arg(short, long, requires = "foreground")]
     pub verbose: bool,
@@ -106,6 +110,9 @@ pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
             cwd.display()
         );
         opts.agent_cmd = Some(anchored);
+    }
+    if !args.dry_run {
+        super::worktree::before_start(&mut opts, args.worktree)?;
     }
     if args.dry_run {
         let home = crate::config::home_dir()?;

@@ -60,6 +60,17 @@ fn detail(v: &LoopView) -> String {
     }
     if let Some(s) = &v.state {
         out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
+        if let Some(w) = &v.worktree {
+            out.push_str(&format!(
+                "\n  worktree:  {} (branch {}, from {})",
+                w.path.display(),
+                w.branch,
+                w.from
+            ));
+            if let Some(into) = &w.merged_into {
+                out.push_str(&format!("\n  merged:    into {into}"));
+            }
+        }
         out.push_str(&format!("\n  agent:     {}", s.agent));
         for (name, until) in &s.limited_agents {
             out.push_str(&format!(

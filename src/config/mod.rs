@@ -12,10 +12,10 @@ pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
 pub use settings::{
-    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Network, NetworkRule, Notify,
-    NotifyEvent, NotifySink, OPTIONAL_SECTIONS, OnGateFail, Price, PromiseCheck, QualityWeights,
-    Safety, SandboxMode, Settings, SinkKind, TypeDef, UnixSockets, Validation, default_weights,
-    price_of,
+    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Isolation, Network,
+    NetworkRule, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS, OnGateFail, Price,
+    PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind, TypeDef, UnixSockets,
+    Validation, default_weights, price_of,
 };
 
 use crate::error::{Error, Result};

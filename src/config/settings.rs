@@ -144,6 +144,30 @@ pub struct Defaults {
     /// neither `start --type` nor a delegation's `metadata.json` names one.
     #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// Where the loop runs: `none` (in the artifact directory as it is) or `worktree` (in a
+    /// linked worktree of its own, on branch `wiggum/<topic>`; `start --worktree`).
+    #[serde(skip_serializing_if = "Isolation::is_none")]
+    pub isolation: Isolation,
+    /// Where worktrees are made (default: `.git/wiggum-worktrees/` of the repository).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree_dir: Option<std::path::PathBuf>,
+}
+
+/// `[defaults] isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Isolation {
+    /// The loop runs in the artifact directory as it is.
+    #[default]
+    None,
+    /// The loop runs in a linked worktree on a branch of its own.
+    Worktree,
+}
+
+impl Isolation {
+    fn is_none(&self) -> bool {
+        *self == Isolation::None
+    }
 }
 
 /// The headings whose plan items are optional, by default.
@@ -165,6 +189,8 @@ impl Default for Defaults {
             panel: false,
             optional_sections: OPTIONAL_SECTIONS.iter().map(|s| (*s).to_string()).collect(),
             kind: None,
+            isolation: Isolation::None,
+            worktree_dir: None,
         }
     }
 }

@@ -15,3 +15,4 @@ pub mod registry;
 pub mod requests;
 pub mod runlog;
 pub mod state;
+pub mod worktrees;

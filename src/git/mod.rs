@@ -12,6 +12,7 @@ pub mod remote;
 mod snapshot;
 pub mod subject;
 pub mod text_diff;
+pub mod worktree;
 
 use std::path::{Path, PathBuf};
 

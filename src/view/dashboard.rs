@@ -64,19 +64,32 @@ fn why_stopped(v: &LoopView) -> Option<String> {
     })
 }
 
+/// One row of the index.
+#[derive(Debug)]
+pub struct Row<'a> {
+    /// The loop.
+    pub view: &'a LoopView,
+    /// Its page (`/loop/<topic>`, `/remote/<topic>`).
+    pub href: String,
+    /// Quality and gate before → after (`0.22 → 0.60`, `6.1 → 7.4`), where known.
+    pub lift: Option<(String, String)>,
+}
+
 /// The index: every loop, a row each.
 #[must_use]
-pub fn index(views: &[LoopView]) -> String {
+pub fn index(loops: &[Row<'_>]) -> String {
     let mut rows = String::new();
-    for v in views {
-        let [s, it, q, g, c, time, why] = figures(v);
+    for r in loops {
+        let [s, it, q, g, c, time, why] = figures(r.view);
+        let (q, g) = r.lift.as_ref().map_or((q, g), |(q, g)| (esc(q), esc(g)));
         rows.push_str(&format!(
-            "<tr><td><a href=\"/loop/{t}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{time}</td><td>{why}</td></tr>",
-            t = esc(&v.topic),
+            "<tr><td><a href=\"{href}\">{t}</a></td><td class=\"{s}\">{s}</td><td>{it}</td><td>{q}</td><td>{g}</td><td>{c}</td><td>{time}</td><td>{why}</td></tr>",
+            t = esc(&r.view.topic),
+            href = esc(&r.href),
         ));
     }
     let body = format!(
-        "<h1>Loops</h1><table><tr><th>topic</th><th>status</th><th>iterations</th><th>quality</th><th>gate</th><th>cost</th><th>time</th><th>why it stopped</th></tr>{rows}</table>"
+        "<h1>Loops</h1><table><tr><th>topic</th><th>status</th><th>iterations</th><th>quality before → after</th><th>gate r1 → final</th><th>cost</th><th>time</th><th>why it stopped</th></tr>{rows}</table>"
     );
     page("studio-agents: loops", &body)
 }
@@ -126,9 +139,24 @@ pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
     svg
 }
 
+/// Where a loop's page reads from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// This machine: diffs, controls and live updates.
+    Local,
+    /// The records a remote run pushed to this git remote: read-only, as of the visit.
+    Remote(String),
+}
+
 /// One loop's page: `runs` its records, `reviews` each iteration's review's first line.
 #[must_use]
-pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) -> String {
+pub fn loop_page(
+    v: &LoopView,
+    runs: &[RunRecord],
+    reviews: &[(u32, String)],
+    source: &Source,
+) -> String {
+    let local = *source == Source::Local;
     let t = esc(&v.topic);
     let iterations: Vec<&RunRecord> = runs
         .iter()
@@ -177,7 +205,7 @@ pub fn loop_page(v: &LoopView, runs: &[RunRecord], reviews: &[(u32, String)]) ->
             .find(|(n, _)| *n == r.iteration)
             .map(|(_, l)| esc(l))
             .unwrap_or_default();
-        let diff = if r.commit.is_some() {
+        let diff = if r.commit.is_some() && local {
             format!("<a href=\"/loop/{t}/diff/{}\">diff</a>", r.iteration)
         } else {
             String::new()
@@ -208,8 +236,21 @@ const live=document.getElementById('live');const loaded=Date.now();const es=new 
 es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((e.event==='run_ended'||e.event==='stop')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
         topic = serde_json::to_string(&v.topic).unwrap_or_default()
     );
+    let (controls, live) = match source {
+        Source::Local => (
+            controls.to_string(),
+            format!("<h2>Live</h2><div id=\"live\"></div>{script}"),
+        ),
+        Source::Remote(url) => (
+            format!(
+                "<p id=\"remote\">read from the records a remote run pushed to {}; reload for news (its controls are the Job's)</p>",
+                esc(url)
+            ),
+            String::new(),
+        ),
+    };
     let body = format!(
-        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>review</th><th></th></tr>{rows}</table><h2>Live</h2><div id=\"live\"></div>{script}"
+        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>review</th><th></th></tr>{rows}</table>{live}"
     );
     page(&format!("studio-agents: {}", v.topic), &body)
 }

@@ -70,6 +70,46 @@ pub struct LoopView {
     /// The registered artifact directory, when it is gone (status `missing`: moved or deleted).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub missing_dir: Option<std::path::PathBuf>,
+    /// The loop's worktree, when it runs in one (`start --worktree`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeView>,
+}
+
+/// A loop's worktree as readers show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorktreeView {
+    /// Its directory.
+    pub path: std::path::PathBuf,
+    /// The loop's branch.
+    pub branch: String,
+    /// The branch it started from.
+    pub from: String,
+    /// The branch it was merged into, once it was.
+    pub merged_into: Option<String>,
+    /// Its directory is gone (removed by hand).
+    pub gone: bool,
+}
+
+impl WorktreeView {
+    fn of(w: &crate::disk::worktrees::Worktree) -> Self {
+        WorktreeView {
+            path: w.worktree.clone(),
+            branch: w.branch.clone(),
+            from: w.from.clone(),
+            merged_into: w.merged.as_ref().map(|m| m.into.clone()),
+            gone: !w.worktree.is_dir(),
+        }
+    }
+
+    /// `wiggum/t`, `wiggum/t merged into main`, `wiggum/t (worktree removed)`.
+    #[must_use]
+    pub fn short(&self) -> String {
+        match (&self.merged_into, self.gone) {
+            (Some(into), _) => format!("{} merged into {into}", self.branch),
+            (None, true) => format!("{} (worktree removed)", self.branch),
+            (None, false) => self.branch.clone(),
+        }
+    }
 }
 
 impl LoopView {
@@ -104,11 +144,16 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     };
     // A state read means the directory is there (`list` asks no more of each loop); without
     // one, a directory that is gone is said so.
+    let worktree = crate::disk::worktrees::read(&h.home, &h.topic)
+        .ok()
+        .flatten()
+        .map(|w| WorktreeView::of(&w));
     if st.is_none() && !layout.root().is_dir() {
         return Ok(LoopView {
             topic: h.topic.clone(),
             status: Shown::Missing,
             missing_dir: Some(layout.root().to_path_buf()),
+            worktree,
             ..LoopView::default()
         });
     }
@@ -196,6 +241,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         state_error,
         replaced_by: None,
         missing_dir: None,
+        worktree,
     })
 }
 
@@ -237,6 +283,7 @@ impl LoopView {
             state_error: None,
             replaced_by: None,
             missing_dir: None,
+            worktree: None,
         }
     }
 
@@ -263,10 +310,20 @@ impl LoopView {
                     self.topic
                 )
             }),
-            Shown::Missing => self
-                .missing_dir
-                .as_ref()
-                .map(|d| crate::disk::handle::gone(&self.topic, d)),
+            Shown::Missing => match &self.worktree {
+                Some(w) if w.gone => Some(format!(
+                    "its worktree {} was removed; its branch {} keeps every committed iteration: `studio-agents wiggum start {} --worktree` makes the worktree again and resumes there, `wiggum merge {}` merges the branch, `wiggum clean {}` forgets it",
+                    w.path.display(),
+                    w.branch,
+                    self.topic,
+                    self.topic,
+                    self.topic
+                )),
+                _ => self
+                    .missing_dir
+                    .as_ref()
+                    .map(|d| crate::disk::handle::gone(&self.topic, d)),
+            },
             Shown::Replaced => self.replaced_by.as_ref().map(|o| {
                 format!(
                     "loop `{o}` has been started on its artifact directory since; the lock, state and run records there are `{o}`'s: studio-agents wiggum status {o}"

@@ -47,6 +47,45 @@ pub struct Lift {
     pub gate_final: Option<f64>,
 }
 
+/// The lift of the loop `h`: its original artifact measured against its final one (the last
+/// committed iteration's while it runs), and its gated records.
+#[must_use]
+pub fn lift_of(
+    h: &crate::disk::handle::Handle,
+    st: Option<&crate::disk::state::LoopState>,
+    runs: &[RunRecord],
+) -> Lift {
+    let kind = crate::quality::types::of(&h.settings());
+    let measure = |p: std::path::PathBuf| crate::ralph::progress::quality_of(&p, &kind);
+    let layout = &h.layout;
+    let last = st.map_or(0, |s| s.last_committed_iteration);
+    let after = if layout.final_artifact().exists() {
+        measure(layout.final_artifact())
+    } else if last > 0 {
+        measure(layout.iteration_artifact(last))
+    } else {
+        None
+    };
+    let before = measure(layout.original_artifact());
+    lift(before.as_ref(), after.as_ref(), runs)
+}
+
+/// `0.22 → 0.60` and `6.1 → 7.4`: overall quality and the gate, before → after, for one line.
+#[must_use]
+pub fn before_after(l: &Lift) -> (String, String) {
+    let q = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let g = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.1}"));
+    let overall = l.quality.first();
+    (
+        format!(
+            "{} → {}",
+            q(overall.and_then(|m| m.before)),
+            q(overall.and_then(|m| m.after))
+        ),
+        format!("{} → {}", g(l.gate_r1), g(l.gate_final)),
+    )
+}
+
 /// The lift from the original's and the final artifact's metrics and the run records.
 #[must_use]
 pub fn lift(before: Option<&Metrics>, after: Option<&Metrics>, runs: &[RunRecord]) -> Lift {

@@ -61,10 +61,11 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
             dash(),
             dash(),
             dash(),
-            match (&v.replaced_by, &v.missing_dir) {
-                (Some(o), _) => format!("-  by `{o}`"),
-                (None, Some(d)) => format!("-  gone: {}", d.display()),
-                (None, None) => dash(),
+            match (&v.replaced_by, &v.missing_dir, &v.worktree) {
+                (Some(o), _, _) => format!("-  by `{o}`"),
+                (None, _, Some(w)) => format!("-  {}", w.short()),
+                (None, Some(d), None) => format!("-  gone: {}", d.display()),
+                (None, None, None) => dash(),
             },
         ];
     };
@@ -83,6 +84,11 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
         (None, None) => String::new(),
     };
     let eta = eta(v, now).map_or_else(|| "-".to_string(), secs);
+    let note = match &v.worktree {
+        Some(w) if note.is_empty() => w.short(),
+        Some(w) => format!("{note}  {}", w.short()),
+        None => note,
+    };
     [
         v.topic.clone(),
         v.status.to_string(),

@@ -24,11 +24,13 @@ impl Drop for Served {
 }
 
 fn serve(t: &TestHome) -> Served {
-    let mut child = t
-        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+    serve_with(t, &[])
+}
+
+fn serve_with(t: &TestHome, extra: &[&str]) -> Served {
+    let mut args = vec!["wiggum", "serve", "--bind", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = t.cmd(&args).stdout(Stdio::piped()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
@@ -88,6 +90,24 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
             && index.contains("<th>time</th>")
             && index.contains("every item in fix_plan.md is done"),
         "{index}"
+    );
+    // Quality and the gate before → after, as `summary` has them.
+    let summary = t.run(&["wiggum", "summary", "dash", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&summary.stdout()).unwrap();
+    let q = &v["lift"]["quality"][0];
+    let want_q = format!(
+        "<td>{:.2} → {:.2}</td>",
+        q["before"].as_f64().unwrap(),
+        q["after"].as_f64().unwrap()
+    );
+    let want_g = format!(
+        "<td>{:.1} → {:.1}</td>",
+        v["lift"]["gate_r1"].as_f64().unwrap(),
+        v["lift"]["gate_final"].as_f64().unwrap()
+    );
+    assert!(
+        index.contains(&want_q) && index.contains(&want_g),
+        "{want_q} {want_g} in {index}"
     );
     let (code, page) = http(&s.addr, "GET", "/loop/dash", &[]);
     assert_eq!(code, 200);
@@ -169,4 +189,77 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     let (code, said) = http(&s.addr, "POST", "/loop/live/stop", &token);
     assert_eq!((code, said.as_str()), (200, "stopping"));
     t.wait_state("the loop to stop", |st| st["status"] == "stopped");
+}
+
+#[test]
+fn a_remote_loop_has_a_page_of_its_own_read_from_its_records() {
+    use crate::support::git;
+    let t = TestHome::new();
+    // A remote whose `wiggum/notes` records hold a loop's state and runs, as a run pushed them.
+    let seed = t.root().join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    git(&seed, &["init", "-q", "-b", "main"]);
+    std::fs::write(seed.join("README.md"), "x\n").unwrap();
+    git(&seed, &["add", "."]);
+    git(&seed, &["commit", "-qm", "base"]);
+    t.start_fg("notes", "", &["--max-rounds", "1"]).code(0);
+    let state = std::fs::read_to_string(t.wiggum("state.json")).unwrap();
+    let runs = std::fs::read_to_string(t.wiggum("runs.jsonl")).unwrap();
+    // `git args` in the seed with `input` on stdin; its output, trimmed.
+    let piped = |args: &[&str], input: &str| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&seed)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.take().unwrap().write_all(input.as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let (s, r) = (
+        piped(&["hash-object", "-w", "--stdin"], &state),
+        piped(&["hash-object", "-w", "--stdin"], &runs),
+    );
+    let tree = piped(
+        &["mktree"],
+        &format!("100644 blob {s}\tstate.json\n100644 blob {r}\truns.jsonl\n"),
+    );
+    let commit = git(&seed, &["commit-tree", &tree, "-m", "wiggum records"]);
+    git(
+        &seed,
+        &[
+            "update-ref",
+            "refs/studio-agents/remote-notes",
+            commit.trim(),
+        ],
+    );
+    // The local loop is forgotten: what the page shows comes from the remote.
+    std::fs::remove_dir_all(t.home().join("loops")).unwrap();
+    let url = seed.display().to_string();
+    let s = serve_with(&t, &["--remote", &url]);
+    let (code, index) = http(&s.addr, "GET", "/", &[]);
+    assert_eq!(code, 200);
+    assert!(
+        index.contains("<a href=\"/remote/remote-notes\">remote-notes</a>"),
+        "{index}"
+    );
+    let (code, page) = http(&s.addr, "GET", "/remote/remote-notes", &[]);
+    assert_eq!(code, 200, "{page}");
+    assert!(
+        page.contains("read from the records a remote run pushed")
+            && page.contains("data-name=\"final\"")
+            && !page.contains("data-act=\"pause\""),
+        "{page}"
+    );
+    assert_eq!(
+        page.matches("<tr class=\"iteration\">").count(),
+        3,
+        "{page}"
+    );
+    let (code, _) = http(&s.addr, "GET", "/remote/nosuch", &[]);
+    assert_eq!(code, 404);
 }

@@ -31,3 +31,4 @@ mod remote;
 mod repos;
 mod types;
 mod watch;
+mod worktrees;
