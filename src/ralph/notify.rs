@@ -80,7 +80,7 @@ impl Runner {
             host: host(),
             iterations: (ev.iteration, st.max_iterations),
             quality: (ev.quality_before(), st.last_quality),
-            gate: st.last_gate_score,
+            gate: (self.first_gate_r1(), st.last_gate_score),
             cost: st.spend.shown(),
         };
         // A stop is told in words (`every item in fix_plan.md is done`), its code in the event.
@@ -89,6 +89,17 @@ impl Runner {
         for (n, sink) in &wanted {
             self.deliveries.send(*n, sink, message.clone(), within);
         }
+    }
+
+    /// The first gated iteration's first-round score, from the run records (streamed).
+    fn first_gate_r1(&self) -> Option<f64> {
+        let mut first = None;
+        let _read = crate::disk::runlog::for_each(&self.layout.runs(), |r| {
+            if first.is_none() && r.record == crate::disk::records::RecordKind::Iteration {
+                first = r.gate.as_ref().and_then(|g| g.wiggum_r1);
+            }
+        });
+        first
     }
 
     /// Wait for the notifications still on their way (each within its bound), and say what

@@ -42,8 +42,8 @@ pub struct Figures {
     pub iterations: (u32, u32),
     /// Built-in quality before → now.
     pub quality: (Option<f64>, Option<f64>),
-    /// The gate's last score.
-    pub gate: Option<f64>,
+    /// The gate: the first gated iteration's first-round score → the last kept score.
+    pub gate: (Option<f64>, Option<f64>),
     /// Spend as shown (`$1.2300`, `unknown`).
     pub cost: String,
 }
@@ -63,7 +63,8 @@ pub fn message(loop_event: &str, reason: &str, f: &Figures, payload: &Value) -> 
         other => format!("loop `{t}`: {other}"),
     };
     let q = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    let gate = f.gate.map_or("-".to_string(), |g| format!("{g:.1}"));
+    let g = |v: Option<f64>| v.map_or("-".to_string(), |g| format!("{g:.1}"));
+    let gate = format!("{} → {}", g(f.gate.0), g(f.gate.1));
     let detail = payload
         .get("detail")
         .and_then(Value::as_str)
@@ -163,7 +164,7 @@ mod tests {
             host: "box".into(),
             iterations: (3, 10),
             quality: (Some(0.22), Some(0.6)),
-            gate: Some(6.42),
+            gate: (Some(5.1), Some(6.42)),
             cost: "$1.2000".into(),
         }
     }
@@ -182,7 +183,7 @@ mod tests {
         );
         assert_eq!(
             m.body,
-            "on box: iterations 3/10 · quality 0.22 → 0.60 · gate 6.4 · cost $1.2000\nstudio-agents wiggum status research · wiggum summary research · wiggum logs research"
+            "on box: iterations 3/10 · quality 0.22 → 0.60 · gate 5.1 → 6.4 · cost $1.2000\nstudio-agents wiggum status research · wiggum summary research · wiggum logs research"
         );
         assert_eq!(m.event["host"], "box");
         assert_eq!(m.event["topic"], "research");

@@ -74,6 +74,18 @@ fn every_sink_gets_the_end_of_the_loop_in_its_own_format() {
             .contains("iterations 2/10 · quality 0.22 → 0.55"),
         "{stop}"
     );
+    // The gate too, before → after: the first iteration's first round → the last kept score.
+    let gate = stop["body"]
+        .as_str()
+        .unwrap()
+        .split(" · gate ")
+        .nth(1)
+        .unwrap();
+    let (first, last) = gate.split(" · ").next().unwrap().split_once(" → ").unwrap();
+    assert!(
+        first.parse::<f64>().is_ok() && last.parse::<f64>().is_ok(),
+        "{stop}"
+    );
     // ntfy: the text, its title and tags in headers; only the end (its default events).
     let raw = ntfy.raw.lock().unwrap().clone();
     assert_eq!(raw.len(), 1, "{raw:?}");
