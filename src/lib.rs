@@ -17,16 +17,20 @@
 //!   the one `unsafe` module.
 //!
 //! `error` is shared by all. `tests/it/architecture.rs` holds the tree to this list.
+//!
+//! Nothing is public but `cli::main`, the whole of the binary: every part is `pub(crate)`, so an
+//! item no caller in the crate uses is dead code the compiler reports, and no caller outside the
+//! crate can reach past the harness (an agent run is built only by `agent::launch`).
 
-pub mod agent;
+pub(crate) mod agent;
 pub mod cli;
-pub mod config;
-pub mod disk;
-pub mod error;
-pub mod gate;
-pub mod git;
-pub mod quality;
-pub mod ralph;
-pub mod supervisor;
-pub mod sys;
-pub mod view;
+pub(crate) mod config;
+pub(crate) mod disk;
+pub(crate) mod error;
+pub(crate) mod gate;
+pub(crate) mod git;
+pub(crate) mod quality;
+pub(crate) mod ralph;
+pub(crate) mod supervisor;
+pub(crate) mod sys;
+pub(crate) mod view;

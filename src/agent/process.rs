@@ -130,7 +130,8 @@ pub struct ProcessEnd {
     pub pid: u32,
     /// Wall time.
     pub duration: Duration,
-    /// Descendants that needed SIGKILL.
+    /// Descendants that needed SIGKILL (`kill::terminate` logs them).
+    #[allow(dead_code, reason = "the tests read it to prove a SIGKILL was needed")]
     pub killed: Vec<i32>,
 }
 

@@ -6,24 +6,24 @@
 // placeholder, not a link or an HTML tag.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
-pub mod cgroup_watch;
-pub mod common;
-pub mod control;
-pub mod delegate;
-pub mod diff;
-pub mod doctor;
-pub mod events;
-pub mod gate;
-pub mod inspect;
-pub mod panel;
-pub mod remote;
-pub mod sandbox_exec;
-pub mod serve;
-pub mod sign;
-pub mod skill;
-pub mod start;
-pub mod status;
-pub mod worktree;
+pub(crate) mod cgroup_watch;
+pub(crate) mod common;
+pub(crate) mod control;
+pub(crate) mod delegate;
+pub(crate) mod diff;
+pub(crate) mod doctor;
+pub(crate) mod events;
+pub(crate) mod gate;
+pub(crate) mod inspect;
+pub(crate) mod panel;
+pub(crate) mod remote;
+pub(crate) mod sandbox_exec;
+pub(crate) mod serve;
+pub(crate) mod sign;
+pub(crate) mod skill;
+pub(crate) mod start;
+pub(crate) mod status;
+pub(crate) mod worktree;
 
 use std::path::PathBuf;
 
@@ -209,4 +209,70 @@ pub fn man() -> crate::error::Result<i32> {
     std::io::Write::write_all(&mut std::io::stdout(), &out)
         .map_err(|e| crate::error::Error::runtime(format!("print the man page: {e}")))?;
     Ok(0)
+}
+
+/// Parse the command line, run the command, and return its exit code (DESIGN §2): the whole
+/// of the binary.
+#[must_use]
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    // Commands that print end quietly when their reader goes away; a process that supervises
+    // agents (a foreground loop, a delegation) keeps SIGPIPE ignored and handles the error.
+    let supervises = matches!(&cli.command, Top::Wiggum(Wiggum::Start(a)) if a.foreground)
+        || matches!(&cli.command, Top::Delegate(_));
+    if !supervises {
+        crate::sys::kernel::default_sigpipe();
+    }
+    let config = cli.config.clone();
+    // Every command that accepts --config checks it, even those that do not read settings.
+    if let Some(file) = &config
+        && let Err(e) = crate::config::load(&crate::config::Sources {
+            explicit: Some(file.clone()),
+            ..Default::default()
+        })
+    {
+        eprintln!("error: {e}");
+        return e.exit_code();
+    }
+    let result = match &cli.command {
+        Top::Wiggum(w) => match w {
+            Wiggum::Start(a) => start::run(a, config),
+            Wiggum::Stop(a) => control::stop(a),
+            Wiggum::Merge(a) => crate::cli::worktree::merge(a),
+            Wiggum::Clean(a) => crate::cli::worktree::clean(a),
+            Wiggum::Allow(a) => control::allow(&a.topic),
+            Wiggum::Doctor(a) => crate::cli::doctor::doctor(a),
+            Wiggum::Pause(a) => control::pause(&a.topic, true),
+            Wiggum::Resume(a) => control::pause(&a.topic, false),
+            Wiggum::Status(a) => status::status(a),
+            Wiggum::Watch(a) => {
+                crate::view::watch::run(&a.topic, crate::supervisor::control::request_stop)
+            }
+            Wiggum::List(a) => status::list(a),
+            Wiggum::Gate(a) => gate::run(a, config),
+            Wiggum::Panel(a) => panel::run(a, config),
+            Wiggum::Logs(a) => inspect::logs(a),
+            Wiggum::Diff(a) => diff::run(a),
+            Wiggum::Summary(a) => inspect::summary(a),
+            Wiggum::Sign(s) => sign::sign(s),
+            Wiggum::Events(a) => events::run(a),
+            Wiggum::Serve(a) => serve::run(a),
+            Wiggum::Report(a) => inspect::report_cmd(a),
+            Wiggum::Manifest(a) => crate::cli::remote::manifest(a),
+            Wiggum::RunRemote(a) => crate::cli::remote::run_remote(a),
+        },
+        Top::Delegate(d) => delegate::run(d, config),
+        Top::Skill(s) => crate::cli::skill::run(s),
+        Top::SandboxExec(a) => sandbox_exec::run(a),
+        Top::CgroupWatch(a) => Ok(crate::cli::cgroup_watch::run(a)),
+        Top::Completions { shell } => Ok(crate::cli::completions(*shell)),
+        Top::Man => crate::cli::man(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
 }

@@ -12,11 +12,12 @@ pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
 pub use settings::{
-    Defaults, GateSettings, GateTarget, GitHooks, GitSettings, Hooks, Isolation, Network,
-    NetworkRule, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS, OnGateFail, Price,
-    PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind, TypeDef, UnixSockets,
-    Validation, default_weights, price_of,
+    GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS,
+    OnGateFail, Price, PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind,
+    TypeDef, UnixSockets, price_of,
 };
+#[cfg(test)]
+pub use settings::{Network, NetworkRule, default_weights};
 
 use crate::error::{Error, Result};
 use crate::sys::fsutil;

@@ -29,7 +29,8 @@ pub struct Layout {
 
 impl Layout {
     /// A layout for the artifact directory `root` (absolute) whose records stay in its own
-    /// `wiggum/` (tools that look at a loop's files alone).
+    /// `wiggum/` (tests that look at a loop's files alone).
+    #[cfg(test)]
     #[must_use]
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();

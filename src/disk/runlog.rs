@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::layout::Layout;
-pub use super::records::{GateRoundRecord, Outcome, RecordKind, RunFacts, RunRecord};
+pub use super::records::{GateRoundRecord, Outcome, RecordKind, RunRecord};
 use crate::error::{Error, IoContext, Result};
 use crate::sys::fsutil;
 

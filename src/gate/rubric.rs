@@ -9,7 +9,8 @@ use regex::Regex;
 /// Scores by dimension, 0–10.
 pub type Dims = BTreeMap<String, f64>;
 
-/// The default rubric's dimensions, in the seed's order.
+/// The default rubric's dimensions, in the seed's order (tests and fixtures).
+#[cfg(test)]
 pub const DIMENSIONS: [&str; 6] = [
     "depth",
     "relevance",
@@ -20,6 +21,7 @@ pub const DIMENSIONS: [&str; 6] = [
 ];
 
 /// Dimensions from six scores in [`DIMENSIONS`] order (tests and fixtures).
+#[cfg(test)]
 #[must_use]
 pub fn six(v: [f64; 6]) -> Dims {
     DIMENSIONS
@@ -155,6 +157,7 @@ pub fn focus_dims(dims: &Dims, threshold: f64) -> Vec<String> {
 }
 
 /// The index of the best score (the first one on ties: earlier rounds cost less).
+#[cfg(test)]
 #[must_use]
 pub fn best_round(scores: &[f64]) -> Option<usize> {
     scores

@@ -257,7 +257,8 @@ impl Repo {
     }
 
     /// Commit `paths` (relative to the artifact dir) on top of HEAD, without hooks. `None` when
-    /// they hold what HEAD holds.
+    /// they hold what HEAD holds. (The loop commits through [`Pending`]; tests commit at once.)
+    #[cfg(test)]
     pub fn commit_paths(
         &self,
         paths: &[PathBuf],

@@ -204,19 +204,6 @@ pub enum How {
     Squash,
 }
 
-impl How {
-    /// The name recorded and shown.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            How::Merge => "merge",
-            How::NoFf => "no-ff",
-            How::FfOnly => "ff-only",
-            How::Squash => "squash",
-        }
-    }
-}
-
 /// How a merge ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Merged {

@@ -83,15 +83,6 @@ impl Fields {
 }
 
 impl Event {
-    /// The detail line, for events that have one.
-    #[must_use]
-    pub fn detail(&self) -> Option<&str> {
-        match &self.fields {
-            Fields::Stop { detail, .. } => Some(detail),
-            _ => None,
-        }
-    }
-
     /// The reason as people read it: a stop in words (`every item in fix_plan.md is done`).
     #[must_use]
     pub fn said(&self) -> &str {

@@ -295,12 +295,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             &mut lp.runner.state.trends,
             ceilings,
         );
-        let mut rec = record(&run, by.as_deref(), n, attempt, Outcome::Crashed);
+        let mut rec = record(&run, by.as_deref(), n, attempt, verdict.outcome());
         rec.files_changed.clone_from(&raw);
         let next = match verdict {
             decide::Verdict::Rejected => {
                 // Restored already; nothing of this attempt is trusted or carried to a commit.
-                rec.outcome = Outcome::Rejected;
                 rec.protected_changed.clone_from(&run.protected_changed);
                 rec.validation_failed = Some(format!(
                     "the agent changed protected files ({}); they were restored",
@@ -331,7 +330,6 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             decide::Verdict::Limited { until, what, line } => {
                 commit::carry(lp, &changed_paths);
                 let until = lp.runner.limit_until(until);
-                rec.outcome = Outcome::Limited;
                 rec.note = Some(format!("{what}: {line}"));
                 super::progress::record_and_say(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
@@ -372,7 +370,6 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         match next {
             AfterRun::Interrupted => {
                 commit::carry(lp, &changed_paths);
-                rec.outcome = Outcome::Interrupted;
                 super::progress::record_and_say(&layout, &rec, None)?;
                 discard(lp, n, attempt)?;
                 let why = format!("stopped during iteration {n}");
@@ -400,7 +397,6 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             AfterRun::NoChange(trip) => {
                 super::claim::check(lp, &mut rec)?;
                 fsutil::remove_file_opt(&layout.plan_backup())?;
-                rec.outcome = Outcome::NoChange;
                 super::progress::record_and_say(&layout, &rec, None)?;
                 return Ok(trip.map_or(IterationEnd::Done, |why| {
                     IterationEnd::Stop(StopReason::Breaker, why)

@@ -3,6 +3,7 @@
 //! (agents such as codex echo their prompt). Pure.
 
 /// Whether `output` contains the promise as its own line, not echoed from `prompt`.
+#[cfg(test)]
 #[must_use]
 pub fn seen(output: &str, prompt: &str, promise: &str) -> bool {
     let p = promise.trim();
@@ -13,9 +14,9 @@ pub fn seen(output: &str, prompt: &str, promise: &str) -> bool {
     )
 }
 
-/// [`seen`] for streamed output: `in_output` lines of it equalled the promise. When the prompt
-/// itself carries the promise line, an echo is indistinguishable from the agent's word unless
-/// the promise appears more often in the output than in the prompt.
+/// Whether the promise was seen, for streamed output: `in_output` lines of it equalled the promise.
+/// When the prompt itself carries the promise line, an echo is indistinguishable from the agent's
+/// word unless the promise appears more often in the output than in the prompt.
 #[must_use]
 pub fn seen_count(in_output: usize, prompt: &str, promise: &str) -> bool {
     let promise = promise.trim();

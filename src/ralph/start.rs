@@ -79,9 +79,6 @@ pub struct Prepared {
     pub home: PathBuf,
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
-    /// The user's uncommitted files under the artifact dir (relative to it), left out of the
-    /// loop's commits; `theirs::keep` copies them (empty in the daemon: its `start` did both).
-    pub theirs: Vec<PathBuf>,
     /// The user's work anywhere the agents may write (relative to `work_root`): what
     /// `theirs::keep` copies out of their reach before any agent runs.
     pub at_risk: Vec<PathBuf>,
@@ -362,7 +359,6 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         evaluator,
         home: home.to_path_buf(),
         notes,
-        theirs,
         at_risk,
         work_root,
         harness,

@@ -50,12 +50,6 @@ fn split(path: &Path) -> Option<(PathBuf, PathBuf)> {
         .max_by_key(|(r, _)| r.as_os_str().len())
 }
 
-/// Whether `path` lies under a guarded root.
-#[must_use]
-pub fn is_guarded(path: &Path) -> bool {
-    split(path).is_some()
-}
-
 /// An open directory and the name of an entry in it.
 pub struct Entry {
     /// The directory, reached without following a link.

@@ -61,6 +61,26 @@ pub enum Verdict {
     Then(AfterRun),
 }
 
+impl Verdict {
+    /// The outcome its record is written with (acceptance still decides between `accepted`,
+    /// `gate_failed` and `rejected`).
+    #[must_use]
+    pub fn outcome(&self) -> crate::disk::records::Outcome {
+        use crate::disk::records::Outcome;
+        match self {
+            Verdict::Rejected => Outcome::Rejected,
+            Verdict::Limited { .. } => Outcome::Limited,
+            Verdict::CannotRun(_)
+            | Verdict::ProviderRefused(_)
+            | Verdict::Trend(_)
+            | Verdict::Then(AfterRun::Retry | AfterRun::GiveUp(_)) => Outcome::Crashed,
+            Verdict::Then(AfterRun::Interrupted) => Outcome::Interrupted,
+            Verdict::Then(AfterRun::NoChange(_)) => Outcome::NoChange,
+            Verdict::Then(AfterRun::Accept) => Outcome::Accepted,
+        }
+    }
+}
+
 /// The one decision after each attempt, in the order the loop weighs it: protected files, a
 /// command that cannot run, the provider's limits, the trend breakers, then the breaker's counts
 /// (which it updates, as it does the trends; a stop counts for neither). Pure.
@@ -221,6 +241,33 @@ mod tests {
             limit: None,
             output: 10,
             progress: true,
+        }
+    }
+
+    #[test]
+    fn each_verdict_is_recorded_with_its_outcome() {
+        use crate::disk::records::Outcome;
+        let limited = Verdict::Limited {
+            until: None,
+            what: "usage limit".into(),
+            line: "l".into(),
+        };
+        for (v, want) in [
+            (Verdict::Rejected, Outcome::Rejected),
+            (Verdict::CannotRun("x".into()), Outcome::Crashed),
+            (Verdict::ProviderRefused("x".into()), Outcome::Crashed),
+            (limited, Outcome::Limited),
+            (Verdict::Trend("x".into()), Outcome::Crashed),
+            (Verdict::Then(AfterRun::Interrupted), Outcome::Interrupted),
+            (Verdict::Then(AfterRun::Retry), Outcome::Crashed),
+            (
+                Verdict::Then(AfterRun::GiveUp("x".into())),
+                Outcome::Crashed,
+            ),
+            (Verdict::Then(AfterRun::NoChange(None)), Outcome::NoChange),
+            (Verdict::Then(AfterRun::Accept), Outcome::Accepted),
+        ] {
+            assert_eq!(v.outcome(), want, "{v:?}");
         }
     }
 }

@@ -60,9 +60,16 @@ impl TestHome {
         self.art().join("wiggum").join(rel)
     }
     /// A path under the loop's records (agent logs, prompts; out of the agent's sight).
+    /// As docs/architecture.md names it: `$STUDIO_AGENTS_HOME/runs/<dir name>-<16 hex of the
+    /// md5 of its path>`.
     pub fn records(&self, rel: &str) -> PathBuf {
-        studio_agents::disk::layout::Layout::for_loop(&self.home(), self.art())
-            .records()
+        use md5::{Digest, Md5};
+        let art = self.art();
+        let digest = Md5::digest(art.as_os_str().as_encoded_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        self.home()
+            .join("runs")
+            .join(format!("art-{hex}"))
             .join(rel)
     }
     /// The pids file the fake agent appends to.
