@@ -1,9 +1,12 @@
-//! `studio-agents cgroup-watch --parent PID --base PATH` (hidden): started by a loop's
-//! supervisor beside it, outside every run's cgroup. When the supervisor dies outright
-//! (`kill -9`, the OOM killer) the agent's leader dies with it (the parent-death signal), but
-//! what the run started elsewhere in its group would live on until the next `start`; this
-//! watcher sees its parent gone within a fifth of a second and kills every group of the loop's
-//! runs. It exits when the supervisor stops it at the loop's end.
+//! `studio-agents cgroup-watch --parent PID [--base PATH] [--state PATH]` (hidden): started by
+//! a loop's supervisor beside it, outside every run's cgroup. When the supervisor dies outright
+//! (`kill -9`, the OOM killer) the agent's leader dies with it on Linux (the parent-death
+//! signal), but what the run started elsewhere in its group would live on until the next
+//! `start`; this watcher sees its parent gone within a fifth of a second (it polls its parent:
+//! the same on every platform) and kills every group of the loop's runs (`--base`), and the
+//! running agent's whole tree the state names, by process group and token (`--state`: where
+//! there are no cgroups and no parent-death signal, as on macOS). It exits when the supervisor
+//! stops it at the loop's end.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,7 +21,10 @@ pub struct WatchArgs {
     pub parent: i32,
     /// The cgroup directory the supervisor makes its runs' groups in.
     #[arg(long)]
-    pub base: PathBuf,
+    pub base: Option<PathBuf>,
+    /// The loop's `state.json`: its running agent (process group and token) is stopped.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
     /// A run's wall limit, in seconds: while the supervisor is stopped (SIGSTOP, Ctrl-Z), the
     /// watcher keeps it (0: none).
     #[arg(long, default_value_t = 0)]
@@ -54,7 +60,7 @@ pub fn run(a: &WatchArgs) -> i32 {
         std::thread::sleep(Duration::from_millis(200));
         if a.limit_secs > 0 && stopped(a.parent) {
             // The supervisor cannot keep its runs' limits while stopped: the watcher does.
-            for g in groups(&a.base, a.parent) {
+            for g in a.base.iter().flat_map(|b| groups(b, a.parent)) {
                 let age = std::fs::metadata(&g)
                     .and_then(|m| m.created().or_else(|_| m.modified()))
                     .ok()
@@ -66,8 +72,34 @@ pub fn run(a: &WatchArgs) -> i32 {
             }
         }
     }
-    for g in groups(&a.base, a.parent) {
+    for g in a.base.iter().flat_map(|b| groups(b, a.parent)) {
         crate::sys::cgroup::kill_and_remove(&g, Duration::from_secs(2));
     }
+    if let Some(path) = &a.state {
+        stop_the_agent(path);
+    }
     0
+}
+
+/// Stop the agent run `state.json` names (its group and what carries its token), as a `start`
+/// after a crash does.
+fn stop_the_agent(path: &std::path::Path) {
+    let Some(run) = crate::disk::state::read(path)
+        .ok()
+        .flatten()
+        .and_then(|s| s.agent_run().cloned())
+    else {
+        return;
+    };
+    let (Some(pgid), Ok(rt)) = (run.pgid, crate::sys::runtime::runtime()) else {
+        return;
+    };
+    rt.block_on(crate::agent::kill::terminate(
+        pgid,
+        &run.token,
+        Duration::from_secs(2),
+        || false,
+        std::future::pending(),
+        || {},
+    ));
 }

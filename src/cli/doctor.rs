@@ -43,7 +43,7 @@ pub struct AgentCli {
 }
 
 /// What `doctor` found.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 pub struct Findings {
     /// What the kernel enforces of the effective `[safety]` (probed).
     pub sandbox: Enforcement,
@@ -203,6 +203,50 @@ fn mark(ok: bool) -> &'static str {
     if ok { "ok  " } else { "NO  " }
 }
 
+/// What Linux enforces: Landlock's rules by ABI, seccomp, cgroups, user namespaces.
+fn linux_lines(r: &Findings) -> Vec<String> {
+    vec![
+        format!(
+            "{}filesystem writes confined (Landlock ABI {})",
+            mark(r.filesystem),
+            r.sandbox.abi
+        ),
+        format!("{}TCP connection rules (ABI 4)", mark(r.tcp_rules)),
+        format!("{}device ioctl rules (ABI 5)", mark(r.ioctl_rules)),
+        format!(
+            "{}signals and abstract sockets scoped to the run (ABI 6)",
+            mark(r.scopes)
+        ),
+        format!(
+            "{}seccomp filter (Unix sockets, terminal injection, datagrams)",
+            mark(r.seccomp)
+        ),
+        match &r.cgroup_v2 {
+            Some(_) => format!("ok  {}", crate::sys::cgroup::describe()),
+            None => "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)".into(),
+        },
+        format!("{}unprivileged user namespaces", mark(r.user_namespaces)),
+    ]
+}
+
+/// What macOS enforces: one Seatbelt profile for writes, hidden reads, the network and Unix
+/// sockets; what it has no mechanism for, said as such.
+fn macos_lines(r: &Findings) -> Vec<String> {
+    vec![
+        format!(
+            "{}filesystem writes confined, protected files read-only, $STUDIO_AGENTS_HOME hidden (Seatbelt: /usr/bin/sandbox-exec)",
+            mark(r.filesystem)
+        ),
+        format!(
+            "{}TCP connections only to the allowed ports, Unix sockets refused (Seatbelt)",
+            mark(r.filesystem)
+        ),
+        "NO  no seccomp filter, no scoped signals (macOS has neither); the agent runs as you".into(),
+        "NO  no cgroups, no parent-death signal: a watcher beside the supervisor stops an orphaned run by process group and token within a fifth of a second".into(),
+        "note a lock's holder is read from the lock file (macOS has no kernel lock table to ask)".into(),
+    ]
+}
+
 /// The report as people read it.
 #[must_use]
 pub fn render(r: &Findings) -> String {
@@ -212,32 +256,14 @@ pub fn render(r: &Findings) -> String {
         out.push('\n');
     };
     line(r.sandbox_line.clone());
-    line(format!(
-        "{}filesystem writes confined (Landlock ABI {})",
-        mark(r.filesystem),
-        r.sandbox.abi
-    ));
-    line(format!("{}TCP connection rules (ABI 4)", mark(r.tcp_rules)));
-    line(format!("{}device ioctl rules (ABI 5)", mark(r.ioctl_rules)));
-    line(format!(
-        "{}signals and abstract sockets scoped to the run (ABI 6)",
-        mark(r.scopes)
-    ));
-    line(format!(
-        "{}seccomp filter (Unix sockets, terminal injection, datagrams)",
-        mark(r.seccomp)
-    ));
-    line(match &r.cgroup_v2 {
-        Some(_) => format!("ok  {}", crate::sys::cgroup::describe()),
-        None => {
-            "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)"
-                .into()
-        }
-    });
-    line(format!(
-        "{}unprivileged user namespaces",
-        mark(r.user_namespaces)
-    ));
+    let mechanisms = if cfg!(target_os = "macos") {
+        macos_lines(r)
+    } else {
+        linux_lines(r)
+    };
+    for l in mechanisms {
+        line(l);
+    }
     line(
         if r.root {
             "note running as root: agents run with no capability, and some CLIs refuse root (docs/agents.md)"
@@ -290,4 +316,37 @@ pub fn doctor(a: &DoctorArgs) -> Result<i32> {
         print!("{}", render(&r));
     }
     Ok(if r.required_satisfied { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_macos_the_report_names_seatbelt_and_what_macos_has_no_mechanism_for() {
+        let confined = Findings {
+            filesystem: true,
+            ..Findings::default()
+        };
+        let lines = macos_lines(&confined);
+        assert!(
+            lines[0].starts_with("ok  filesystem writes confined") && lines[0].contains("Seatbelt")
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("NO  no cgroups, no parent-death signal"))
+        );
+        let open = macos_lines(&Findings::default());
+        assert!(
+            open[0].starts_with("NO  ") && open[1].starts_with("NO  "),
+            "{open:?}"
+        );
+        // Linux's report is about Landlock, never Seatbelt.
+        assert!(
+            linux_lines(&confined)
+                .iter()
+                .all(|l| !l.contains("Seatbelt"))
+        );
+    }
 }

@@ -1,13 +1,15 @@
 //! `studio-agents sandbox-exec --policy JSON -- CMD…` (hidden): the leader of every agent run.
-//! In this fresh, single-threaded process it sets the resource limits and the Landlock rules of
-//! the policy, then executes the command, which — and every process it starts — inherits them.
-//! `--probe` applies the policy and prints what the kernel enforced, as JSON, instead.
+//! In this fresh, single-threaded process it sets the resource limits and the confinement of
+//! the policy — on Linux Landlock, read-only mounts, no capabilities and seccomp applied to
+//! itself; on macOS the Seatbelt profile `sandbox-exec` applies — then executes the command,
+//! which, and every process it starts, inherits them. `--probe` applies the policy and prints
+//! what was enforced, as JSON, instead.
 
 use std::os::unix::process::CommandExt;
 
 use clap::Args;
 
-use crate::agent::sandbox::{Policy, apply};
+use crate::agent::sandbox::{Enforcement, Policy};
 use crate::config::SandboxMode;
 use crate::error::{Error, Result};
 
@@ -28,6 +30,14 @@ pub struct SandboxArgs {
     pub command: Vec<String>,
 }
 
+/// What confinement made of the run.
+enum Confined {
+    /// The policy cannot be honoured as asked (`required`): refuse to run.
+    Refused,
+    /// What was enforced, and the program and arguments to execute.
+    Run(Enforcement, Vec<String>),
+}
+
 /// Apply, then execute (never returns on success).
 pub fn run(a: &SandboxArgs) -> Result<i32> {
     let policy: Policy =
@@ -41,50 +51,14 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
             group.display()
         );
     }
-    if let Err(e) = apply::limits(&policy) {
+    if let Err(e) = crate::agent::sandbox::limits::apply(&policy) {
         eprintln!("studio-agents sandbox: {e}");
         return Ok(REFUSED);
     }
-    // Before Landlock (which forbids mount changes once enforced).
-    let read_only = match apply::read_only(&policy) {
-        Ok(done) => done,
-        Err(e) => {
-            eprintln!("studio-agents sandbox: {e}; protected files are checked after the run");
-            false
-        }
+    let (enforced, argv) = match confine(&policy, &a.command, a.probe) {
+        Confined::Refused => return Ok(REFUSED),
+        Confined::Run(e, argv) => (e, argv),
     };
-    let mut enforced = match apply::landlock(&policy) {
-        Ok(e) => e,
-        Err(e) if policy.mode == SandboxMode::Required => {
-            eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
-            return Ok(REFUSED);
-        }
-        Err(e) => crate::agent::sandbox::Enforcement {
-            mode: policy.mode.as_str().into(),
-            note: e,
-            ..Default::default()
-        },
-    };
-    enforced.read_only = read_only;
-    if policy.mode != SandboxMode::Off {
-        // After the mounts (they need the capabilities), before the filter (it needs none).
-        match apply::drop_capabilities() {
-            Ok(dropped) => enforced.no_capabilities = dropped,
-            Err(e) if policy.mode == SandboxMode::Required => {
-                eprintln!("studio-agents sandbox: {e}; refusing to run with privileges");
-                return Ok(REFUSED);
-            }
-            Err(e) => eprintln!("studio-agents sandbox: {e}"),
-        }
-        match crate::agent::sandbox::seccomp::apply(&policy) {
-            Ok(()) => enforced.seccomp = true,
-            Err(e) if policy.mode == SandboxMode::Required => {
-                eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
-                return Ok(REFUSED);
-            }
-            Err(e) => eprintln!("studio-agents sandbox: {e}"),
-        }
-    }
     if a.probe {
         println!("{}", serde_json::to_string(&enforced).unwrap_or_default());
         return Ok(0);
@@ -96,7 +70,7 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
         );
         return Ok(REFUSED);
     }
-    let Some((program, args)) = a.command.split_first() else {
+    let Some((program, args)) = argv.split_first() else {
         return Err(Error::input("sandbox-exec: no command"));
     };
     let mut command = std::process::Command::new(program);
@@ -111,4 +85,100 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
     let err = command.exec();
     eprintln!("studio-agents sandbox: cannot execute {program}: {err}");
     Ok(REFUSED)
+}
+
+/// Linux: confine this process itself — read-only mounts, Landlock, no capabilities, seccomp —
+/// and execute the command as it is.
+#[cfg(target_os = "linux")]
+fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
+    use crate::agent::sandbox::apply;
+    // Before Landlock (which forbids mount changes once enforced).
+    let read_only = match apply::read_only(policy) {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!("studio-agents sandbox: {e}; protected files are checked after the run");
+            false
+        }
+    };
+    let mut enforced = match apply::landlock(policy) {
+        Ok(e) => e,
+        Err(e) if policy.mode == SandboxMode::Required => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
+            return Confined::Refused;
+        }
+        Err(e) => Enforcement {
+            mode: policy.mode.as_str().into(),
+            note: e,
+            ..Default::default()
+        },
+    };
+    enforced.read_only = read_only;
+    if policy.mode != SandboxMode::Off {
+        // After the mounts (they need the capabilities), before the filter (it needs none).
+        match apply::drop_capabilities() {
+            Ok(dropped) => enforced.no_capabilities = dropped,
+            Err(e) if policy.mode == SandboxMode::Required => {
+                eprintln!("studio-agents sandbox: {e}; refusing to run with privileges");
+                return Confined::Refused;
+            }
+            Err(e) => eprintln!("studio-agents sandbox: {e}"),
+        }
+        match crate::agent::sandbox::seccomp::apply(policy) {
+            Ok(()) => enforced.seccomp = true,
+            Err(e) if policy.mode == SandboxMode::Required => {
+                eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
+                return Confined::Refused;
+            }
+            Err(e) => eprintln!("studio-agents sandbox: {e}"),
+        }
+    }
+    Confined::Run(enforced, command.to_vec())
+}
+
+/// macOS: the command runs under `sandbox-exec` with the policy's Seatbelt profile (the
+/// profile covers writes, reads, the network and Unix sockets; the protected files are
+/// read-only by its rules). The probe runs `/usr/bin/true` under the profile to see it applied.
+#[cfg(target_os = "macos")]
+fn confine(policy: &Policy, command: &[String], probe: bool) -> Confined {
+    use crate::agent::sandbox::seatbelt;
+    let mut enforced = Enforcement {
+        mode: policy.mode.as_str().into(),
+        ..Default::default()
+    };
+    if policy.mode == SandboxMode::Off {
+        return Confined::Run(enforced, command.to_vec());
+    }
+    let profile = seatbelt::profile(policy, |p| {
+        std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+    });
+    let tried = std::process::Command::new(seatbelt::SANDBOX_EXEC)
+        .args(profile.args(&["/usr/bin/true".to_string()]))
+        .stdin(std::process::Stdio::null())
+        .status();
+    match tried {
+        Ok(s) if s.success() => {
+            enforced.filesystem = true;
+            enforced.network = policy.ports.is_some();
+            enforced.read_only = !policy.read_only.is_empty();
+            enforced.note = "Seatbelt (sandbox-exec)".into();
+        }
+        Ok(s) => enforced.note = format!("{} refused the profile ({s})", seatbelt::SANDBOX_EXEC),
+        Err(e) => enforced.note = format!("cannot run {}: {e}", seatbelt::SANDBOX_EXEC),
+    }
+    if !enforced.filesystem {
+        if policy.mode == SandboxMode::Required {
+            eprintln!(
+                "studio-agents sandbox: {}; refusing to run unconfined",
+                enforced.note
+            );
+            return Confined::Refused;
+        }
+        return Confined::Run(enforced, command.to_vec());
+    }
+    if probe {
+        return Confined::Run(enforced, Vec::new());
+    }
+    let mut argv = vec![seatbelt::SANDBOX_EXEC.to_string()];
+    argv.extend(profile.args(command));
+    Confined::Run(enforced, argv)
 }

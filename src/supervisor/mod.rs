@@ -74,6 +74,7 @@ pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     // Not dumpable: no process of the same user (an agent with the sandbox off, say) reads the
     // supervisor's environment or memory through /proc or ptrace; as root, the agents run with
     // no capability to override it.
+    #[cfg(target_os = "linux")]
     if let Err(e) = nix::sys::prctl::set_dumpable(false) {
         tracing::warn!("cannot make the supervisor undumpable: {e}");
     }
@@ -143,22 +144,33 @@ fn take_locks(
     Ok((home_lock, lock::acquire(&layout.lock(), topic)?))
 }
 
-/// Where runs get a cgroup each: a watcher beside the supervisor (outside every run's group)
-/// that kills them within a fifth of a second of the supervisor dying outright. It exits by
-/// itself once the supervisor is gone; its environment is empty (it needs nothing of ours).
-fn spawn_cgroup_watcher(limit_secs: u64) -> Option<std::process::Child> {
-    let base = crate::sys::cgroup::base()?;
+/// A watcher beside the supervisor (outside every run's cgroup) that, within a fifth of a
+/// second of the supervisor dying outright, kills its runs' cgroups where there are cgroups,
+/// and the running agent's tree the state names where the kernel has no parent-death signal
+/// for it (macOS). It exits by itself once the supervisor is gone; its environment is empty
+/// (it needs nothing of ours).
+fn spawn_cgroup_watcher(limit_secs: u64, state: &std::path::Path) -> Option<std::process::Child> {
+    let base = crate::sys::cgroup::base();
+    let orphans_need_it = !cfg!(target_os = "linux");
+    if base.is_none() && !orphans_need_it {
+        return None;
+    }
     let exe = spawn_self::own_exe().ok()?;
-    std::process::Command::new(exe)
-        .args([
-            "cgroup-watch",
-            "--parent",
-            &std::process::id().to_string(),
-            "--base",
-        ])
-        .arg(base)
-        .args(["--limit-secs", &limit_secs.to_string()])
-        .env_clear()
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "cgroup-watch",
+        "--parent",
+        &std::process::id().to_string(),
+        "--limit-secs",
+        &limit_secs.to_string(),
+    ]);
+    if let Some(base) = base {
+        cmd.arg("--base").arg(base);
+    }
+    if orphans_need_it {
+        cmd.arg("--state").arg(state);
+    }
+    cmd.env_clear()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -180,6 +192,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
         s.max_time_per_iteration
             .saturating_add(s.kill_grace_secs)
             .saturating_add(2),
+        &p.layout.state(),
     );
     // libgit2 caches every commit and small tree it reads for the life of the process: over a
     // night of iterations that is memory that only grows. The loop reads each object about once.

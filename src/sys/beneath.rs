@@ -19,7 +19,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::RwLock;
 
-use rustix::fs::{AtFlags, CWD, Mode, OFlags, ResolveFlags};
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 
 static ROOTS: RwLock<Vec<PathBuf>> = RwLock::new(Vec::new());
 
@@ -93,21 +93,29 @@ fn open_dir_in(root: &OwnedFd, rel: &[&OsStr]) -> io::Result<OwnedFd> {
     if rel.is_empty() {
         return rustix::io::fcntl_dupfd_cloexec(root, 0).map_err(io::Error::from);
     }
-    let joined: PathBuf = rel.iter().collect();
-    match rustix::fs::openat2(
-        root,
-        &joined,
-        DIR_FLAGS,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    ) {
-        // No `openat2` (Linux < 5.6), or a seccomp filter that refuses it.
-        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => walk(root, rel),
-        other => other.map_err(io::Error::from),
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::ResolveFlags;
+        let joined: PathBuf = rel.iter().collect();
+        match rustix::fs::openat2(
+            root,
+            &joined,
+            DIR_FLAGS,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+        ) {
+            // No `openat2` (Linux < 5.6), or a seccomp filter that refuses it.
+            Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => walk(root, rel),
+            other => other.map_err(io::Error::from),
+        }
     }
+    // Elsewhere (macOS) one `openat(O_NOFOLLOW)` per component: as race-free.
+    #[cfg(not(target_os = "linux"))]
+    walk(root, rel)
 }
 
-/// The fallback for kernels without `openat2` (and seccomp filters that refuse it).
+/// The fallback for kernels without `openat2` (and seccomp filters that refuse it), and the way
+/// on macOS.
 fn walk(root: &OwnedFd, rel: &[&OsStr]) -> io::Result<OwnedFd> {
     let mut fd = rustix::fs::openat(root, ".", DIR_FLAGS, Mode::empty())?;
     for name in rel {
@@ -157,7 +165,8 @@ pub fn open(path: &Path, flags: OFlags, mode: u32) -> io::Result<Option<std::fs:
         &e.dir,
         &e.name,
         flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(mode),
+        // The permission bits fit every platform's mode type (`u16` on macOS).
+        Mode::from_bits_truncate(rustix::fs::RawMode::try_from(mode & 0o7777).unwrap_or(0o600)),
     )
     .map_err(|err| named(err.into(), path))?;
     Ok(Some(std::fs::File::from(fd)))

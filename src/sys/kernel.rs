@@ -10,6 +10,8 @@
 //!   Unix tools do, instead of panicking on a failed write.
 //! - [`keep_freed_heap`]: the supervisor keeps the heap its last commit freed for the next one,
 //!   instead of handing it back to the kernel and faulting it in again every iteration.
+//! - `darwin` (macOS only): the process table's calls (`proc_listallpids`, `proc_pidinfo`,
+//!   `sysctl(KERN_PROCARGS2)`), each into a buffer of the size it is told.
 #![allow(unsafe_code)]
 
 use std::io;
@@ -115,5 +117,142 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+}
+
+/// The macOS process-info calls the process table needs (`sys/procs/macos.rs`): libproc's
+/// `proc_listallpids` and `proc_pidinfo`, and `sysctl(KERN_PROCARGS2)`. Each fills a buffer of
+/// the size it is given and says how much it wrote; nothing is read past that.
+#[cfg(target_os = "macos")]
+pub mod darwin {
+    use std::mem::size_of;
+
+    use nix::libc;
+
+    /// What `PROC_PIDTBSDINFO` says of a process.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Bsd {
+        /// The process.
+        pub pid: i32,
+        /// Its parent.
+        pub ppid: i32,
+        /// Its process group.
+        pub pgid: i32,
+        /// `SIDL` 1 … `SZOMB` 5.
+        pub status: u32,
+        /// Its start, in microseconds since the epoch.
+        pub start_us: u64,
+    }
+
+    /// What `PROC_PIDTASKINFO` says of a process.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Task {
+        /// Resident memory, bytes.
+        pub resident_bytes: u64,
+        /// User and system time, nanoseconds.
+        pub cpu_nanos: u64,
+    }
+
+    /// Every pid.
+    #[must_use]
+    pub fn all_pids() -> Vec<i32> {
+        // SAFETY: a null buffer of size 0 asks only for the count.
+        let n = unsafe { libc::proc_listallpids(std::ptr::null_mut(), 0) };
+        let Ok(n) = usize::try_from(n) else {
+            return Vec::new();
+        };
+        // Room for processes started since the count.
+        let mut buf = vec![0i32; n + 64];
+        let bytes = i32::try_from(buf.len() * size_of::<i32>()).unwrap_or(i32::MAX);
+        // SAFETY: the buffer holds `bytes` bytes; the call writes at most that many.
+        let got = unsafe { libc::proc_listallpids(buf.as_mut_ptr().cast(), bytes) };
+        let got = usize::try_from(got).unwrap_or(0).min(buf.len());
+        buf.truncate(got);
+        buf.retain(|p| *p > 0);
+        buf
+    }
+
+    /// `proc_pidinfo(pid, flavor)` into a zeroed `T`; `None` unless it filled all of it.
+    fn pidinfo<T: Copy>(pid: i32, flavor: i32) -> Option<T> {
+        let size = i32::try_from(size_of::<T>()).ok()?;
+        // SAFETY: `T` is one of libc's plain C structs (integers and arrays), for which all
+        // zero bytes are a valid value.
+        let mut info: T = unsafe { std::mem::zeroed() };
+        // SAFETY: the buffer is `size` bytes of `info`; the call writes at most that many.
+        let n = unsafe { libc::proc_pidinfo(pid, flavor, 0, (&raw mut info).cast(), size) };
+        (n == size).then_some(info)
+    }
+
+    /// The BSD info of `pid`.
+    #[must_use]
+    pub fn bsd_info(pid: i32) -> Option<Bsd> {
+        let i: libc::proc_bsdinfo = pidinfo(pid, libc::PROC_PIDTBSDINFO)?;
+        Some(Bsd {
+            pid: i32::try_from(i.pbi_pid).ok()?,
+            ppid: i32::try_from(i.pbi_ppid).ok()?,
+            pgid: i32::try_from(i.pbi_pgid).ok()?,
+            status: i.pbi_status,
+            start_us: i.pbi_start_tvsec * 1_000_000 + i.pbi_start_tvusec,
+        })
+    }
+
+    /// The task info of `pid`.
+    #[must_use]
+    #[allow(
+        deprecated,
+        reason = "libc's Mach timebase, as the standard library reads it"
+    )]
+    pub fn task_info(pid: i32) -> Option<Task> {
+        let t: libc::proc_taskinfo = pidinfo(pid, libc::PROC_PIDTASKINFO)?;
+        // The times are in Mach absolute time units: nanoseconds on Intel, scaled on Apple
+        // silicon.
+        let mut tb = libc::mach_timebase_info { numer: 1, denom: 1 };
+        // SAFETY: writes the two integers of `tb`.
+        let _ok = unsafe { libc::mach_timebase_info(&raw mut tb) };
+        let ticks = u128::from(t.pti_total_user) + u128::from(t.pti_total_system);
+        let nanos = ticks * u128::from(tb.numer) / u128::from(tb.denom.max(1));
+        Some(Task {
+            resident_bytes: t.pti_resident_size,
+            cpu_nanos: u64::try_from(nanos).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// The `KERN_PROCARGS2` buffer of `pid` (arguments and environment; `sys::procargs` reads
+    /// it).
+    #[must_use]
+    pub fn procargs(pid: i32) -> Option<Vec<u8>> {
+        let mut mib = [libc::CTL_KERN, libc::KERN_PROCARGS2, pid];
+        let mut size: libc::size_t = 0;
+        // SAFETY: a null buffer asks only for the size, written to `size`.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_mut_ptr(),
+                3,
+                std::ptr::null_mut(),
+                &raw mut size,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        if rc != 0 || size == 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; size];
+        // SAFETY: the buffer holds `size` bytes; the call writes at most that many and sets
+        // `size` to what it wrote.
+        let rc = unsafe {
+            libc::sysctl(
+                mib.as_mut_ptr(),
+                3,
+                buf.as_mut_ptr().cast(),
+                &raw mut size,
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+        (rc == 0).then(|| {
+            buf.truncate(size);
+            buf
+        })
     }
 }

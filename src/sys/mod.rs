@@ -9,6 +9,8 @@ pub mod failpoint;
 pub mod fsutil;
 pub mod kernel;
 pub mod lines;
+#[cfg(any(target_os = "macos", test))]
+pub mod procargs;
 pub mod procs;
 pub mod resumed;
 pub mod runtime;

@@ -2,20 +2,9 @@
 
 use std::time::{Duration, Instant};
 
+use crate::support::procs::pid_alive;
 use crate::support::wait::scaled;
 use crate::support::{TestHome, assert_no_survivors, wait_for};
-
-fn pid_alive(pid: i64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next())
-                .map(|st| st != "Z")
-        })
-        .unwrap_or(false)
-}
 
 #[test]
 fn start_detaches_fast_and_a_second_start_says_who_holds_the_lock() {

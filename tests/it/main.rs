@@ -7,6 +7,7 @@ mod bad_input;
 mod browser;
 mod claims;
 mod clis;
+#[cfg(target_os = "linux")]
 mod confine;
 mod crash;
 mod daemon;
@@ -26,6 +27,7 @@ mod loop_core;
 mod loop_gate;
 mod misbehaving;
 mod notify;
+mod orphans;
 mod papercuts;
 mod remote;
 mod repos;

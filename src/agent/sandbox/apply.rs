@@ -1,32 +1,17 @@
-//! Applying a policy to the current process: resource limits (core dumps off, CPU seconds, open
-//! files) and Landlock rules. Runs in the single-threaded `sandbox-exec` helper just before it
-//! executes the agent's shell, so every process of the run inherits both.
+//! Applying a policy to the current process on Linux: read-only mounts of the protected files,
+//! no capabilities, and Landlock rules. Runs in the single-threaded `sandbox-exec` helper just
+//! before it executes the agent's shell, so every process of the run inherits them.
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
-use nix::sys::resource::{Resource, setrlimit};
 
 use super::policy::{Enforcement, Policy};
 use crate::config::SandboxMode;
 
 /// The newest ABI this build knows; older kernels get what they offer (best effort).
 const TARGET: ABI = ABI::V6;
-
-/// Set the per-process limits of the policy.
-pub fn limits(p: &Policy) -> Result<(), String> {
-    setrlimit(Resource::RLIMIT_CORE, 0, 0).map_err(|e| format!("core dumps off: {e}"))?;
-    if p.max_cpu_secs > 0 {
-        setrlimit(Resource::RLIMIT_CPU, p.max_cpu_secs, p.max_cpu_secs + 5)
-            .map_err(|e| format!("CPU limit: {e}"))?;
-    }
-    if p.max_open_files > 0 {
-        setrlimit(Resource::RLIMIT_NOFILE, p.max_open_files, p.max_open_files)
-            .map_err(|e| format!("open-file limit: {e}"))?;
-    }
-    Ok(())
-}
 
 /// Make the policy's protected paths read-only for this process and what it executes: a private
 /// mount namespace with read-only bind mounts (as bubblewrap does). Needs root; elsewhere the

@@ -1,12 +1,19 @@
 //! The harness around an agent run: what it sees (`env`: an environment built from an
-//! allow-list, never inherited) and where it may write and connect (`policy`: Landlock rules,
+//! allow-list, never inherited) and where it may write and connect (`policy`: filesystem rules,
 //! network ports, resource limits), applied by our own binary in a single-threaded helper
-//! (`studio-agents sandbox-exec`, `apply`) that then executes the agent's shell, so the whole
-//! tree inherits it. Decided in `agent::launch`, once for every agent run.
+//! (`studio-agents sandbox-exec`) that then executes the agent's shell, so the whole tree
+//! inherits it: on Linux Landlock, read-only mounts, no capabilities and a seccomp filter
+//! (`apply`, `seccomp`), on macOS a Seatbelt profile (`seatbelt`); `limits` on both. Decided in
+//! `agent::launch`, once for every agent run.
 
+#[cfg(target_os = "linux")]
 pub mod apply;
 pub mod env;
+pub mod limits;
 pub mod policy;
+#[cfg(any(target_os = "macos", test))]
+pub mod seatbelt;
+#[cfg(target_os = "linux")]
 pub mod seccomp;
 
 pub use policy::{Enforcement, Policy};

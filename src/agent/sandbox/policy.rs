@@ -182,6 +182,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
 /// passed through but not listed (`ls ~` fails when the store is `~/.studio-agents`), and entries
 /// made there after the run started are not readable. `list` names a directory's entries.
 #[must_use]
+#[cfg(any(target_os = "linux", test))]
 pub fn cover_except(hidden: &[PathBuf], list: impl Fn(&Path) -> Vec<PathBuf>) -> Vec<PathBuf> {
     use std::collections::BTreeSet;
     let on_the_way: BTreeSet<&Path> = hidden.iter().flat_map(|h| h.ancestors().skip(1)).collect();

@@ -58,3 +58,17 @@ pub fn kill_all(token: &str) {
             .status();
     }
 }
+
+/// Alive and not a zombie.
+#[allow(dead_code)]
+pub fn pid_alive(pid: i64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().next())
+                .map(|st| st != "Z")
+        })
+        .unwrap_or(false)
+}
