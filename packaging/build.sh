@@ -37,8 +37,9 @@ done
 echo "== what was built"
 cd "$dist"
 file studio-agents-* | tee files.txt
-grep -q 'studio-agents-x86_64-linux: ELF 64-bit LSB .*x86-64' files.txt
-grep -q 'studio-agents-aarch64-linux: ELF 64-bit LSB .*ARM aarch64' files.txt
-grep -q 'studio-agents-aarch64-macos: Mach-O 64-bit .*arm64' files.txt
-grep -q 'studio-agents-x86_64-macos: Mach-O 64-bit .*x86_64' files.txt
+# `file` pads the names to one width.
+grep -Eq 'studio-agents-x86_64-linux: +ELF 64-bit LSB .*x86-64' files.txt
+grep -Eq 'studio-agents-aarch64-linux: +ELF 64-bit LSB .*ARM aarch64' files.txt
+grep -Eq 'studio-agents-aarch64-macos: +Mach-O 64-bit .*arm64' files.txt
+grep -Eq 'studio-agents-x86_64-macos: +Mach-O 64-bit .*x86_64' files.txt
 echo "all four binaries are what their names say"
