@@ -770,17 +770,17 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
         t.release_file().display()
     );
     t.start_bg("crashplant", "tamper,block", &env, &[]).code(0);
-    let st = t.wait_state("iteration 1's agent", |s| {
-        s["current_iteration"] == 1 && s["agent_pid"].is_number()
-    });
+    // The agent garbles state.json before it blocks: the supervisor is found by its lock.
     t.wait_blocked();
+    let pid = t.status_json("crashplant")["pid"]
+        .as_i64()
+        .expect("the supervisor holds the lock");
     let planted = t.art().join(".git/config.worktree");
     assert!(planted.exists(), "the agent planted its config");
     std::process::Command::new("kill")
-        .args(["-9", &st["pid"].as_i64().unwrap().to_string()])
+        .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
-    let pid = st["pid"].as_i64().unwrap();
     wait_for(
         "the supervisor to be gone",
         std::time::Duration::from_secs(10),
