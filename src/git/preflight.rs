@@ -17,8 +17,11 @@ pub struct Findings {
     pub signing: bool,
 }
 
+/// How long `start` waits for another process's `index.lock` before refusing.
+const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Refuse a repository the loop cannot commit in: a merge, rebase or cherry-pick in progress, a
-/// held `index.lock`, an index the git library cannot write, an artifact dir git ignores.
+/// `index.lock` held longer than [`INDEX_LOCK_WAIT`], an index the git library cannot write, an artifact dir git ignores.
 /// A directory outside any repository passes (the loop creates one there).
 pub fn check(artifact: &Path) -> Result<Findings> {
     let repo = match Repository::discover(artifact) {
@@ -35,6 +38,12 @@ pub fn check(artifact: &Path) -> Result<Findings> {
         )));
     }
     let lock = repo.path().join("index.lock");
+    // Another loop's commit, or a git command, holds it for milliseconds: wait that out (as
+    // git's `core.lockTimeout` does); one that stays is a running or crashed command.
+    let until = std::time::Instant::now() + INDEX_LOCK_WAIT;
+    while lock.exists() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10)); // allow: waiting for another process
+    }
     if lock.exists() {
         return Err(Error::input(format!(
             "{}: exists: a git command is running in this repository, or one crashed (remove the file if no git process is running)",

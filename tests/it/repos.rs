@@ -370,6 +370,23 @@ fn a_held_index_lock_is_refused() {
 }
 
 #[test]
+fn an_index_lock_released_within_moments_is_waited_for() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // Another loop's commit holds the lock for half a second after `start` begins.
+    let lock = root.join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let held = lock.clone();
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500)); // the other commit's duration
+        std::fs::remove_file(held).unwrap();
+    });
+    t.start_fg("waits", "", &[]).code(0);
+    releaser.join().unwrap();
+    assert!(t.state()["status"] == "completed", "{}", t.state());
+}
+
+#[test]
 fn a_split_index_is_refused_with_the_fix() {
     let t = TestHome::new();
     let root = repo_with_art(&t);
