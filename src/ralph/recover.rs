@@ -21,8 +21,13 @@ fn live_supervisor(s: &LoopState) -> Option<u32> {
     let now = crate::sys::procs::stat(s.pid.cast_signed()).filter(|p| p.is_running())?;
     let same = match s.pid_start_ticks {
         Some(ticks) => ticks == now.start_ticks,
-        None => std::fs::read_to_string(format!("/proc/{}/comm", s.pid))
-            .is_ok_and(|c| c.trim() == "studio-agents"),
+        None => crate::sys::procs::args(s.pid.cast_signed()).is_some_and(|a| {
+            a.first().is_some_and(|p| {
+                use std::os::unix::ffi::OsStrExt;
+                std::path::Path::new(std::ffi::OsStr::from_bytes(p)).file_name()
+                    == Some(std::ffi::OsStr::new("studio-agents"))
+            })
+        }),
     };
     same.then_some(s.pid)
 }

@@ -2,13 +2,31 @@
 //! count, the executable's path, padding, the arguments, then the environment, each
 //! NUL-terminated. Pure, and tested on every platform.
 
+/// The arguments of a `KERN_PROCARGS2` buffer (the program's name first); nothing when the
+/// buffer is not of that shape.
+pub fn arguments(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let argc = argc(buf);
+    let rest = buf.get(4..).unwrap_or_default();
+    let parts: Vec<&[u8]> = rest
+        .split(|b| *b == 0)
+        .skip(1)
+        .skip_while(|p| p.is_empty())
+        .take(argc)
+        .collect();
+    let complete = parts.len() == argc;
+    parts.into_iter().filter(move |_| complete)
+}
+
+fn argc(buf: &[u8]) -> usize {
+    buf.get(..4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map_or(0, |b| usize::try_from(i32::from_ne_bytes(b)).unwrap_or(0))
+}
+
 /// The environment entries (`KEY=value`) of a `KERN_PROCARGS2` buffer; nothing when the buffer
 /// is not of that shape.
 pub fn environment(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
-    let argc = buf
-        .get(..4)
-        .and_then(|b| <[u8; 4]>::try_from(b).ok())
-        .map_or(0, |b| usize::try_from(i32::from_ne_bytes(b)).unwrap_or(0));
+    let argc = argc(buf);
     let rest = buf.get(4..).unwrap_or_default();
     // The executable path, then the NULs that pad it.
     let mut parts = rest.split(|b| *b == 0).skip(1).skip_while(|p| p.is_empty());
@@ -43,6 +61,8 @@ mod tests {
             &["sh", "-c", "WIGGUM_TOKEN=fake"],
             &["HOME=/Users/me", "WIGGUM_TOKEN=t1"],
         );
+        let args: Vec<&[u8]> = arguments(&b).collect();
+        assert_eq!(args, [b"sh".as_slice(), b"-c", b"WIGGUM_TOKEN=fake"]);
         let env: Vec<&[u8]> = environment(&b).collect();
         assert_eq!(
             env,
@@ -53,6 +73,7 @@ mod tests {
     #[test]
     fn a_short_or_garbled_buffer_has_no_environment() {
         assert_eq!(environment(b"").count(), 0);
+        assert_eq!(arguments(b"").count(), 0);
         assert_eq!(environment(b"\x01\x00").count(), 0);
         let mut b = buffer(&["sh"], &["A=1"]);
         b[..4].copy_from_slice(&9i32.to_ne_bytes());

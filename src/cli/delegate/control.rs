@@ -38,8 +38,8 @@ pub(super) fn artifact_of(topic: &str) -> Result<(Delegation, PathBuf)> {
 fn alive(pid: Option<u32>) -> bool {
     pid.is_some_and(|p| {
         crate::sys::procs::stat(p.cast_signed()).is_some_and(|s| s.is_running())
-            && std::fs::read(format!("/proc/{p}/cmdline"))
-                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"delegate"))
+            && crate::sys::procs::args(p.cast_signed())
+                .is_some_and(|args| args.iter().any(|a| a == b"delegate"))
     })
 }
 

@@ -104,6 +104,18 @@ pub fn family() -> Option<Vec<Stat>> {
     Some(out)
 }
 
+/// The process's command line, one argument each.
+#[must_use]
+pub fn args(pid: i32) -> Option<Vec<Vec<u8>>> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect(),
+    )
+}
+
 /// Whether the process's environment holds `KEY=value` exactly.
 #[must_use]
 pub fn has_env(pid: i32, key: &str, value: &str) -> bool {

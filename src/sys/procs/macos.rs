@@ -58,6 +58,17 @@ pub fn has_env(pid: i32, key: &str, value: &str) -> bool {
     crate::sys::procargs::environment(&args).any(|kv| kv == want.as_bytes())
 }
 
+/// The process's command line, one argument each (from `KERN_PROCARGS2`).
+#[must_use]
+pub fn args(pid: i32) -> Option<Vec<Vec<u8>>> {
+    let buf = darwin::procargs(pid)?;
+    Some(
+        crate::sys::procargs::arguments(&buf)
+            .map(<[u8]>::to_vec)
+            .collect(),
+    )
+}
+
 /// No lock table to read on macOS.
 #[must_use]
 pub fn flock_holder(_dev: u64, _ino: u64) -> Option<i32> {
