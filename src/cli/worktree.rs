@@ -56,14 +56,15 @@ pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
     let home = config::home_dir()?;
     registry::check_topic(&opts.topic)?;
     let known = worktrees::read(&home, &opts.topic)?;
-    let wanted = asked || known.is_some() || {
-        let s = config::load(&Sources {
-            home: Some(home.join("wiggum.toml")),
-            loop_file: None,
-            explicit: opts.config.clone(),
-        })?;
-        s.defaults.isolation == Isolation::Worktree && opts.artifact_path.is_some()
-    };
+    // The user's own settings only: a loop's settings file lies inside what the worktree maps.
+    let settings = config::load(&Sources {
+        home: Some(home.join("wiggum.toml")),
+        loop_file: None,
+        explicit: opts.config.clone(),
+    })?;
+    let wanted = asked
+        || known.is_some()
+        || (settings.defaults.isolation == Isolation::Worktree && opts.artifact_path.is_some());
     if !wanted {
         return Ok(());
     }
@@ -101,12 +102,11 @@ pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
             original.display()
         )));
     }
-    let s = config::load(&Sources {
-        home: Some(home.join("wiggum.toml")),
-        loop_file: None,
-        explicit: opts.config.clone(),
-    })?;
-    let made = wt::make(&opts.topic, &original, s.defaults.worktree_dir.as_deref())?;
+    let made = wt::make(
+        &opts.topic,
+        &original,
+        settings.defaults.worktree_dir.as_deref(),
+    )?;
     let merged = known.and_then(|k| k.merged);
     worktrees::write(
         &home,
