@@ -452,6 +452,53 @@ impl AgentRun {
     }
 }
 
+/// A validation command and the private temp dir it runs with (remove it after the run).
+pub type ValidationJob = (Job, PathBuf);
+
+/// A validation command. It runs what the agent wrote (its tests), so it is confined as the
+/// agent of a code loop is — writes in the work tree and a private temp dir, the store out of
+/// sight, its environment from the allow-list — with its own wall limit; with the sandbox off it
+/// runs as the user configured it.
+///
+/// # Errors
+/// When the private temp dir cannot be made.
+pub fn validation_job(
+    safety: &Safety,
+    artifact_root: &Path,
+    workdir: &Path,
+    command: &str,
+    log: PathBuf,
+    limit: Duration,
+) -> Result<ValidationJob> {
+    let grace = Duration::from_secs(safety.kill_grace_secs);
+    let phase = vec![("WIGGUM_PHASE".to_string(), "validation".to_string())];
+    let mut job = Job::trusted(
+        command,
+        workdir.to_path_buf(),
+        phase,
+        log,
+        limit,
+        grace,
+        "validation",
+    );
+    let tmp = tmp_dir(&job.token);
+    if safety.sandbox == crate::config::SandboxMode::Off {
+        return Ok((job, tmp));
+    }
+    fsutil::create_dir_all(&tmp)?;
+    let root = work_root(artifact_root);
+    let program = sandbox::env::program_of(command);
+    let mut env = sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow);
+    env.push(("TMPDIR".into(), tmp.display().to_string()));
+    env.append(&mut job.env);
+    let mut policy = sandbox::policy::build(safety, &root, &tmp, &[]);
+    policy.hidden = hidden_store(&root);
+    job.env = env;
+    job.env_clear = true;
+    job.sandbox = Some(policy);
+    Ok((job, tmp))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

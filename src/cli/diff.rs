@@ -32,6 +32,65 @@ pub struct DiffArgs {
     pub color: Color,
 }
 
+/// What a code loop committed: one iteration's commit, or with none named every committed
+/// iteration's, oldest first; with `stat`, the files and their added and removed lines.
+fn commits_patch(
+    layout: &Layout,
+    committed: &[(u32, String)],
+    iteration: Option<u32>,
+    stat: bool,
+) -> Result<String> {
+    let repo = Repo::open(layout.root())?;
+    let mut out = String::new();
+    for (n, sha) in committed
+        .iter()
+        .filter(|(i, _)| iteration.is_none_or(|n| *i == n))
+    {
+        let patch = repo.commit_patch(sha)?;
+        if iteration.is_none() {
+            out.push_str(&format!(
+                "# iteration {n}: commit {}\n",
+                &sha[..sha.len().min(12)]
+            ));
+        }
+        if stat {
+            out.push_str(&patch_stat(&patch));
+        } else {
+            out.push_str(&patch);
+        }
+    }
+    Ok(out)
+}
+
+/// `calc.py | +3 -1` per file, then the totals.
+fn patch_stat(patch: &str) -> String {
+    let mut files: Vec<(String, usize, usize)> = Vec::new();
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            let path = rest.rsplit_once(" b/").map_or(rest, |(_, b)| b);
+            files.push((path.to_string(), 0, 0));
+        } else if let Some(f) = files.last_mut() {
+            if line.starts_with("+++ ") || line.starts_with("--- ") {
+            } else if line.starts_with('+') {
+                f.1 += 1;
+            } else if line.starts_with('-') {
+                f.2 += 1;
+            }
+        }
+    }
+    let (add, del) = files.iter().fold((0, 0), |(a, d), f| (a + f.1, d + f.2));
+    let mut out: String = files
+        .iter()
+        .map(|(p, a, d)| format!(" {p} | +{a} -{d}\n"))
+        .collect();
+    let n = files.len();
+    out.push_str(&format!(
+        " {n} file{} changed, +{add} -{del}\n",
+        if n == 1 { "" } else { "s" }
+    ));
+    out
+}
+
 /// The largest artifact version compared.
 const CAP: u64 = 64 << 20;
 
@@ -55,7 +114,9 @@ pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<Str
         iteration,
         stat,
     };
-    let layout = Handle::open_present(&a.topic)?.layout;
+    let handle = Handle::open_present(&a.topic)?;
+    let code = crate::quality::types::of(&handle.settings()).writes_repository();
+    let layout = handle.layout;
     // Iterations that were committed, in order (a discarded attempt has no commit).
     let mut committed: Vec<(u32, String)> = Vec::new();
     let mut seen = Vec::new();
@@ -91,7 +152,9 @@ pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<Str
             a.topic
         )));
     };
-    let text = if layout.original_artifact().exists() {
+    // A code loop's work is the repository: its commits, across it (its artifact.md is the
+    // spec, never changed).
+    let text = if !code && layout.original_artifact().exists() {
         let (old, new) = match a.iteration {
             Some(n) => {
                 let prev = committed.iter().rev().map(|(i, _)| *i).find(|i| *i < n);
@@ -107,14 +170,7 @@ pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<Str
         };
         versions(&layout, &old, &new, a.stat)?
     } else {
-        let n = a.iteration.unwrap_or(last);
-        let sha = committed
-            .iter()
-            .rev()
-            .find(|(i, _)| *i == n)
-            .map(|(_, c)| c.clone())
-            .unwrap_or_default();
-        Repo::open(layout.root())?.commit_patch(&sha)?
+        commits_patch(&layout, &committed, a.iteration, a.stat)?
     };
     Ok(text)
 }

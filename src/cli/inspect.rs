@@ -115,6 +115,7 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             out.flush().at(&path, "print")?;
         }
         if !a.follow {
+            print_validation(&layout.validation_log(n), n, &mut out)?;
             return Ok(0);
         }
         // Followed without --iteration: the next iteration's log takes over once this one is
@@ -162,6 +163,16 @@ fn discarded_logs(
     let when = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     found.sort_by(|a, b| when(&a.1).cmp(&when(&b.1)).then(a.0.cmp(&b.0)));
     found
+}
+
+/// The output of iteration `n`'s validation commands, after its agent's log (copied in chunks).
+fn print_validation(log: &std::path::Path, n: u32, out: &mut impl Write) -> Result<()> {
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return Ok(());
+    };
+    writeln!(out, "--- validation of iteration {n} ---").at(log, "print")?;
+    std::io::copy(&mut f, out).at(log, "print")?;
+    Ok(())
 }
 
 /// `summary`: the lift (quality before → after, gate r1 → final) and one line per run.
@@ -219,7 +230,13 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
     if runs.is_empty() {
         println!("`{}` has run no iteration yet", a.topic);
     } else {
-        println!("{}\n", summary::text(&lift));
+        match crate::ralph::work::read_tree(layout) {
+            Some(t) => println!(
+                "tests  {}  ({} of {} iterations red)\n",
+                t.tree.summary, t.red_iterations, t.validated
+            ),
+            None => println!("{}\n", summary::text(&lift)),
+        }
         for l in &lines {
             println!("{l}");
         }

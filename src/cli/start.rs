@@ -45,6 +45,17 @@ pub struct StartArgs {
     /// Run the three-persona panel after the evaluator.
     #[arg(long)]
     pub panel: bool,
+    /// A validation command, run in the repository after every iteration (repeatable; over
+    /// [validation] commands). A code loop without one proposes the project's own.
+    #[arg(long, value_name = "CMD", conflicts_with = "no_validate")]
+    pub validate: Vec<String>,
+    /// Run a code loop without validation (no test command proposed).
+    #[arg(long)]
+    pub no_validate: bool,
+    /// A code loop's spec: a file the agents read and never modify, relative to the artifact
+    /// directory (repeatable; default: its artifact.md).
+    #[arg(long, value_name = "PATH")]
+    pub spec: Vec<PathBuf>,
     /// Resolve settings, agent, evaluator, sandbox and limits, render the prompt it would feed,
     /// print all of it; run and write nothing.
     #[arg(long, conflicts_with_all = ["foreground", "watch"])]
@@ -90,6 +101,11 @@ impl StartArgs {
             reset_breaker: self.reset_breaker,
             probed: None,
             kind: self.kind.clone(),
+            code: crate::ralph::work::setup::CodeFlags {
+                validate: self.validate.clone(),
+                no_validate: self.no_validate,
+                spec: self.spec.clone(),
+            },
         }
     }
 }

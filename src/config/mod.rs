@@ -14,10 +14,10 @@ pub use entries::{
 pub use settings::{
     GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS,
     OnGateFail, Price, PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind,
-    TypeDef, UnixSockets, price_of,
+    TypeDef, UnixSockets, code_weights, default_weights, price_of,
 };
 #[cfg(test)]
-pub use settings::{Network, NetworkRule, default_weights};
+pub use settings::{Network, NetworkRule};
 
 use crate::error::{Error, Result};
 use crate::sys::fsutil;

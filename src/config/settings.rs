@@ -151,6 +151,10 @@ pub struct Defaults {
     /// Where worktrees are made (default: `.git/wiggum-worktrees/` of the repository).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree_dir: Option<std::path::PathBuf>,
+    /// A code loop's spec: files the agents read and never modify (relative to the artifact
+    /// directory; `start --spec`). Empty: the artifact directory's `artifact.md`, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spec: Vec<std::path::PathBuf>,
 }
 
 /// `[defaults] isolation`.
@@ -191,6 +195,7 @@ impl Default for Defaults {
             kind: None,
             isolation: Isolation::None,
             worktree_dir: None,
+            spec: Vec::new(),
         }
     }
 }
@@ -422,6 +427,9 @@ pub struct Validation {
     pub required_files: Vec<String>,
     /// Wall limit of one validation command, in seconds.
     pub timeout_secs: u64,
+    /// A code loop without commands proposes the project's own test command (`cargo test`,
+    /// `npm test`, ...) from its files; `start --no-validate` turns it off.
+    pub detect: bool,
 }
 
 impl Default for Validation {
@@ -430,6 +438,7 @@ impl Default for Validation {
             commands: Vec::new(),
             required_files: Vec::new(),
             timeout_secs: 600,
+            detect: true,
         }
     }
 }
@@ -508,6 +517,16 @@ impl Default for GateSettings {
             revision_template: None,
         }
     }
+}
+
+/// The rubric of a code loop's gate: is the change correct, is it tested, is it in scope (one
+/// plan item, no unrelated edits, no deleted tests).
+#[must_use]
+pub fn code_weights() -> BTreeMap<String, f64> {
+    [("correctness", 0.5), ("tests", 0.3), ("scope", 0.2)]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
 }
 
 /// The rubric's default weights (seed 000).

@@ -222,6 +222,17 @@ impl Layout {
     pub fn validation_log(&self, n: u32) -> PathBuf {
         self.run_dir(n).join("validation.log")
     }
+    /// The output of the validation run outside an iteration: `baseline` (before the first
+    /// iteration of a start) and `final` (on the final tree).
+    #[must_use]
+    pub fn loop_validation_log(&self, what: &str) -> PathBuf {
+        self.records.join(format!("validation-{what}.log"))
+    }
+    /// What the last validation showed of the work tree (`records::TreeValidation`).
+    #[must_use]
+    pub fn tree_validation(&self) -> PathBuf {
+        self.records.join("validation.json")
+    }
     /// The output of the git hooks run for run `n`'s commit (planning: 0).
     #[must_use]
     pub fn hooks_log(&self, n: u32) -> PathBuf {

@@ -86,6 +86,8 @@ pub enum StopReason {
     PromiseRejected,
     /// An unrecoverable error.
     Error,
+    /// A code loop ended with its validation failing on the final tree.
+    ValidationFailed,
 }
 
 impl StopReason {
@@ -102,6 +104,7 @@ impl StopReason {
             StopReason::Breaker => "breaker",
             StopReason::PromiseRejected => "promise_rejected",
             StopReason::Error => "error",
+            StopReason::ValidationFailed => "validation_failed",
         }
     }
 }
@@ -272,7 +275,10 @@ impl StopReason {
             | StopReason::MaxIterations
             | StopReason::Promise => Ending::Completed,
             StopReason::UserStop | StopReason::Budget => Ending::Stopped,
-            StopReason::Breaker | StopReason::PromiseRejected | StopReason::Error => Ending::Failed,
+            StopReason::Breaker
+            | StopReason::PromiseRejected
+            | StopReason::Error
+            | StopReason::ValidationFailed => Ending::Failed,
         }
     }
 }
@@ -653,6 +659,7 @@ mod tests {
             (StopReason::Budget, Status::Stopped),
             (StopReason::Breaker, Status::Failed),
             (StopReason::Error, Status::Failed),
+            (StopReason::ValidationFailed, Status::Failed),
         ] {
             assert_eq!(r.ending().status(), s, "{r:?}");
         }

@@ -368,6 +368,56 @@ pub struct RunRecord {
     /// Protected files the agent changed (restored; the iteration was rejected).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected_changed: Vec<String>,
+    /// What the validation commands showed after this run, when they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<ValidationShown>,
+    /// Lines the commit added and removed (a code loop's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lines: Option<LineCounts>,
+    /// Build output and caches left out of the commit (`__pycache__/`, `target/`, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+/// What a validation run showed, as people read it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationShown {
+    /// Every command passed.
+    pub green: bool,
+    /// One line: `green`, `2 failing: test_a, test_b`, or the failing command.
+    pub summary: String,
+    /// Failing tests by name (the first 50).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing: Vec<String>,
+    /// The failing output: the first failing test's message, then the last lines (bounded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub excerpt: String,
+}
+
+/// What the last validation showed of the work tree, and how many iterations it was red after
+/// (`validation.json` in the loop's records; what `status`, `summary` and the completion block
+/// of a code loop read).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeValidation {
+    /// The last validation of the work tree.
+    pub tree: ValidationShown,
+    /// After which iteration it ran (0: before the first).
+    pub after_iteration: u32,
+    /// Iterations whose validation failed (rejected, or accepted with tests still red).
+    pub red_iterations: u32,
+    /// Iterations validated.
+    pub validated: u32,
+}
+
+/// Lines added and removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineCounts {
+    /// Files the commit changed.
+    pub files: usize,
+    /// Lines added.
+    pub added: usize,
+    /// Lines removed.
+    pub removed: usize,
 }
 
 fn one() -> u32 {
@@ -396,6 +446,9 @@ impl RunRecord {
             commit: None,
             quality: None,
             validation_failed: None,
+            validation: None,
+            lines: None,
+            left_out: Vec::new(),
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -446,6 +499,9 @@ impl RunRecord {
             note: Some(note.into()),
             env_passed: Vec::new(),
             protected_changed: Vec::new(),
+            validation: None,
+            lines: None,
+            left_out: Vec::new(),
         }
     }
 

@@ -83,6 +83,9 @@ mod tests {
             note: None,
             env_passed: vec![],
             protected_changed: vec![],
+            validation: None,
+            lines: None,
+            left_out: vec![],
         }
     }
 

@@ -228,6 +228,10 @@ impl Judge for Evaluator {
 
     async fn judge(&self, task: &str, task_type: &str, output: &str) -> Result<Evaluation> {
         if self.entry.kind == EvaluatorKind::Heuristic {
+            // A code change is judged by its diff's hygiene; its tests judged the rest.
+            if task_type == super::hygiene::CODE_TASK {
+                return Ok(super::hygiene::evaluate(output));
+            }
             return Ok(heuristic::evaluate(task, output));
         }
         let prompt = prompts::evaluator(&self.template, task, task_type, output, &self.dims);

@@ -7,6 +7,7 @@ pub mod evaluator;
 pub mod extract;
 pub mod heuristic;
 pub mod http;
+pub mod hygiene;
 pub mod panel;
 pub mod producer;
 pub mod prompts;

@@ -5,6 +5,7 @@
 
 mod commit;
 pub mod filters;
+pub mod generated;
 pub mod history;
 mod pathstatus;
 pub mod preflight;
@@ -241,6 +242,16 @@ impl Repo {
         self.repo
             .is_path_ignored(self.scope.join(rel))
             .unwrap_or(false)
+    }
+
+    /// Whether HEAD's tree holds `rel` (relative to the artifact dir).
+    #[must_use]
+    pub fn in_head(&self, rel: &Path) -> bool {
+        self.repo
+            .head()
+            .and_then(|h| h.peel_to_tree())
+            .and_then(|t| t.get_path(&self.scope.join(rel)))
+            .is_ok()
     }
 
     /// The current HEAD commit, if any.

@@ -2,15 +2,13 @@
 //! decides from data and records what it saw.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use chrono::Utc;
 
 use super::context::Loop;
 use super::runner::RunSpec;
-use super::{commit, fix_plan};
+use super::{commit, fix_plan, validation};
 use crate::agent::launch::{AgentPhase, AgentRun};
-use crate::agent::process::{self, Job};
 use crate::agent::spec::AgentSpec;
 use crate::config::{GateTarget, OnGateFail};
 use crate::disk::runlog::{self, Outcome, RunRecord};
@@ -21,33 +19,66 @@ use crate::gate::rounds;
 use crate::gate::{GateRecord, Verdict, evaluator};
 use crate::sys::fsutil;
 
-/// The first failing validation: a missing required file or a failing command.
-pub async fn validate(lp: &mut Loop, n: u32) -> Result<Option<String>> {
-    let root = lp.runner.layout.root().to_path_buf();
+/// Run the loop's validation commands once, their output appended to `log`.
+pub async fn run_validation(lp: &mut Loop, log: &Path) -> Result<validation::Results> {
+    let setting = validation::Setting {
+        commands: &lp.settings.validation.commands,
+        safety: &lp.settings.safety,
+        root: lp.runner.layout.root(),
+        workdir: lp.repo.workdir(),
+        limit: std::time::Duration::from_secs(lp.settings.validation.timeout_secs),
+    };
+    validation::run(setting, &mut lp.runner.stops, log).await
+}
+
+/// A required file the iteration did not leave, if any.
+fn missing_required(lp: &Loop, n: u32) -> Option<String> {
+    let root = lp.runner.layout.root();
     let dir = lp.runner.layout.iteration_dir(n);
-    for f in &lp.settings.validation.required_files {
+    lp.settings.validation.required_files.iter().find_map(|f| {
         let rel = f.replace("{iteration_dir}", &dir.display().to_string());
-        if !root.join(&rel).exists() {
-            return Ok(Some(format!("required file {rel} is missing")));
-        }
+        (!root.join(&rel).exists()).then(|| format!("required file {rel} is missing"))
+    })
+}
+
+/// Validation, the backpressure: the required files, then the commands, judged as the loop's
+/// kind of work judges them (`work::Kind::judge`). Records what it showed in `rec` and the
+/// loop's books. Returns why the iteration is rejected, and the breaker's reason when
+/// validation failures in a row tripped it.
+async fn validate(
+    lp: &mut Loop,
+    n: u32,
+    rec: &mut RunRecord,
+    item_done: bool,
+) -> Result<(Option<String>, Option<String>)> {
+    let layout = lp.runner.layout.clone();
+    let limits = super::decide::TrendLimits::of(&lp.settings.safety);
+    if let Some(why) = missing_required(lp, n) {
+        let trends = &mut lp.runner.state.trends;
+        let tripped = super::decide::record_validation(trends, true, limits);
+        return Ok((Some(why), tripped));
     }
-    for cmd in lp.settings.validation.commands.clone() {
-        let job = Job::trusted(
-            cmd.clone(),
-            lp.repo.workdir().to_path_buf(),
-            vec![("WIGGUM_PHASE".into(), "validation".into())],
-            lp.runner.layout.validation_log(n),
-            Duration::from_secs(lp.settings.validation.timeout_secs),
-            Duration::from_secs(lp.settings.safety.kill_grace_secs),
-            "validation",
-        );
-        fsutil::append_line(job.log(), &format!("$ {cmd}"))?;
-        let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;
-        if !out.ending.success() {
-            return Ok(Some(format!("`{cmd}` {}", out.ending)));
-        }
+    if lp.settings.validation.commands.is_empty() {
+        super::decide::record_validation(&mut lp.runner.state.trends, false, limits);
+        return Ok((None, None));
     }
-    Ok(None)
+    let results = run_validation(lp, &layout.validation_log(n)).await?;
+    let judgement = lp
+        .work
+        .judge(lp.validation.baseline.as_ref(), &results, item_done);
+    rec.validation = Some(super::work::shown(&results));
+    let summary = results.summary();
+    lp.validation
+        .iteration(results, judgement == validation::Judgement::Accept);
+    lp.validation.save(&layout, n)?;
+    let why = match judgement {
+        validation::Judgement::Accept => None,
+        validation::Judgement::Reject(why) => Some(why),
+    };
+    let tripped =
+        super::decide::record_validation(&mut lp.runner.state.trends, why.is_some(), limits)
+            .map(|t| format!("{t}; the last: {summary}"));
+    Ok((why, tripped))
 }
 
 /// The loop's side of a revision round: its runner (state, cost) and its budget.
@@ -294,10 +325,19 @@ fn guard_plan(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<Op
 }
 
 /// Record a rejected iteration: its work (the agent's changes and the iteration's directory)
-/// stays in the tree, carried to the next commit.
-fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -> Res<()> {
+/// stays in the tree, carried to the next commit; the plan items it ticked are open again (a
+/// rejected iteration has done nothing as far as the loop is concerned).
+fn reject(
+    lp: &mut Loop,
+    mut rec: RunRecord,
+    why: String,
+    changed: &[PathBuf],
+    plan_before: &str,
+) -> Res<()> {
     let layout = lp.runner.layout.clone();
     tracing::warn!("iteration {} rejected: {why}", rec.iteration);
+    reopen_ticked(&layout, plan_before)?;
+    lp.validation.rejected = Some(why.clone());
     commit::carry(lp, changed);
     let dir = layout.iteration_dir(rec.iteration);
     commit::carry(
@@ -313,6 +353,23 @@ fn reject(lp: &mut Loop, mut rec: RunRecord, why: String, changed: &[PathBuf]) -
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
+/// Open again the items the rejected run ticked (its other plan edits — new items — stay).
+fn reopen_ticked(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<()> {
+    let Some(now) = fsutil::read_opt(&layout.fix_plan())? else {
+        return Ok(());
+    };
+    let claimed = fix_plan::newly_done(plan_before, &now);
+    if claimed.is_empty() {
+        return Ok(());
+    }
+    let reopened = fix_plan::reopen(&now, &claimed);
+    tracing::info!(
+        "the rejected iteration's ticks were taken back: {}",
+        claimed.join("; ")
+    );
+    fsutil::atomic_write(&layout.fix_plan(), reopened.as_bytes())
+}
+
 /// Acceptance, in one place: the plan guard, validation (backpressure), the gate, the commit.
 /// Records the iteration's run record whatever the outcome. Returns a breaker's reason when
 /// validation failed too many times in a row.
@@ -326,19 +383,17 @@ pub async fn accept(
 ) -> Res<Option<String>> {
     let layout = lp.runner.layout.clone();
     if let Some(why) = guard_plan(&layout, plan_before)? {
-        reject(lp, rec, why, changed)?;
+        reject(lp, rec, why, changed, plan_before)?;
         return Ok(None);
-    }
-    let failed = validate(lp, n).await?;
-    let limits = super::decide::TrendLimits::of(&lp.settings.safety);
-    let tripped =
-        super::decide::record_validation(&mut lp.runner.state.trends, failed.is_some(), limits);
-    if let Some(why) = failed {
-        reject(lp, rec, why, changed)?;
-        return Ok(tripped);
     }
     let plan_after = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
     let claimed = fix_plan::newly_done(plan_before, &plan_after);
+    let (failed, tripped) = validate(lp, n, &mut rec, !claimed.is_empty()).await?;
+    if let Some(why) = failed {
+        reject(lp, rec, why, changed, plan_before)?;
+        return Ok(tripped);
+    }
+    lp.validation.rejected = None;
     let task = if claimed.is_empty() {
         lp.task.clone()
     } else {
@@ -362,7 +417,9 @@ pub async fn accept(
         lp.runner.state.last_gate_score = g.final_score;
     }
     rec.gate = gate;
-    if let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))? {
+    if lp.work.seeds_artifact()
+        && let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))?
+    {
         rec.quality = Some(lp.measure(&text));
     }
     let mut what = None;
@@ -377,10 +434,16 @@ pub async fn accept(
         crate::sys::failpoint::hit("before-commit")?;
         match commit::commit(lp, &msg, changed, n).await? {
             commit::Committed::Rejected(why) => {
-                reject(lp, rec, why, changed)?;
+                reject(lp, rec, why, changed, plan_before)?;
                 return Ok(None);
             }
             done => rec.commit = done.sha(),
+        }
+        rec.left_out = std::mem::take(&mut lp.left_out);
+        if lp.work == super::work::Kind::Code
+            && let Some(sha) = &rec.commit
+        {
+            rec.lines = Some(super::work::line_counts(&lp.repo.commit_patch(sha)?));
         }
         crate::sys::failpoint::hit("after-commit")?;
         lp.runner.state.last_committed_iteration = n;

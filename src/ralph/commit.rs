@@ -164,7 +164,16 @@ pub async fn commit(
             .into_iter()
             .filter(|p| now.holds(p) || Layout::is_supervisor_path(p) || lp.repo.is_ignored(p)),
     );
-    let paths: Vec<PathBuf> = paths.into_iter().collect();
+    let (paths, left_out): (Vec<PathBuf>, Vec<PathBuf>) = paths
+        .into_iter()
+        .partition(|p| !crate::git::generated::is_generated(p) || lp.repo.in_head(p));
+    lp.left_out = left_out.iter().map(|p| p.display().to_string()).collect();
+    if !left_out.is_empty() {
+        tracing::info!(
+            "left out of the commit (build output or caches): {}",
+            lp.left_out.join(", ")
+        );
+    }
     let Some(mut pending) = lp.repo.stage_tree(&paths)? else {
         lp.runner.state.carried_paths.clear();
         return Ok(Committed::Nothing);

@@ -47,6 +47,12 @@ pub struct Loop {
     pub run_id: String,
     /// What changed in the work tree, from a file watch (no walk per iteration).
     pub tracker: super::changes::Tracker,
+    /// What the loop works on: a document or the repository's code.
+    pub work: super::work::Kind,
+    /// What validation showed: the tree each iteration is judged against, and the last.
+    pub validation: super::work::Tracked,
+    /// What the last commit left out (build output and caches the repository does not track).
+    pub left_out: Vec<String>,
 }
 
 impl Loop {

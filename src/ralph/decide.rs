@@ -28,6 +28,9 @@ pub struct Facts {
     pub promise_rejected: Option<String>,
     /// The budget that is spent, with its figures (see `budget::exhausted`).
     pub budget: Option<String>,
+    /// A code loop's work tree fails its validation (what fails): the loop is not done, whatever
+    /// the plan, the promise or the quality say.
+    pub red: Option<String>,
 }
 
 /// The first exit condition that holds, in the order a user would want it reported.
@@ -36,11 +39,30 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
     if f.stop_requested {
         return Some((StopReason::UserStop, "stop requested".into()));
     }
-    if let Some(why) = &f.promise_taken {
-        return Some((StopReason::Promise, why.clone()));
-    }
     if let Some(why) = &f.promise_rejected {
         return Some((StopReason::PromiseRejected, why.clone()));
+    }
+    if f.red.is_none()
+        && let Some(done) = done_reason(f)
+    {
+        return Some(done);
+    }
+    if let Some(why) = &f.budget {
+        return Some((StopReason::Budget, why.clone()));
+    }
+    if f.iterations_done >= f.max_iterations {
+        return Some((
+            StopReason::MaxIterations,
+            format!("{} iterations done", f.iterations_done),
+        ));
+    }
+    None
+}
+
+/// The loop is done: the promise taken, the plan empty, or the quality reached.
+fn done_reason(f: &Facts) -> Option<(StopReason, String)> {
+    if let Some(why) = &f.promise_taken {
+        return Some((StopReason::Promise, why.clone()));
     }
     if f.plan_remaining == 0 {
         return Some((
@@ -57,15 +79,6 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
                 "quality {q:.2} reached the threshold {:.2}",
                 f.quality_threshold
             ),
-        ));
-    }
-    if let Some(why) = &f.budget {
-        return Some((StopReason::Budget, why.clone()));
-    }
-    if f.iterations_done >= f.max_iterations {
-        return Some((
-            StopReason::MaxIterations,
-            format!("{} iterations done", f.iterations_done),
         ));
     }
     None
@@ -579,6 +592,37 @@ mod tests {
             }),
             None
         );
+    }
+
+    #[test]
+    fn a_red_tree_holds_every_done_reason_but_not_the_limits() {
+        let red = || Some("1 failing: test_add".to_string());
+        for done in [
+            Facts {
+                plan_remaining: 0,
+                red: red(),
+                ..base()
+            },
+            Facts {
+                promise_taken: Some("taken".into()),
+                red: red(),
+                ..base()
+            },
+            Facts {
+                quality: Some(0.9),
+                red: red(),
+                ..base()
+            },
+        ] {
+            assert_eq!(exit_reason(&done), None, "{done:?}");
+        }
+        let at_limit = Facts {
+            plan_remaining: 0,
+            iterations_done: 5,
+            red: red(),
+            ..base()
+        };
+        assert_eq!(exit_reason(&at_limit).unwrap().0, StopReason::MaxIterations);
     }
 
     #[test]

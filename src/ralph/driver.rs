@@ -31,6 +31,77 @@ impl Loop {
             promise_taken: self.promise_taken.clone(),
             promise_rejected: self.promise_rejected.clone(),
             budget: self.budget_spent(),
+            red: (!self.work.may_end_done(self.validation.last.as_ref()))
+                .then(|| self.validation.last.as_ref().map(|r| r.summary()))
+                .flatten(),
+        })
+    }
+
+    /// Whether this loop judges iterations against a validated tree (a code loop with
+    /// validation commands).
+    fn validates_code(&self) -> bool {
+        self.work == super::work::Kind::Code && !self.settings.validation.commands.is_empty()
+    }
+
+    /// Validate the tree before the first iteration of this start: what each iteration is
+    /// judged against (red at the start is normal).
+    async fn take_baseline(&mut self) -> Result<()> {
+        if !self.validates_code() {
+            return Ok(());
+        }
+        let log = self.runner.layout.loop_validation_log("baseline");
+        fsutil::remove_file_opt(&log)?;
+        let results = super::accept::run_validation(self, &log).await?;
+        tracing::info!(
+            "validation before the first iteration: {}",
+            results.summary()
+        );
+        super::progress::say(&format!(
+            "Validation before iteration {}: {}",
+            self.done + 1,
+            results.summary()
+        ));
+        self.validation.start(results);
+        self.validation.save(&self.runner.layout, self.done)
+    }
+
+    /// Validate the final tree of a code loop; a loop that would end done (or at its limit)
+    /// with it failing ends `validation_failed` instead.
+    async fn validate_final(
+        &mut self,
+        reason: StopReason,
+        why: &str,
+    ) -> Result<(StopReason, String)> {
+        let kept = (reason, why.to_string());
+        if !self.validates_code()
+            || self.validation.baseline.is_none()
+            || matches!(reason, StopReason::UserStop | StopReason::Error)
+        {
+            return Ok(kept);
+        }
+        let log = self.runner.layout.loop_validation_log("final");
+        fsutil::remove_file_opt(&log)?;
+        let results = super::accept::run_validation(self, &log).await?;
+        let green = results.green();
+        let summary = results.summary();
+        self.validation.last = Some(results);
+        self.validation.save(&self.runner.layout, self.done)?;
+        let done_kind = matches!(
+            reason,
+            StopReason::PlanEmpty
+                | StopReason::Promise
+                | StopReason::ThresholdMet
+                | StopReason::MaxIterations
+        );
+        Ok(if !green && done_kind {
+            (
+                StopReason::ValidationFailed,
+                format!(
+                    "the validation fails on the final tree ({summary}); the loop stopped with: {why}"
+                ),
+            )
+        } else {
+            kept
         })
     }
 
@@ -58,6 +129,7 @@ impl Loop {
         }
         self.runner.state.step(Step::Run, chrono::Utc::now())?;
         self.runner.save()?;
+        self.take_baseline().await?;
         loop {
             let facts = self.facts()?;
             self.runner.state.items_remaining = Some(facts.plan_remaining);
@@ -252,6 +324,8 @@ impl Loop {
 
     /// Record the end, copy the final artifact, and return the reason.
     async fn finish(&mut self, reason: StopReason, why: &str) -> Result<StopReason> {
+        let (reason, why) = &self.validate_final(reason, why).await?;
+        let (reason, why) = (*reason, why.as_str());
         let layout = self.runner.layout.clone();
         let last = self.runner.state.last_committed_iteration;
         if last > 0 {

@@ -44,7 +44,7 @@ pub fn plan(p: &Prepared) -> Result<DryRun> {
         Ok(match fsutil::read_opt(&layout.memory(name))? {
             Some(t) => t,
             None => templates::render(
-                &templates::template(name, p.own_templates().as_deref())?,
+                &templates::template(name, p.own_templates().as_deref(), p.kind())?,
                 &p.start_vars(),
             ),
         })

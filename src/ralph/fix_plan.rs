@@ -179,8 +179,42 @@ pub fn newly_done(before: &str, after: &str) -> Vec<String> {
     out
 }
 
+/// `plan` with the ticked items whose text is in `texts` open again (`- [x]` → `- [ ]`), every
+/// other line as it was.
+#[must_use]
+pub fn reopen(plan: &str, texts: &[String]) -> String {
+    let mut lines = std::collections::BTreeSet::new();
+    scan(plan, &[], |i, text| {
+        if i.done && texts.iter().any(|t| t == text.trim()) {
+            lines.insert(i.line);
+        }
+        true
+    });
+    let mut out = String::with_capacity(plan.len());
+    for (i, line) in plan.split_inclusive('\n').enumerate() {
+        if lines.contains(&(i + 1)) {
+            out.push_str(&line.replacen("[x]", "[ ]", 1).replacen("[X]", "[ ]", 1));
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn reopened_items_are_open_again_and_nothing_else_moves() {
+        let before = "# Plan\n- [ ] add\n- [x] old\n";
+        let after = "# Plan\n- [x] add\n- [x] old\n- [ ] found\n";
+        let claimed = super::newly_done(before, after);
+        assert_eq!(claimed, ["add"]);
+        assert_eq!(
+            super::reopen(after, &claimed),
+            "# Plan\n- [ ] add\n- [x] old\n- [ ] found\n"
+        );
+    }
+
     use super::*;
 
     #[test]

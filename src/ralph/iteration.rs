@@ -194,6 +194,27 @@ pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Result<Option<Iteration
     Ok(None)
 }
 
+/// The prompt of iteration `n`: `PROMPT.md` rendered, then what the last runs left to say —
+/// why a claim of completion was not taken (once), and the failing validation output while the
+/// work tree is red.
+fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
+    let layout = &lp.runner.layout;
+    let template = fsutil::read(&layout.memory("PROMPT.md"))?;
+    let mut prompt = templates::render(&template, &templates::iteration_vars(n, dir));
+    if let Some(note) = &lp.runner.state.promise_note {
+        prompt.push_str(&format!(
+            "\n\n## Your predecessor's claim was not taken\n\n{note}\n"
+        ));
+    }
+    if let Some(failing) = lp
+        .validation
+        .prompt_section(lp.validation.rejected.as_deref())
+    {
+        prompt.push_str(&failing);
+    }
+    Ok(prompt)
+}
+
 /// Run iteration `n` to its end.
 pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
     let layout = lp.runner.layout.clone();
@@ -217,18 +238,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         if records != dir {
             fsutil::remove_dir_all_opt(&records)?;
         }
-        let seed = accept::seed_of(lp, n)?;
-        if layout.original_artifact().exists() {
+        if lp.work.seeds_artifact() && layout.original_artifact().exists() {
+            let seed = accept::seed_of(lp, n)?;
             fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
         }
-        let template = fsutil::read(&layout.memory("PROMPT.md"))?;
-        let mut prompt = templates::render(&template, &templates::iteration_vars(n, &dir));
-        if let Some(note) = &lp.runner.state.promise_note {
-            // Why the last agent's claim of completion was not taken, once.
-            prompt.push_str(&format!(
-                "\n\n## Your predecessor's claim was not taken\n\n{note}\n"
-            ));
-        }
+        let prompt = prompt_of(lp, n, &dir)?;
         let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
         let before = lp.tracker.snapshot(&lp.repo)?;

@@ -34,3 +34,5 @@ pub mod sinks;
 pub mod start;
 pub mod templates;
 pub mod theirs;
+pub mod validation;
+pub mod work;

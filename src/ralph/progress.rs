@@ -107,6 +107,10 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
             g.rounds
         ));
     }
+    if let Some(l) = &r.lines {
+        let files = if l.files == 1 { "file" } else { "files" };
+        parts.push(format!("{} {files} +{} -{}", l.files, l.added, l.removed));
+    }
     parts.push(duration(r.duration_ms));
     if let Some(c) = r.cost_usd {
         parts.push(format!("${c:.2}"));
@@ -117,10 +121,24 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
             Some(w) => format!("{short} \"{w}\""),
             None => short.to_string(),
         });
+    } else if let Some(why) = r
+        .validation_failed
+        .as_deref()
+        .filter(|_| r.outcome == Outcome::Rejected)
+    {
+        // Why it was rejected matters more than what the agent said it did.
+        parts.push(why.lines().next().unwrap_or_default().to_string());
     } else if let Some(w) = what {
         parts.push(w.to_string());
     } else if let Some(note) = r.note.as_deref().or(r.validation_failed.as_deref()) {
         parts.push(note.lines().next().unwrap_or_default().to_string());
+    }
+    if let Some(v) = r
+        .validation
+        .as_ref()
+        .filter(|_| r.outcome != Outcome::Rejected)
+    {
+        parts.push(format!("tests {}", v.summary));
     }
     if let Some(why) = &r.premature_promise {
         parts.push(format!("promise not taken: {why}"));
@@ -151,6 +169,8 @@ pub struct Completion {
     pub detail: String,
     /// The final artifact, when an iteration was accepted.
     pub artifact: Option<PathBuf>,
+    /// A code loop's last validation of its work tree.
+    pub tests: Option<crate::disk::records::TreeValidation>,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -185,6 +205,10 @@ pub fn completion_of(
         reason: st.stop_reason()?,
         detail: st.stop_detail().unwrap_or_default().to_string(),
         artifact: artifact.exists().then_some(artifact),
+        tests: kind
+            .writes_repository()
+            .then(|| super::work::read_tree(layout))
+            .flatten(),
     })
 }
 
@@ -259,7 +283,43 @@ pub fn reason_words(r: StopReason) -> &'static str {
         StopReason::Budget => "the budget is spent",
         StopReason::Breaker => "a circuit breaker tripped",
         StopReason::Error => "an error ended it",
+        StopReason::ValidationFailed => "the validation fails on the final tree",
     }
+}
+
+/// A line of a command's output with its control characters removed (no escape sequence
+/// reaches the terminal).
+fn printable(l: &str) -> String {
+    l.chars()
+        .filter(|c| !c.is_control() || *c == '\t')
+        .collect()
+}
+
+/// Lines of most failing output the completion block shows.
+const BLOCK_FAILING_LINES: usize = 12;
+
+/// A code loop's lines of the completion block: iterations (how many were red) and the tests
+/// (green, or what fails and the first lines of its output).
+fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<String> {
+    let red = if t.red_iterations > 0 {
+        format!(" ({} red)", t.red_iterations)
+    } else {
+        String::new()
+    };
+    let mut out = vec![
+        format!("  iterations  {}/{}{red}", c.iterations, c.max),
+        format!("  tests       {}", t.tree.summary),
+    ];
+    if !t.tree.green {
+        out.extend(
+            t.tree
+                .excerpt
+                .lines()
+                .take(BLOCK_FAILING_LINES)
+                .map(|l| format!("              {}", printable(l))),
+        );
+    }
+    out
 }
 
 /// The block printed when a loop ends (and by `status` for an ended loop).
@@ -277,13 +337,19 @@ pub fn completion_block(c: &Completion) -> String {
         }
         (a, b) => format!("{} → {}", q(a), q(b)),
     };
-    let mut out = vec![
-        format!("Loop `{}` ended: {}", c.topic, reason_words(c.reason)),
-        format!("  iterations  {}/{}", c.iterations, c.max),
-        format!("  quality     {quality}"),
-    ];
-    if let Some(flat) = &c.flat {
-        out.push(format!("              {flat}"));
+    let mut out = vec![format!(
+        "Loop `{}` ended: {}",
+        c.topic,
+        reason_words(c.reason)
+    )];
+    if let Some(t) = &c.tests {
+        out.extend(tests_lines(c, t));
+    } else {
+        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
+        out.push(format!("  quality     {quality}"));
+        if let Some(flat) = &c.flat {
+            out.push(format!("              {flat}"));
+        }
     }
     out.extend([
         format!("  time        {}", duration(c.elapsed_ms)),
@@ -398,6 +464,7 @@ mod tests {
             reason: StopReason::Breaker,
             detail: "planning wrote no items".into(),
             artifact: None,
+            tests: None,
         };
         let block = completion_block(&c);
         assert!(
@@ -420,6 +487,7 @@ mod tests {
             reason: StopReason::PlanEmpty,
             detail: "no open items".into(),
             artifact: Some("/a/wiggum/final/artifact.md".into()),
+            tests: None,
         };
         assert_eq!(
             completion_block(&c),
@@ -434,5 +502,37 @@ mod tests {
         let block = completion_block(&none);
         assert!(block.contains("quality     - → -"), "{block}");
         assert!(!block.contains("artifact"), "{block}");
+    }
+
+    #[test]
+    fn a_code_loop_s_block_shows_its_tests_not_a_document_s_quality() {
+        let tree = crate::disk::records::TreeValidation {
+            tree: crate::disk::records::ValidationShown {
+                green: false,
+                summary: "1 failing: test_calc.TestCalc.test_add".into(),
+                failing: vec!["test_calc.TestCalc.test_add".into()],
+                excerpt: "$ python3 -m unittest -q   (exited with code 1)\nFAIL: test_add (test_calc.TestCalc.test_add)\n\u{1b}]52;c;x\u{7}AssertionError: 5 != 4".into(),
+            },
+            after_iteration: 3,
+            red_iterations: 2,
+            validated: 3,
+        };
+        let c = Completion {
+            topic: "calc".into(),
+            iterations: 3,
+            max: 10,
+            quality: (None, None),
+            flat: None,
+            elapsed_ms: 4_000,
+            cost: "unknown".into(),
+            reason: StopReason::ValidationFailed,
+            detail: String::new(),
+            artifact: None,
+            tests: Some(tree),
+        };
+        assert_eq!(
+            completion_block(&c),
+            "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (2 red)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              ]52;c;xAssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
+        );
     }
 }

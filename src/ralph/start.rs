@@ -53,6 +53,8 @@ pub struct StartOpts {
     pub reset_breaker: bool,
     /// `--type`: the artifact type (research, design, code, generic or a `[types]` entry).
     pub kind: Option<String>,
+    /// `--validate`, `--no-validate`, `--spec`: what settles a code loop.
+    pub code: super::work::setup::CodeFlags,
     /// What the harness enforces, as probed by the `start` that detached this daemon a moment
     /// ago on the same kernel (the probe runs a helper process: once per start is enough).
     pub probed: Option<crate::disk::state::Harness>,
@@ -96,10 +98,23 @@ impl Prepared {
     /// The placeholders filled when the memory files are first written.
     #[must_use]
     pub fn start_vars(&self) -> Vec<(&'static str, String)> {
+        use super::work::setup;
         let mut vars =
             templates::start_vars(&self.topic, &self.layout, &self.settings.defaults.promise);
         vars.push(("type_requirements", self.artifact_type.requirements()));
+        vars.push(("repo", self.work_root.display().to_string()));
+        vars.push((
+            "spec",
+            setup::spec_words(&self.settings, self.layout.root()),
+        ));
+        vars.push(("validation", setup::validation_words(&self.settings)));
         vars
+    }
+
+    /// What the loop works on: a document or the repository's code.
+    #[must_use]
+    pub fn kind(&self) -> super::work::Kind {
+        super::work::Kind::of(&self.artifact_type)
     }
 
     /// The artifact type's own template directory (relative ones from the home), if any.
@@ -235,6 +250,13 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let (artifact_type, type_warning) =
         types::resolve(&kind, &settings.types, settings.quality_metrics);
     settings.defaults.kind = Some(artifact_type.name.clone());
+    let work_notes = super::work::setup::apply(
+        &mut settings,
+        &opts.code,
+        super::work::Kind::of(&artifact_type),
+        layout.root(),
+        &crate::agent::launch::work_root(layout.root()),
+    )?;
     // A delegation's record names the agent it ran (a preset, an `[agents]` entry, or the bare
     // command of `--agent-cmd`): a loop on its artifact runs the same one, unless flags or the
     // loop's own settings say otherwise; else the type's own agent, when it names one.
@@ -327,6 +349,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         );
     }
     notes.extend(type_warning);
+    notes.extend(work_notes);
     if settings.defaults.promise_check == config::PromiseCheck::Trust {
         notes.push(
             "[defaults] promise_check = \"trust\": any completion promise ends the loop, with plan items open or the gate failing".into(),
@@ -492,7 +515,12 @@ fn delegated(layout: &Layout, key: &str) -> Option<String> {
 /// Lay out `wiggum/`: memory files (existing ones kept), the effective `wiggum.toml`, the registry.
 pub fn init(p: &Prepared) -> Result<()> {
     fsutil::create_dir_all(&p.layout.wiggum())?;
-    templates::write_missing(&p.layout, &p.start_vars(), p.own_templates().as_deref())?;
+    templates::write_missing(
+        &p.layout,
+        &p.start_vars(),
+        p.own_templates().as_deref(),
+        p.kind(),
+    )?;
     let effective = config::to_toml(&p.settings)?;
     fsutil::atomic_write(&p.layout.config(), effective.as_bytes())?;
     // What the supervisor wrote is allowed, and the effective settings pinned, out of the
@@ -590,8 +618,12 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     let tracker = super::changes::Tracker::start(&repo, &runner.layout);
     runner.activity = tracker.shared();
     runner.save()?;
+    let work = super::work::Kind::of(&p.artifact_type);
     Ok(Loop {
         tracker,
+        work,
+        validation: super::work::Tracked::default(),
+        left_out: Vec::new(),
         runner,
         run_id: format!("{}-{}", p.topic, Utc::now().timestamp_millis()),
         settings: p.settings,

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use super::work::Kind;
 use crate::disk::layout::Layout;
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -18,6 +19,19 @@ pub const FILES: [(&str, &str); 5] = [
     ("AGENT.md", include_str!("../../templates/AGENT.md")),
     ("fix_plan.md", include_str!("../../templates/fix_plan.md")),
     (".gitignore", include_str!("../../templates/gitignore")),
+];
+
+/// The memory files of a code loop: its own prompt, planning prompt and conventions (the
+/// repository is the work, the spec is read), the plan and ignore file as for documents.
+pub const CODE_FILES: [(&str, &str); 5] = [
+    ("PROMPT.md", include_str!("../../templates/code/PROMPT.md")),
+    (
+        "PLANNING_PROMPT.md",
+        include_str!("../../templates/code/PLANNING_PROMPT.md"),
+    ),
+    ("AGENT.md", include_str!("../../templates/code/AGENT.md")),
+    FILES[3],
+    FILES[4],
 ];
 
 /// Fill placeholders.
@@ -56,10 +70,11 @@ pub fn write_missing(
     layout: &Layout,
     vars: &[(&str, String)],
     own: Option<&Path>,
+    kind: Kind,
 ) -> Result<Vec<&'static str>> {
     let mut written = Vec::new();
     for (name, _) in FILES {
-        let text = render(&template(name, own)?, vars);
+        let text = render(&template(name, own, kind)?, vars);
         if fsutil::write_new(&layout.memory(name), text.as_bytes())? {
             written.push(name);
         }
@@ -68,12 +83,16 @@ pub fn write_missing(
 }
 
 /// The template of a memory file: the one in `own` (an artifact type's directory) when it has
-/// it, else the built-in one (empty for a name that is not a memory file).
-pub fn template(name: &str, own: Option<&Path>) -> Result<String> {
+/// it, else the built-in one of the loop's kind (empty for a name that is not a memory file).
+pub fn template(name: &str, own: Option<&Path>, kind: Kind) -> Result<String> {
     if let Some(p) = own.map(|d| d.join(name)).filter(|p| p.is_file()) {
         return fsutil::read(&p);
     }
-    Ok(FILES
+    let set: &[(&str, &str)] = match kind {
+        Kind::Document => &FILES,
+        Kind::Code => &CODE_FILES,
+    };
+    Ok(set
         .iter()
         .find(|(n, _)| *n == name)
         .map(|(_, t)| (*t).to_string())

@@ -71,6 +71,15 @@ fn child_args(o: &StartOpts, root: &Path) -> Result<Vec<String>> {
     if o.reset_breaker {
         a.push("--reset-breaker".into());
     }
+    for cmd in &o.code.validate {
+        a.extend(["--validate".into(), cmd.clone()]);
+    }
+    if o.code.no_validate {
+        a.push("--no-validate".into());
+    }
+    for s in &o.code.spec {
+        a.extend(["--spec".into(), s.display().to_string()]);
+    }
     Ok(a)
 }
 

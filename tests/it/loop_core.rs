@@ -363,9 +363,26 @@ fn failing_validation_rejects_the_iteration_without_a_commit() {
         &cmd,
         "--foreground",
     ])
-    .code(0);
+    .code(1);
     let iters = t.runs("iteration");
     assert_eq!(iters[0]["outcome"], "rejected");
+    // A rejected iteration's ticks do not count: the plan stays open, the loop goes on until
+    // the breaker for validation failures in a row, naming what fails, instead of ending done.
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    let why = st["stop_detail"].as_str().unwrap();
+    assert!(
+        why.contains(
+            "validation failed 5 times in a row; the last: `test -e ALLOWED` exited with code 1"
+        ),
+        "{why}"
+    );
+    let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
+    assert!(plan.contains("- [ ]"), "{plan}");
+    assert!(
+        iters.iter().all(|i| i["outcome"] == "rejected"),
+        "{iters:?}"
+    );
     assert!(
         iters[0]["validation_failed"]
             .as_str()

@@ -7,6 +7,7 @@ mod bad_input;
 mod browser;
 mod claims;
 mod clis;
+mod code_loops;
 #[cfg(target_os = "linux")]
 mod confine;
 mod crash;
