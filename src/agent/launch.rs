@@ -452,6 +452,27 @@ impl AgentRun {
     }
 }
 
+/// Where the toolchains a project's tests run with keep their homes and settings: passed to
+/// validation commands, which run the project's build (no keys or tokens among them).
+const TOOLCHAIN_KEYS: [&str; 16] = [
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOPATH",
+    "GOROOT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOFLAGS",
+    "JAVA_HOME",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "NODE_PATH",
+    "NVM_DIR",
+    "PYENV_ROOT",
+    "CC",
+    "CXX",
+];
+
 /// A validation command and the private temp dir it runs with (remove it after the run).
 pub type ValidationJob = (Job, PathBuf);
 
@@ -488,7 +509,9 @@ pub fn validation_job(
     fsutil::create_dir_all(&tmp)?;
     let root = work_root(artifact_root);
     let program = sandbox::env::program_of(command);
-    let mut env = sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow);
+    let mut allow: Vec<String> = TOOLCHAIN_KEYS.iter().map(|k| (*k).to_string()).collect();
+    allow.extend(safety.env_allow.iter().cloned());
+    let mut env = sandbox::env::allowed(std::env::vars(), &program, &allow);
     env.push(("TMPDIR".into(), tmp.display().to_string()));
     env.append(&mut job.env);
     let mut policy = sandbox::policy::build(safety, &root, &tmp, &[]);

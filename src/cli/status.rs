@@ -194,6 +194,14 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
                 dir.display()
             ));
         }
+        if a.remote.is_none()
+            && let Some(t) = crate::ralph::work::read_tree(&Handle::open(topic)?.layout)
+        {
+            text.push_str(&format!(
+                "\n  tests:     {} (after iteration {}; {} of {} iterations red)",
+                t.tree.summary, t.after_iteration, t.red_iterations, t.validated
+            ));
+        }
         if a.color.on()
             && let Some(code) = table::status_colour(v.status)
         {

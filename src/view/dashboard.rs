@@ -210,8 +210,20 @@ pub fn loop_page(
         } else {
             String::new()
         };
+        // The validation's result; its failing output (the first failure first) unfolds.
+        let tests = r.validation.as_ref().map_or(String::new(), |v| {
+            if v.green {
+                esc(&v.summary)
+            } else {
+                format!(
+                    "<details><summary>{}</summary><pre class=\"failing\">{}</pre></details>",
+                    esc(&v.summary),
+                    esc(&v.excerpt)
+                )
+            }
+        });
         rows.push_str(&format!(
-            "<tr class=\"iteration\"><td>{n}{a}</td><td>{o}</td><td>{g}</td><td>{q}</td><td>{c}</td><td>{review}</td><td>{diff}</td></tr>",
+            "<tr class=\"iteration\"><td>{n}{a}</td><td>{o}</td><td>{g}</td><td>{q}</td><td>{c}</td><td>{tests}</td><td>{review}</td><td>{diff}</td></tr>",
             n = r.iteration,
             a = if r.attempt > 1 {
                 format!(" (attempt {})", r.attempt)
@@ -250,7 +262,7 @@ es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((
         ),
     };
     let body = format!(
-        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>review</th><th></th></tr>{rows}</table>{live}"
+        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>tests</th><th>review</th><th></th></tr>{rows}</table>{live}"
     );
     page(&format!("studio-agents: {}", v.topic), &body)
 }

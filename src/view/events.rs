@@ -16,8 +16,8 @@ pub struct Event {
     pub at: DateTime<Utc>,
     /// The loop's topic.
     pub topic: String,
-    /// What happened: `run_started`, `run_ended`, `gate_round`, `commit`, `wait`, `breaker`,
-    /// `stop`.
+    /// What happened: `run_started`, `run_ended`, `validation`, `gate_round`, `commit`,
+    /// `wait`, `breaker`, `stop`.
     pub event: &'static str,
     /// The iteration (0: planning, or the loop as a whole).
     pub iteration: u32,
@@ -66,6 +66,16 @@ pub enum Detail {
         round: u32,
         /// Its weighted score.
         score: f64,
+    },
+    /// What the validation commands showed after an iteration's run.
+    Validation {
+        /// Every command passed.
+        green: bool,
+        /// `green`, `2 failing: test_a, test_b`, or the failing command.
+        summary: String,
+        /// The failing tests by name (the first ten).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        failing: Vec<String>,
     },
     /// An accepted iteration's commit.
     Commit {
@@ -143,10 +153,22 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
                 duration_ms: r.duration_ms,
                 gate: r.gate.as_ref().and_then(|g| g.final_score),
                 cost_usd: r.cost_usd,
-                note: r.note.clone(),
+                note: r.note.clone().or_else(|| r.validation_failed.clone()),
             },
         ),
     ];
+    if let Some(v) = &r.validation {
+        out.push(ev(
+            r.ended_at,
+            "validation",
+            r.iteration,
+            Detail::Validation {
+                green: v.green,
+                summary: v.summary.clone(),
+                failing: v.failing.iter().take(10).cloned().collect(),
+            },
+        ));
+    }
     if r.outcome == Outcome::Limited {
         out.push(ev(
             r.ended_at,

@@ -148,6 +148,22 @@ fn an_agent_that_breaks_a_test_and_ticks_everything_does_not_end_the_loop_and_th
         summary.contains("it broke test_calc.TestCalc.test_add"),
         "{summary}"
     );
+    let status = t
+        .run(&["wiggum", "status", "calc", "--color", "never"])
+        .stdout();
+    assert!(
+        status.contains("tests:     green (after iteration 2; 1 of 2 iterations red)"),
+        "{status}"
+    );
+    let events = t.run(&["wiggum", "events", "calc"]).stdout();
+    let rejected = events
+        .lines()
+        .find(|l| l.contains("\"event\":\"validation\"") && l.contains("\"iteration\":1"))
+        .unwrap_or_else(|| panic!("{events}"));
+    assert!(
+        rejected.contains("\"failing\":[\"test_calc.TestCalc.test_add\"]"),
+        "{rejected}"
+    );
     // Nothing the tests generated was committed.
     let files = tracked(&t.art());
     assert!(files.contains("calc.py"), "{files}");
@@ -297,4 +313,78 @@ fn a_spec_that_is_missing_is_refused_before_anything_is_written() {
         run.stderr()
     );
     assert!(!t.art().join("wiggum").exists());
+}
+
+#[test]
+fn a_rust_project_is_validated_with_cargo_test_and_its_build_output_is_not_committed() {
+    let t = TestHome::new();
+    std::fs::write(t.art().join("artifact.md"), "# Adder\n\n`add` adds.\n").unwrap();
+    std::fs::write(
+        t.art().join("Cargo.toml"),
+        "[package]\nname = \"adder\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(t.art().join("src")).unwrap();
+    std::fs::write(
+        t.art().join("src/lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a - b\n}\n\n#[cfg(test)]\nmod tests {\n    #[test]\n    fn adds() {\n        assert_eq!(super::add(2, 2), 4);\n    }\n}\n",
+    )
+    .unwrap();
+    let fix = format!(
+        "sed -i 's/    a - b/    a + b \\/\\/ fixed/' src/lib.rs\n{TICK_ALL}{}",
+        review("Fix add")
+    );
+    let cmd = coder(&t, &[(1, fix.as_str())]);
+    // The toolchain that builds this suite, and a cargo home of the test's own (offline: the
+    // project has no dependencies).
+    let bin = Path::new(env!("CARGO"))
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let path = format!("{bin}:/usr/local/bin:/usr/bin:/bin");
+    let cargo_home = t.root().join("cargo-home").display().to_string();
+    let art = t.art().display().to_string();
+    let args = [
+        "wiggum",
+        "start",
+        "calc",
+        "--type",
+        "code",
+        "--artifact-path",
+        &art,
+        "--agent-cmd",
+        &cmd,
+        "--foreground",
+        "--max-iterations",
+        "3",
+    ];
+    let run = t.run_with(
+        &args,
+        &[
+            ("PATH", &path),
+            ("CARGO_HOME", &cargo_home),
+            ("CARGO_NET_OFFLINE", "true"),
+        ],
+    );
+    let out = run.stdout();
+    assert!(
+        run.stderr()
+            .contains("validation: `cargo test` (proposed from Cargo.toml)"),
+        "{}",
+        run.stderr()
+    );
+    assert!(
+        out.contains("Validation before iteration 1: 1 failing: tests::adds"),
+        "{out}\n{}",
+        run.stderr()
+    );
+    run.code(0);
+    let its = t.runs("iteration");
+    assert_eq!(its[0]["outcome"], "accepted", "{its:?}");
+    assert_eq!(its[0]["validation"]["green"], true, "{its:?}");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    let files = tracked(&t.art());
+    assert!(files.contains("src/lib.rs"), "{files}");
+    assert!(!files.contains("target/"), "{files}");
 }
