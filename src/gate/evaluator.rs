@@ -234,7 +234,16 @@ impl Judge for Evaluator {
             }
             return Ok(heuristic::evaluate(task, output));
         }
-        let prompt = prompts::evaluator(&self.template, task, task_type, output, &self.dims);
+        // A code change is reviewed as a diff with the code rubric, unless the user gave a
+        // template of their own.
+        let template = if task_type == super::hygiene::CODE_TASK
+            && self.template == prompts::DEFAULT_EVALUATOR
+        {
+            prompts::CODE_EVALUATOR
+        } else {
+            &self.template
+        };
+        let prompt = prompts::evaluator(template, task, task_type, output, &self.dims);
         let schema = http::rubric_schema(&self.dims);
         let answer = self.ask(&prompt, self.temperature, &schema).await?;
         extract::extract(&answer, &self.dims).map_err(Error::runtime)

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 
 /// The built-in evaluator template.
 pub const DEFAULT_EVALUATOR: &str = include_str!("../../templates/evaluator.prompt.md");
+/// The built-in evaluator prompt of a code change: its diff, with the code rubric.
+pub const CODE_EVALUATOR: &str = include_str!("../../templates/code/evaluator.prompt.md");
 /// The built-in revision template.
 pub const DEFAULT_REVISION: &str = include_str!("../../templates/revision.prompt.md");
 
@@ -108,6 +110,12 @@ mod tests {
     #[test]
     fn builtin_templates_are_clean_and_isolated() {
         check_contamination("builtin", DEFAULT_EVALUATOR).unwrap();
+        check_contamination("builtin", CODE_EVALUATOR).unwrap();
+        let code = evaluator(CODE_EVALUATOR, "SPEC", "code change", "DIFF", &[]);
+        for dim in ["correctness", "tests", "scope"] {
+            assert!(code.contains(&format!("\"{dim}\": N")), "{dim}");
+        }
+        assert!(code.contains("SPEC") && code.contains("DIFF"));
         let p = evaluator(
             DEFAULT_EVALUATOR,
             "TASK",

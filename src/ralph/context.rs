@@ -51,6 +51,8 @@ pub struct Loop {
     pub work: super::work::Kind,
     /// What validation showed: the tree each iteration is judged against, and the last.
     pub validation: super::work::Tracked,
+    /// A code loop's spec as the loop found it, put back when an agent edits it.
+    pub spec: super::work::SpecCopy,
     /// What the last commit left out (build output and caches the repository does not track).
     pub left_out: Vec<String>,
 }

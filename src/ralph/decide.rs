@@ -5,6 +5,7 @@ use crate::disk::records::Ending;
 use crate::disk::state::{StopReason, Trends};
 
 mod attempt;
+pub mod dispose;
 pub use attempt::{Attempt, AttemptLimits, Verdict, after_attempt};
 
 /// Everything the pre-spawn exit check looks at.

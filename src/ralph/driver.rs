@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::context::Loop;
+use super::decide::dispose::{Context, Disposition, RunPhase, Then, dispose};
 use super::decide::{self, Facts};
 use super::event::Fields;
 use super::runner::RunSpec;
@@ -193,7 +194,9 @@ impl Loop {
         Ok(true)
     }
 
-    /// The planning phase. Returns a stop when it cannot go on.
+    /// The planning phase: attempts until one writes plan items, each decided as an iteration's
+    /// is (`decide::after_attempt`, then `dispose` for planning) and carried out here. Returns a
+    /// stop when it cannot go on.
     async fn plan(&mut self) -> Result<Option<(StopReason, String)>> {
         self.runner.state.step(Step::Plan, chrono::Utc::now())?;
         self.runner.save()?;
@@ -203,16 +206,6 @@ impl Loop {
             &template,
             &templates::iteration_vars(0, &layout.planning_dir()),
         );
-        let phase = RunSpec {
-            kind: AgentPhase::Planning,
-            iteration: 0,
-            dir: &layout.planning_dir(),
-            work: &layout.wiggum(),
-            stem: "prompt",
-            stdout: None,
-            temperature: None,
-        };
-        let mut last_failure: Option<String> = None;
         let attempts = self.settings.safety.max_crash_retries + 1;
         let mut attempt = 0;
         while attempt < attempts {
@@ -223,103 +216,154 @@ impl Loop {
             {
                 return Ok(Some((reason, why)));
             }
-            let agent = self.agent.clone();
-            let before = self.tracker.snapshot(&self.repo)?;
-            let run = self.runner.run_agent(&agent, &phase, &prompt).await?;
-            let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
-            let stopped = self.runner.stop_level() >= StopLevel::Now;
-            let tail = fsutil::read_tail(&run.log, 4096)?;
-            if let Some(why) = decide::cannot_run(run.outcome.ending, &tail) {
-                let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
-                rec.note = Some(why.clone());
-                super::progress::record_and_say(&layout, &rec, None)?;
-                return Ok(Some((StopReason::Error, why)));
-            }
-            // An agent at its usage limit hands planning to a fallback (the attempt is not
-            // counted); without fallbacks it is one more failed attempt.
-            if !run.outcome.ending.success()
-                && !stopped
-                && !self.fallbacks.is_empty()
-                && let Some(super::limits::Limit::Wait { until, what, line }) =
-                    super::limits::recognise(
-                        &tail,
-                        &self.settings.safety.limit_patterns,
-                        &self.settings.safety.fatal_patterns,
-                        chrono::Utc::now(),
-                    )
-            {
-                let until = self.runner.limit_until(until);
-                self.runner
-                    .state
-                    .limited_agents
-                    .insert(agent.name.clone(), until);
-                let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
-                rec.outcome = Outcome::Limited;
-                rec.note = Some(format!("{what}: {line}"));
-                super::progress::record_and_say(&layout, &rec, None)?;
-                attempt -= 1;
-                continue;
-            }
-            let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
-            let ok = fix_plan::has_items(&plan) && !stopped;
-            let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
-            rec.agent = (agent.name != self.primary.name).then(|| agent.name.clone());
-            rec.files_changed = vec!["wiggum/fix_plan.md".into()];
-            rec.env_passed.clone_from(&run.env_names);
-            rec.outcome = match (ok, stopped) {
-                (_, true) => Outcome::Interrupted,
-                (true, _) => Outcome::Planned,
-                (false, _) => Outcome::Crashed,
-            };
-            rec.note = (!ok && !stopped).then(|| {
-                super::failure::describe(run.outcome.ending, &tail)
-                    .unwrap_or_else(|| "planning wrote no checkbox items to fix_plan.md".into())
-            });
-            last_failure.clone_from(&rec.note);
-            let items = ok.then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
-            super::progress::record_and_say(&layout, &rec, items.as_deref())?;
-            if !ok {
+            let (d, changed) = self.plan_attempt(&prompt, attempt, attempts).await?;
+            if d.carry {
                 super::commit::carry(self, &changed);
             }
-            if stopped {
-                self.runner.save()?;
-                return Ok(Some((
-                    StopReason::UserStop,
-                    "stopped during planning".into(),
-                )));
-            }
-            if ok {
-                let sha =
-                    match super::commit::commit(self, crate::git::subject::PLANNING, &changed, 0)
-                        .await?
-                    {
-                        // A stop while the commit waited for someone's rebase is a stop.
-                        super::commit::Committed::Rejected(why)
-                            if self.runner.stop_level() >= StopLevel::Now =>
-                        {
-                            self.runner.save()?;
-                            return Ok(Some((StopReason::UserStop, format!("planning: {why}"))));
+            match d.then {
+                Then::Accept => return self.commit_plan(&changed).await,
+                Then::Wait { until, what } => {
+                    // A limit is no failed attempt: wait it out, or hand over to a fallback.
+                    attempt -= 1;
+                    let until = self.runner.limit_until(until);
+                    if self.fallbacks.is_empty() {
+                        let reason = format!("{what}, {}", self.agent.name);
+                        if self.runner.wait_until(until, &reason).await? {
+                            return Ok(Some((
+                                StopReason::UserStop,
+                                format!("stopped while waiting ({reason})"),
+                            )));
                         }
-                        super::commit::Committed::Rejected(why) => {
-                            return Ok(Some((StopReason::Error, format!("planning: {why}"))));
-                        }
-                        done => done.sha(),
-                    };
-                self.runner.save()?;
-                tracing::info!(
-                    "planned {} items{}",
-                    fix_plan::remaining(&plan),
-                    sha.map(|s| format!(" (commit {})", &s[..8]))
-                        .unwrap_or_default()
-                );
-                return Ok(None);
+                    } else {
+                        let name = self.agent.name.clone();
+                        self.runner.state.limited_agents.insert(name, until);
+                    }
+                }
+                Then::Stop(reason, why) => {
+                    self.runner.save()?;
+                    return Ok(Some((reason, why)));
+                }
+                Then::Again | Then::Over | Then::NoChange => {}
             }
         }
-        let last = last_failure.unwrap_or_else(|| "no checkbox items in fix_plan.md".into());
         Ok(Some((
             StopReason::Breaker,
-            format!("planning failed {attempts} times; the last: {last}"),
+            format!("planning failed {attempts} times"),
         )))
+    }
+
+    /// One planning run, decided and recorded. Returns the disposition and the paths it changed.
+    async fn plan_attempt(
+        &mut self,
+        prompt: &str,
+        attempt: u32,
+        attempts: u32,
+    ) -> Result<(Disposition, Vec<std::path::PathBuf>)> {
+        let layout = self.runner.layout.clone();
+        let phase = RunSpec {
+            kind: AgentPhase::Planning,
+            iteration: 0,
+            dir: &layout.planning_dir(),
+            work: &layout.wiggum(),
+            stem: "prompt",
+            stdout: None,
+            temperature: None,
+        };
+        let agent = self.agent.clone();
+        let before = self.tracker.snapshot(&self.repo)?;
+        let run = self.runner.run_agent(&agent, &phase, prompt).await?;
+        let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
+        let stopped = self.runner.stop_level() >= StopLevel::Now;
+        let tail = fsutil::read_tail(&run.log, 4096)?;
+        let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+        let limit = (!run.outcome.ending.success() && !stopped)
+            .then(|| {
+                super::limits::recognise(
+                    &tail,
+                    &self.settings.safety.limit_patterns,
+                    &self.settings.safety.fatal_patterns,
+                    chrono::Utc::now(),
+                )
+            })
+            .flatten();
+        let facts = decide::Attempt {
+            protected_changed: !run.protected_changed.is_empty(),
+            ending: run.outcome.ending,
+            tail: &tail,
+            stopped,
+            limit,
+            output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
+            progress: fix_plan::has_items(&plan),
+        };
+        let safety = &self.settings.safety;
+        let ceilings = decide::AttemptLimits {
+            trends: decide::TrendLimits::of(safety),
+            max_no_change: safety.max_no_change_iterations,
+            max_retries: safety.max_crash_retries,
+        };
+        // Planning's attempts are counted here; the iterations' breakers start afresh.
+        let verdict = decide::after_attempt(
+            &facts,
+            &mut decide::Breaker::default(),
+            &mut crate::disk::state::Trends::default(),
+            ceilings,
+        );
+        if run.outcome.ending.success() {
+            self.runner.state.limit_waits = 0;
+        }
+        let failure = super::failure::describe(run.outcome.ending, &tail);
+        let ended = run.outcome.ending.to_string();
+        let ctx = Context {
+            topic: &self.runner.topic,
+            failure: failure.as_deref(),
+            ended: &ended,
+            protected: &run.protected_changed,
+        };
+        let d = dispose(verdict, RunPhase::Planning { attempt, attempts }, ctx);
+        let mut rec = RunRecord::of_run(RecordKind::Planning, 0, attempt, &run.facts());
+        rec.agent = (agent.name != self.primary.name).then(|| agent.name.clone());
+        rec.files_changed = vec!["wiggum/fix_plan.md".into()];
+        rec.env_passed.clone_from(&run.env_names);
+        rec.outcome = d.outcome;
+        rec.note.clone_from(&d.note);
+        if d.outcome == Outcome::Rejected {
+            rec.protected_changed.clone_from(&run.protected_changed);
+            rec.validation_failed = rec.note.take();
+        }
+        let items = (d.then == Then::Accept)
+            .then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
+        super::progress::record_and_say(&layout, &rec, items.as_deref())?;
+        Ok((d, changed))
+    }
+
+    /// Commit the plan planning wrote.
+    async fn commit_plan(
+        &mut self,
+        changed: &[std::path::PathBuf],
+    ) -> Result<Option<(StopReason, String)>> {
+        let sha =
+            match super::commit::commit(self, crate::git::subject::PLANNING, changed, 0).await? {
+                // A stop while the commit waited for someone's rebase is a stop.
+                super::commit::Committed::Rejected(why)
+                    if self.runner.stop_level() >= StopLevel::Now =>
+                {
+                    self.runner.save()?;
+                    return Ok(Some((StopReason::UserStop, format!("planning: {why}"))));
+                }
+                super::commit::Committed::Rejected(why) => {
+                    return Ok(Some((StopReason::Error, format!("planning: {why}"))));
+                }
+                done => done.sha(),
+            };
+        self.runner.save()?;
+        let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
+        tracing::info!(
+            "planned {} items{}",
+            fix_plan::remaining(&plan),
+            sha.map(|s| format!(" (commit {})", &s[..8]))
+                .unwrap_or_default()
+        );
+        Ok(None)
     }
 
     /// Record the end, copy the final artifact, and return the reason.

@@ -4,7 +4,8 @@
 use chrono::Utc;
 
 use super::context::Loop;
-use super::decide::{self, AfterRun};
+use super::decide::dispose::{Aside, Context, Disposition, RunPhase, Then, dispose};
+use super::decide::{self};
 use super::runner::RunSpec;
 use super::{accept, commit, fallback, limits, named, promise, templates};
 use crate::agent::launch::{AgentPhase, AgentRun};
@@ -215,10 +216,31 @@ fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
     Ok(prompt)
 }
 
-/// Run iteration `n` to its end.
+/// What one attempt saw: its run, the paths it changed (to carry), the files it changed as
+/// records name them (with files the plan names, when it changed nothing else), its log's end.
+struct Seen {
+    run: AgentRun,
+    by: Option<String>,
+    changed_paths: Vec<std::path::PathBuf>,
+    raw: Vec<String>,
+    changed: Vec<String>,
+    tail: String,
+    /// The spec files the agent edited, put back.
+    put_back: Option<String>,
+}
+
+/// What the iteration does after an attempt was settled.
+enum Flow {
+    /// Run the iteration again (a retry, or after a wait).
+    Again,
+    /// The iteration is over.
+    End(IterationEnd),
+}
+
+/// Run iteration `n` to its end: attempts until one is settled as more than a retry. Each
+/// attempt is a list of steps — choose the agent, lay out the directory and the prompt, run,
+/// see what changed, decide (pure), carry the decision out.
 pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
-    let layout = lp.runner.layout.clone();
-    let dir = layout.iteration_dir(n);
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -229,202 +251,249 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             return Ok(stop);
         }
         lp.runner.save()?;
-        // A fresh directory, seeded with the artifact to build on; fresh records. A link or a
-        // file an agent left where it (or a folder on the way) belongs is removed, not followed.
-        clear_planted(&layout.wiggum(), &dir)?;
-        fsutil::remove_dir_all_opt(&dir)?;
-        fsutil::create_dir_all(&dir)?;
-        let records = layout.run_dir(n);
-        if records != dir {
-            fsutil::remove_dir_all_opt(&records)?;
-        }
-        if lp.work.seeds_artifact() && layout.original_artifact().exists() {
-            let seed = accept::seed_of(lp, n)?;
-            fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
-        }
-        let prompt = prompt_of(lp, n, &dir)?;
-        let plan_before = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
-        fsutil::atomic_write(&layout.plan_backup(), plan_before.as_bytes())?;
-        let before = lp.tracker.snapshot(&lp.repo)?;
-        let named = named::Fingerprints::take(&plan_before, layout.root(), lp.repo.workdir());
-        let phase = RunSpec {
-            kind: AgentPhase::Iteration,
-            iteration: n,
-            dir: &records,
-            work: &dir,
-            stem: "prompt",
-            stdout: None,
-            temperature: None,
-        };
-        let agent = lp.agent.clone();
-        let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
-        let run = lp.runner.run_agent(&agent, &phase, &prompt).await?;
-        let after = lp.tracker.snapshot(&lp.repo)?;
-        let changed_paths = after.changed_paths(&before);
-        let raw = after.changed_since(&before);
-        // Commits the agent made of its own work are progress, though they leave nothing dirty;
-        // so are changes to files the plan names outside the artifact directory.
-        let mut changed = raw.clone();
-        if changed.is_empty() {
-            changed.extend(
-                named
-                    .changed()
-                    .into_iter()
-                    .map(|p| format!("{p} (named in the plan)")),
+        let prompt = lay_out(lp, n)?;
+        let plan_before = fsutil::read_opt(&lp.runner.layout.fix_plan())?.unwrap_or_default();
+        fsutil::atomic_write(&lp.runner.layout.plan_backup(), plan_before.as_bytes())?;
+        let seen = attempt_run(lp, n, &prompt, &plan_before).await?;
+        let verdict = weigh(lp, &seen);
+        let mut rec = record(&seen.run, seen.by.as_deref(), n, attempt, verdict.outcome());
+        if matches!(verdict, decide::Verdict::Then(_)) {
+            rec.files_changed.clone_from(&seen.changed);
+            rec.promise_seen = promise::seen_count(
+                seen.run.report.promise_lines,
+                &seen.run.prompt,
+                &lp.settings.defaults.promise,
             );
+        } else {
+            rec.files_changed.clone_from(&seen.raw);
         }
-        let tail = fsutil::read_tail(&run.log, 4096)?;
-        let stopped = stopped_now(lp);
-        let limit = (!run.outcome.ending.success() && !stopped)
-            .then(|| {
-                limits::recognise(
-                    &tail,
-                    &lp.settings.safety.limit_patterns,
-                    &lp.settings.safety.fatal_patterns,
-                    chrono::Utc::now(),
-                )
-            })
-            .flatten();
-        let facts = decide::Attempt {
-            protected_changed: !run.protected_changed.is_empty(),
-            ending: run.outcome.ending,
-            tail: &tail,
-            stopped,
-            limit,
-            output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
-            progress: !changed.is_empty() || run.committed,
+        let failure = super::failure::describe(seen.run.outcome.ending, &seen.tail);
+        let ended = seen.run.outcome.ending.to_string();
+        let ctx = Context {
+            topic: &lp.runner.topic,
+            failure: failure.as_deref(),
+            ended: &ended,
+            protected: &seen.run.protected_changed,
         };
-        let safety = &lp.settings.safety;
-        let ceilings = decide::AttemptLimits {
-            trends: decide::TrendLimits::of(safety),
-            max_no_change: safety.max_no_change_iterations,
-            max_retries: safety.max_crash_retries,
-        };
-        if run.outcome.ending.success() {
-            lp.runner.state.limit_waits = 0;
-        }
-        let verdict = decide::after_attempt(
-            &facts,
-            &mut lp.breaker,
-            &mut lp.runner.state.trends,
-            ceilings,
-        );
-        let mut rec = record(&run, by.as_deref(), n, attempt, verdict.outcome());
-        rec.files_changed.clone_from(&raw);
-        let next = match verdict {
-            decide::Verdict::Rejected => {
-                // Restored already; nothing of this attempt is trusted or carried to a commit.
-                rec.protected_changed.clone_from(&run.protected_changed);
-                rec.validation_failed = Some(format!(
-                    "the agent changed protected files ({}); they were restored",
-                    run.protected_changed.join(", ")
-                ));
-                super::progress::record_and_say(&layout, &rec, None)?;
-                restore_plan(&layout)?;
-                // The attempt is kept as evidence in `wiggum/discarded/`, out of the next one's
-                // way.
-                move_aside(&layout, n, "rejected")?;
-                return Ok(IterationEnd::Done);
-            }
-            decide::Verdict::CannotRun(why) => {
-                rec.files_changed.clear();
-                rec.note = Some(why.clone());
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                return Ok(IterationEnd::Stop(StopReason::Error, why));
-            }
-            decide::Verdict::ProviderRefused(line) => {
-                commit::carry(lp, &changed_paths);
-                let why = format!("the agent's provider refused, waiting will not help: {line}");
-                rec.note = Some(why.clone());
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                return Ok(IterationEnd::Stop(StopReason::Error, why));
-            }
-            decide::Verdict::Limited { until, what, line } => {
-                commit::carry(lp, &changed_paths);
-                let until = lp.runner.limit_until(until);
-                rec.note = Some(format!("{what}: {line}"));
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                if lp.fallbacks.is_empty() {
-                    let reason = format!("{what}, {}", lp.agent.name);
-                    if lp.runner.wait_until(until, &reason).await? {
-                        return Ok(IterationEnd::Stop(
-                            StopReason::UserStop,
-                            format!("stopped while waiting ({reason})"),
-                        ));
-                    }
-                } else {
-                    // Another agent runs meanwhile (the next attempt picks it); this one is
-                    // limited until its reset.
-                    lp.runner
-                        .state
-                        .limited_agents
-                        .insert(lp.agent.name.clone(), until);
-                }
-                continue;
-            }
-            decide::Verdict::Trend(why) => {
-                commit::carry(lp, &changed_paths);
-                rec.note = Some(why.clone());
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                let why = decide::how_to_continue(&why, &lp.runner.topic);
-                return Ok(IterationEnd::Stop(StopReason::Breaker, why));
-            }
-            decide::Verdict::Then(next) => next,
-        };
-        rec.files_changed.clone_from(&changed);
-        rec.promise_seen = promise::seen_count(
-            run.report.promise_lines,
-            &run.prompt,
-            &lp.settings.defaults.promise,
-        );
-        match next {
-            AfterRun::Interrupted => {
-                commit::carry(lp, &changed_paths);
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                let why = format!("stopped during iteration {n}");
-                return Ok(IterationEnd::Stop(StopReason::UserStop, why));
-            }
-            AfterRun::Retry => {
-                commit::carry(lp, &changed_paths);
-                let what = super::failure::describe(run.outcome.ending, &tail)
-                    .unwrap_or_else(|| format!("it {}", run.outcome.ending));
-                rec.note = Some(format!("{what}; retrying with a fresh process"));
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-            }
-            AfterRun::GiveUp(why) => {
-                commit::carry(lp, &changed_paths);
-                let why = match super::failure::describe(run.outcome.ending, &tail) {
-                    Some(last) => format!("{why}; the last: {last}"),
-                    None => why,
-                };
-                rec.note = Some(why.clone());
-                super::progress::record_and_say(&layout, &rec, None)?;
-                discard(lp, n, attempt)?;
-                return Ok(IterationEnd::Stop(StopReason::Breaker, why));
-            }
-            AfterRun::NoChange(trip) => {
-                super::claim::check(lp, &mut rec)?;
-                fsutil::remove_file_opt(&layout.plan_backup())?;
-                super::progress::record_and_say(&layout, &rec, None)?;
-                return Ok(trip.map_or(IterationEnd::Done, |why| {
-                    IterationEnd::Stop(StopReason::Breaker, why)
-                }));
-            }
-            AfterRun::Accept => {
-                if let Some(why) =
-                    accept::accept(lp, n, &dir, &plan_before, rec, &changed_paths).await?
-                {
-                    let why = decide::how_to_continue(&why, &lp.runner.topic);
-                    return Ok(IterationEnd::Stop(StopReason::Breaker, why));
-                }
-                return Ok(IterationEnd::Done);
-            }
+        let d = dispose(verdict, RunPhase::Iteration(n), ctx);
+        match settle(lp, n, attempt, rec, d, &seen, &plan_before).await? {
+            Flow::Again => {}
+            Flow::End(end) => return Ok(end),
         }
     }
+}
+
+/// A fresh directory, seeded with the artifact to build on (documents); fresh records; the
+/// prompt. A link or a file an agent left where the directory (or a folder on the way) belongs
+/// is removed, not followed.
+fn lay_out(lp: &Loop, n: u32) -> Result<String> {
+    let layout = &lp.runner.layout;
+    let dir = layout.iteration_dir(n);
+    clear_planted(&layout.wiggum(), &dir)?;
+    fsutil::remove_dir_all_opt(&dir)?;
+    fsutil::create_dir_all(&dir)?;
+    let records = layout.run_dir(n);
+    if records != dir {
+        fsutil::remove_dir_all_opt(&records)?;
+    }
+    if lp.work.seeds_artifact() && layout.original_artifact().exists() {
+        let seed = accept::seed_of(lp, n)?;
+        fsutil::atomic_write(&layout.iteration_artifact(n), seed.as_bytes())?;
+    }
+    prompt_of(lp, n, &dir)
+}
+
+/// Run the agent between two snapshots of the work tree.
+async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> Result<Seen> {
+    let layout = lp.runner.layout.clone();
+    let before = lp.tracker.snapshot(&lp.repo)?;
+    let named = named::Fingerprints::take(plan_before, layout.root(), lp.repo.workdir());
+    let records = layout.run_dir(n);
+    let dir = layout.iteration_dir(n);
+    let phase = RunSpec {
+        kind: AgentPhase::Iteration,
+        iteration: n,
+        dir: &records,
+        work: &dir,
+        stem: "prompt",
+        stdout: None,
+        temperature: None,
+    };
+    let agent = lp.agent.clone();
+    let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
+    let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    let put_back = put_back_spec(lp)?;
+    let after = lp.tracker.snapshot(&lp.repo)?;
+    let raw = after.changed_since(&before);
+    // Commits the agent made of its own work are progress, though they leave nothing dirty;
+    // so are changes to files the plan names outside the artifact directory.
+    let mut changed = raw.clone();
+    if changed.is_empty() {
+        changed.extend(
+            named
+                .changed()
+                .into_iter()
+                .map(|p| format!("{p} (named in the plan)")),
+        );
+    }
+    Ok(Seen {
+        tail: fsutil::read_tail(&run.log, 4096)?,
+        changed_paths: after.changed_paths(&before),
+        raw,
+        changed,
+        by,
+        run,
+        put_back,
+    })
+}
+
+/// A code loop's spec is read, never written: an edit the agent made is put back now, and said.
+fn put_back_spec(lp: &mut Loop) -> Result<Option<String>> {
+    let back = lp.spec.put_back()?;
+    if back.is_empty() {
+        return Ok(None);
+    }
+    let names: Vec<String> = back
+        .iter()
+        .map(|p| {
+            p.strip_prefix(lp.runner.layout.root())
+                .unwrap_or(p)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let what = format!(
+        "the agent edited the spec ({}), which is read, never written; it was put back",
+        names.join(", ")
+    );
+    tracing::warn!("{what}");
+    lp.runner.state.last_event = Some(what.clone());
+    Ok(Some(what))
+}
+
+/// The one decision after the attempt (`decide::after_attempt`), from what it saw.
+fn weigh(lp: &mut Loop, seen: &Seen) -> decide::Verdict {
+    let run = &seen.run;
+    let stopped = stopped_now(lp);
+    let limit = (!run.outcome.ending.success() && !stopped)
+        .then(|| {
+            limits::recognise(
+                &seen.tail,
+                &lp.settings.safety.limit_patterns,
+                &lp.settings.safety.fatal_patterns,
+                chrono::Utc::now(),
+            )
+        })
+        .flatten();
+    let facts = decide::Attempt {
+        protected_changed: !run.protected_changed.is_empty(),
+        ending: run.outcome.ending,
+        tail: &seen.tail,
+        stopped,
+        limit,
+        output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
+        progress: !seen.changed.is_empty() || run.committed,
+    };
+    let safety = &lp.settings.safety;
+    let ceilings = decide::AttemptLimits {
+        trends: decide::TrendLimits::of(safety),
+        max_no_change: safety.max_no_change_iterations,
+        max_retries: safety.max_crash_retries,
+    };
+    if run.outcome.ending.success() {
+        lp.runner.state.limit_waits = 0;
+    }
+    decide::after_attempt(
+        &facts,
+        &mut lp.breaker,
+        &mut lp.runner.state.trends,
+        ceilings,
+    )
+}
+
+/// Carry out a disposition: carry the changes, record the run, put the attempt aside, then
+/// wait, accept, or end — the one place an iteration's decision is applied.
+async fn settle(
+    lp: &mut Loop,
+    n: u32,
+    attempt: u32,
+    mut rec: RunRecord,
+    d: Disposition,
+    seen: &Seen,
+    plan_before: &str,
+) -> Result<Flow> {
+    let layout = lp.runner.layout.clone();
+    if d.carry {
+        commit::carry(lp, &seen.changed_paths);
+    }
+    rec.note = match (d.note, seen.put_back.clone()) {
+        (Some(n), Some(p)) => Some(format!("{n}; {p}")),
+        (n, p) => n.or(p),
+    };
+    if d.outcome == Outcome::Rejected {
+        rec.protected_changed
+            .clone_from(&seen.run.protected_changed);
+        rec.validation_failed = rec.note.take();
+    }
+    if matches!(d.then, Then::Stop(StopReason::Error, _)) && !d.carry {
+        rec.files_changed.clear();
+    }
+    match d.then {
+        Then::Accept => {
+            let why = accept::accept(
+                lp,
+                n,
+                &layout.iteration_dir(n),
+                plan_before,
+                rec,
+                &seen.changed_paths,
+            )
+            .await?;
+            return Ok(Flow::End(why.map_or(IterationEnd::Done, |why| {
+                let why = decide::how_to_continue(&why, &lp.runner.topic);
+                IterationEnd::Stop(StopReason::Breaker, why)
+            })));
+        }
+        Then::NoChange => {
+            super::claim::check(lp, &mut rec)?;
+            fsutil::remove_file_opt(&layout.plan_backup())?;
+        }
+        _ => {}
+    }
+    super::progress::record_and_say(&layout, &rec, None)?;
+    match d.aside {
+        Aside::Keep => {}
+        Aside::Discard => discard(lp, n, attempt)?,
+        Aside::Evidence => {
+            restore_plan(&layout)?;
+            move_aside(&layout, n, "rejected")?;
+        }
+    }
+    Ok(match d.then {
+        Then::Again => Flow::Again,
+        Then::Wait { until, what } => wait_out(lp, until, &what).await?,
+        Then::Over | Then::NoChange | Then::Accept => Flow::End(IterationEnd::Done),
+        Then::Stop(reason, why) => Flow::End(IterationEnd::Stop(reason, why)),
+    })
+}
+
+/// A usage or rate limit: wait for its reset, or — with fallback agents — mark the agent
+/// limited until then and let the next attempt pick another.
+async fn wait_out(lp: &mut Loop, until: Option<chrono::DateTime<Utc>>, what: &str) -> Result<Flow> {
+    let until = lp.runner.limit_until(until);
+    if !lp.fallbacks.is_empty() {
+        lp.runner
+            .state
+            .limited_agents
+            .insert(lp.agent.name.clone(), until);
+        return Ok(Flow::Again);
+    }
+    let reason = format!("{what}, {}", lp.agent.name);
+    if lp.runner.wait_until(until, &reason).await? {
+        return Ok(Flow::End(IterationEnd::Stop(
+            StopReason::UserStop,
+            format!("stopped while waiting ({reason})"),
+        )));
+    }
+    Ok(Flow::Again)
 }

@@ -144,8 +144,56 @@ where
     }
 }
 
-/// Check everything; write nothing.
+/// Check everything; write nothing. A list of steps, each refusing with exit 2 what it cannot
+/// take: the flags, the loop's directory, the settings, what it works on, its agents and
+/// evaluator, its inputs, then what `start` says and what the harness will enforce.
 pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
+    check_flags(opts)?;
+    let layout = loop_layout(opts, home)?;
+    let mut settings = load_settings(opts, home, &layout)?;
+    let (artifact_type, mut notes) = settle_kind(opts, &layout, &mut settings)?;
+    let agents = resolve_agents(opts, &layout, &artifact_type, &mut settings)?;
+    let evaluator = check_evaluator(opts, &settings, &layout)?;
+    check_inputs(&settings, &layout)?;
+    notes.splice(0..0, repository_notes(&settings, &layout)?);
+    // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
+    let detached_daemon = opts.probed.is_some();
+    let theirs = if detached_daemon {
+        Vec::new()
+    } else {
+        theirs::uncommitted(&layout)?
+    };
+    notes.extend(theirs::note(&layout, &theirs));
+    let work_root = crate::agent::launch::work_root(layout.root());
+    let at_risk = if detached_daemon {
+        Vec::new()
+    } else {
+        theirs::at_risk(&layout, &work_root)?
+    };
+    let harness = match &opts.probed {
+        Some(h) => h.clone(),
+        None => harness(&settings, &agents.agent, &layout, &artifact_type)?,
+    };
+    Ok(Prepared {
+        topic: opts.topic.clone(),
+        layout,
+        settings,
+        agent: agents.agent,
+        producer: agents.producer,
+        fallbacks: agents.fallbacks,
+        evaluator,
+        home: home.to_path_buf(),
+        notes,
+        at_risk,
+        work_root,
+        harness,
+        reset_breaker: opts.reset_breaker,
+        artifact_type,
+    })
+}
+
+/// The topic and the numeric flags, each in its range.
+fn check_flags(opts: &StartOpts) -> Result<()> {
     registry::check_topic(&opts.topic)?;
     flag("--max-iterations", opts.max_iterations, |v| {
         config::check_positive(v.into())
@@ -158,7 +206,13 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     flag("--pass-threshold", opts.pass_threshold, config::check_score)?;
     flag("--max-rounds", opts.max_rounds, |v| {
         config::check_positive(v.into())
-    })?;
+    })
+}
+
+/// The loop's directory (the flag's, or the registered topic's), checked and guarded: from here
+/// on the supervisor follows no link under what the agent may write; a settings file changed
+/// since it was last allowed is refused.
+fn loop_layout(opts: &StartOpts, home: &Path) -> Result<Layout> {
     let p = &match &opts.artifact_path {
         Some(p) => p.clone(),
         None => registry::lookup(home, &opts.topic)?.ok_or_else(|| {
@@ -191,10 +245,14 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         )));
     }
     let layout = Layout::for_loop(home, root);
-    // From here on the supervisor follows no link under what the agent may write.
     crate::sys::beneath::guard(layout.root());
     crate::sys::beneath::guard(&crate::agent::launch::work_root(layout.root()));
     check_allowed(&layout, &opts.topic)?;
+    Ok(layout)
+}
+
+/// The layered settings with the flags applied.
+fn load_settings(opts: &StartOpts, home: &Path, layout: &Layout) -> Result<Settings> {
     let mut settings = config::load(&Sources {
         home: Some(home.join("wiggum.toml")),
         loop_file: Some(layout.config()),
@@ -220,17 +278,42 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         d.evaluator.clone_from(v);
     }
     d.panel |= opts.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1");
-    // The artifact type: `--type`, else a delegation's record (before the loop has settings of
-    // its own), else `[defaults] type`, else generic.
+    Ok(settings)
+}
+
+/// What the loop works on: the artifact type (`--type`, else a delegation's record before the
+/// loop has settings of its own, else `[defaults] type`, else generic) and what follows from
+/// it (`work::setup`). Returns the type and the lines `start` says about it.
+fn settle_kind(
+    opts: &StartOpts,
+    layout: &Layout,
+    settings: &mut Settings,
+) -> Result<(ArtifactType, Vec<String>)> {
     let fresh = !layout.config().exists();
     let kind = opts
         .kind
         .clone()
-        .or_else(|| fresh.then(|| delegated(&layout, "agent_type")).flatten())
+        .or_else(|| fresh.then(|| delegated(layout, "agent_type")).flatten())
         .or_else(|| settings.defaults.kind.clone())
         .unwrap_or_else(|| "generic".into());
-    // A directory another topic's loop has run to its limit: a new topic there would end at
-    // once, reading as if it ran. Say whose it is and how to go on.
+    refuse_finished_neighbour(opts, layout, settings)?;
+    let (artifact_type, type_warning) =
+        types::resolve(&kind, &settings.types, settings.quality_metrics);
+    settings.defaults.kind = Some(artifact_type.name.clone());
+    let mut notes: Vec<String> = type_warning.into_iter().collect();
+    notes.extend(super::work::setup::apply(
+        settings,
+        &opts.code,
+        super::work::Kind::of(&artifact_type),
+        layout.root(),
+        &crate::agent::launch::work_root(layout.root()),
+    )?);
+    Ok((artifact_type, notes))
+}
+
+/// A directory another topic's loop has run to its limit: a new topic there would end at once,
+/// reading as if it ran. Say whose it is and how to go on.
+fn refuse_finished_neighbour(opts: &StartOpts, layout: &Layout, settings: &Settings) -> Result<()> {
     if let Ok(Some(prev)) = crate::disk::state::read(&layout.state())
         && !prev.topic.is_empty()
         && prev.topic != opts.topic
@@ -247,26 +330,32 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             opts.topic
         )));
     }
-    let (artifact_type, type_warning) =
-        types::resolve(&kind, &settings.types, settings.quality_metrics);
-    settings.defaults.kind = Some(artifact_type.name.clone());
-    let work_notes = super::work::setup::apply(
-        &mut settings,
-        &opts.code,
-        super::work::Kind::of(&artifact_type),
-        layout.root(),
-        &crate::agent::launch::work_root(layout.root()),
-    )?;
-    // A delegation's record names the agent it ran (a preset, an `[agents]` entry, or the bare
-    // command of `--agent-cmd`): a loop on its artifact runs the same one, unless flags or the
-    // loop's own settings say otherwise; else the type's own agent, when it names one.
+    Ok(())
+}
+
+/// The loop's agents.
+struct Agents {
+    agent: AgentSpec,
+    producer: AgentSpec,
+    fallbacks: Vec<AgentSpec>,
+}
+
+/// The agent (flags, else a delegation's record, else the type's own, else the settings'), its
+/// fallbacks and the producer of revisions, each installed or refused.
+fn resolve_agents(
+    opts: &StartOpts,
+    layout: &Layout,
+    artifact_type: &ArtifactType,
+    settings: &mut Settings,
+) -> Result<Agents> {
+    let fresh = !layout.config().exists();
     let no_flags = opts.agent.is_none() && opts.agent_cmd.is_none();
     // An agent given as a bare command (`--agent-cmd`) has only its command on record.
     let delegation = (no_flags && fresh)
-        .then(|| delegated(&layout, "agent"))
+        .then(|| delegated(layout, "agent"))
         .flatten()
         .and_then(|name| match name.as_str() {
-            "custom" => delegated(&layout, "agent_command").map(agent_choice::Delegated::Command),
+            "custom" => delegated(layout, "agent_command").map(agent_choice::Delegated::Command),
             _ => Some(agent_choice::Delegated::Named(name)),
         });
     let choice = agent_choice::resolve_agent(
@@ -274,10 +363,10 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         opts.agent_cmd.as_deref(),
         delegation.as_ref(),
         artifact_type.agent.as_deref(),
-        |name| spec::named(&settings, name).is_some(),
+        |name| spec::named(settings, name).is_some(),
     );
     let (agent_flag, agent_cmd) = (choice.name, choice.command);
-    let agent = spec::resolve(&settings, agent_flag.as_deref(), agent_cmd.as_deref())?;
+    let agent = spec::resolve(settings, agent_flag.as_deref(), agent_cmd.as_deref())?;
     if agent_flag.is_some() {
         settings.defaults.agent.clone_from(&agent.name);
     }
@@ -288,13 +377,22 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             .insert(agent.name.clone(), config::AgentEntry::Command(cmd.clone()));
         settings.defaults.agent.clone_from(&agent.name);
     }
-    spec::check_installed(&settings, &agent, opts.agent.is_some())?;
-    let fallbacks = spec::fallbacks(&settings, &agent)?;
+    spec::check_installed(settings, &agent, opts.agent.is_some())?;
+    let fallbacks = spec::fallbacks(settings, &agent)?;
     let producer = match &settings.gate.producer {
-        Some(name) => spec::named(&settings, name)
+        Some(name) => spec::named(settings, name)
             .ok_or_else(|| Error::input(format!("[gate] producer: unknown agent `{name}`")))?,
         None => agent.clone(),
     };
+    Ok(Agents {
+        agent,
+        producer,
+        fallbacks,
+    })
+}
+
+/// The evaluator (and its panel) resolves; returns its name.
+fn check_evaluator(opts: &StartOpts, settings: &Settings, layout: &Layout) -> Result<String> {
     let origin = if opts.evaluator.is_some() {
         "--evaluator"
     } else {
@@ -303,10 +401,16 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let evaluator = settings.defaults.evaluator.clone();
     let (_tx, rx) = watch::channel(StopLevel::None);
     let mut judge =
-        crate::gate::evaluator::resolve(&settings, &evaluator, origin, layout.wiggum(), rx)?;
+        crate::gate::evaluator::resolve(settings, &evaluator, origin, layout.wiggum(), rx)?;
     if settings.defaults.panel {
-        judge.enable_panel(&settings, "--panel")?;
+        judge.enable_panel(settings, "--panel")?;
     }
+    Ok(evaluator)
+}
+
+/// The artifact the gate judges exists, and nothing the loop reads whole is past what it reads
+/// (refused now, before anything is written, not found at the first read).
+fn check_inputs(settings: &Settings, layout: &Layout) -> Result<()> {
     if settings.gate.target == config::GateTarget::Artifact && !layout.original_artifact().is_file()
     {
         return Err(Error::input(format!(
@@ -314,9 +418,6 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             layout.root().display()
         )));
     }
-    // The loop reads the artifact and its memory files whole (metrics, the gate, the prompt, the
-    // plan): one past what it reads is refused now, before anything is written, not found at
-    // the first read.
     let inputs = std::iter::once(layout.original_artifact()).chain(
         super::templates::FILES
             .iter()
@@ -334,6 +435,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
             )));
         }
     }
+    Ok(())
+}
+
+/// The repository checked (`git/preflight.rs`), and what `start` says of it once: hooks the
+/// loop's commits skip, signing it cannot do, a promise taken on trust.
+fn repository_notes(settings: &Settings, layout: &Layout) -> Result<Vec<String>> {
     let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();
     if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {
@@ -348,46 +455,12 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
                 .to_string(),
         );
     }
-    notes.extend(type_warning);
-    notes.extend(work_notes);
     if settings.defaults.promise_check == config::PromiseCheck::Trust {
         notes.push(
             "[defaults] promise_check = \"trust\": any completion promise ends the loop, with plan items open or the gate failing".into(),
         );
     }
-    // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
-    let theirs = if opts.probed.is_some() {
-        Vec::new()
-    } else {
-        theirs::uncommitted(&layout)?
-    };
-    notes.extend(theirs::note(&layout, &theirs));
-    let work_root = crate::agent::launch::work_root(layout.root());
-    let at_risk = if opts.probed.is_some() {
-        Vec::new()
-    } else {
-        theirs::at_risk(&layout, &work_root)?
-    };
-    let harness = match &opts.probed {
-        Some(h) => h.clone(),
-        None => harness(&settings, &agent, &layout, &artifact_type)?,
-    };
-    Ok(Prepared {
-        topic: opts.topic.clone(),
-        layout,
-        settings,
-        agent,
-        producer,
-        fallbacks,
-        evaluator,
-        home: home.to_path_buf(),
-        notes,
-        at_risk,
-        work_root,
-        harness,
-        reset_breaker: opts.reset_breaker,
-        artifact_type,
-    })
+    Ok(notes)
 }
 
 /// What the harness will enforce for this loop's agents, probed on this kernel; `required`
@@ -531,10 +604,37 @@ pub fn init(p: &Prepared) -> Result<()> {
     registry::register(&p.home, &p.topic, p.layout.root())
 }
 
-fn describe_task(layout: &Layout, topic: &str, kind: &ArtifactType) -> Result<(String, String)> {
+fn describe_task(
+    layout: &Layout,
+    topic: &str,
+    kind: &ArtifactType,
+    settings: &Settings,
+) -> Result<(String, String)> {
     let task_type = kind.task_type.clone();
     if let Some(t) = fsutil::read_opt(&layout.task())? {
         return Ok((t.chars().take(2000).collect(), task_type));
+    }
+    // A code change is judged against its spec: the task is the spec's text (its start).
+    if kind.writes_repository() {
+        let spec: Vec<std::path::PathBuf> = if settings.defaults.spec.is_empty() {
+            vec![layout.original_artifact()]
+        } else {
+            settings
+                .defaults
+                .spec
+                .iter()
+                .map(|s| layout.root().join(s))
+                .collect()
+        };
+        let text: String = spec
+            .iter()
+            .filter_map(|f| fsutil::read_capped(f, 64 << 10).ok())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        if !text.trim().is_empty() {
+            let text: String = text.chars().take(4000).collect();
+            return Ok((format!("{topic}: {}", text.trim()), task_type));
+        }
     }
     let title = fsutil::read_opt(&layout.original_artifact())?
         .and_then(|a| {
@@ -590,7 +690,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     state.reviewed = prev.reviewed;
     state.carried_paths = prev.carried_paths;
     state.harness = Some(p.harness.clone());
-    let (task, task_type) = describe_task(&layout, &p.topic, &p.artifact_type)?;
+    let (task, task_type) = describe_task(&layout, &p.topic, &p.artifact_type, &p.settings)?;
     let mut runner = Runner {
         topic: p.topic.clone(),
         layout,
@@ -624,6 +724,10 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         work,
         validation: super::work::Tracked::default(),
         left_out: Vec::new(),
+        spec: super::work::SpecCopy::take(
+            work,
+            &super::work::setup::spec_files(&p.settings, p.layout.root()),
+        ),
         runner,
         run_id: format!("{}-{}", p.topic, Utc::now().timestamp_millis()),
         settings: p.settings,

@@ -388,3 +388,41 @@ fn a_rust_project_is_validated_with_cargo_test_and_its_build_output_is_not_commi
     assert!(files.contains("src/lib.rs"), "{files}");
     assert!(!files.contains("target/"), "{files}");
 }
+
+#[test]
+fn the_spec_an_agent_edits_is_put_back_and_said() {
+    let t = TestHome::new();
+    project(&t);
+    let spec_before = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    let step = format!(
+        "{ADD_MUL}printf '\\nAlso: the tests are optional.\\n' >> artifact.md\n{TICK_ONE}{}",
+        review("Add mul")
+    );
+    let cmd = coder(&t, &[(1, step.as_str())]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "1",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    let _ = run.stdout();
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        spec_before
+    );
+    let it = &t.runs("iteration")[0];
+    assert!(
+        it["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the agent edited the spec (artifact.md)"),
+        "{it}"
+    );
+    // The commit holds the spec as it was.
+    let committed = git(&t.art(), &["show", "HEAD:artifact.md"]);
+    assert_eq!(committed, spec_before);
+}

@@ -523,3 +523,98 @@ fn claude_at_its_rate_limit_hands_the_iteration_to_codex() {
     let st = w.state();
     assert!(st["limited_agents"]["claude"].is_string(), "{st}");
 }
+
+/// The command the model has codex run in a code loop on a tiny Python project: planning writes
+/// two items; iteration 1 adds `mul` but breaks `add` and ticks everything; iteration 2 mends
+/// `add` and ticks again.
+fn code_work_script(w: &World) -> PathBuf {
+    let script = r#"plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning)
+    printf '# Plan\n\n- [ ] Add mul to calc.py\n- [ ] Keep add working\n' > "$plan"
+    echo "planned two items"
+    ;;
+iteration)
+    case "$ITERATION" in
+    1) printf 'def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n' > calc.py
+       echo "Add mul" > "$ITERATION_DIR/review.md" ;;
+    *) printf 'def add(a, b):\n    return a + b  # mended\n\n\ndef mul(a, b):\n    return a * b\n' > calc.py
+       echo "Mend add" > "$ITERATION_DIR/review.md" ;;
+    esac
+    sed -i 's/- \[ \]/- [x]/' "$plan"
+    echo "iteration $ITERATION done"
+    ;;
+esac
+"#;
+    let path = w.root().join("code-work.sh");
+    std::fs::write(&path, script).unwrap();
+    path
+}
+
+#[test]
+fn codex_runs_a_code_loop_that_breaks_a_test_then_mends_it_and_ends_green() {
+    let Some(bin) = clis() else { return };
+    let w = World::new();
+    std::fs::write(
+        w.art().join("artifact.md"),
+        "# Calculator\n\ncalc.py adds and multiplies.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.art().join("calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.art().join("test_calc.py"),
+        "import unittest\nimport calc\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(calc.add(2, 2), 4)\n\n    def test_mul(self):\n        self.assertEqual(calc.mul(3, 4), 12)\n",
+    )
+    .unwrap();
+    let work = code_work_script(&w);
+    let srv = Server::start(&w.root(), &format!("sh {}", work.display()), 0, 0);
+    w.settings(srv.port, "");
+    let env = vec![
+        ("CODEX_HOME", codex_home(&w, srv.port).display().to_string()),
+        ("OPENAI_API_KEY", "scripted".into()),
+    ];
+    let art = w.art().display().to_string();
+    let args = [
+        "wiggum",
+        "start",
+        "calc",
+        "--type",
+        "code",
+        "--agent",
+        "codex",
+        "--artifact-path",
+        &art,
+        "--foreground",
+        "--max-iterations",
+        "4",
+    ];
+    let (code, out, err) = w.run(&bin, &args, &env);
+    let all = format!("{out}\n{err}\nrequests: {:?}", srv.paths());
+    assert_eq!(code, Some(0), "{all}");
+    let runs = w.runs();
+    let iterations: Vec<&Value> = runs.iter().filter(|r| r["record"] == "iteration").collect();
+    assert_eq!(iterations[0]["outcome"], "rejected", "{all}");
+    assert!(
+        iterations[0]["validation_failed"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("it broke test_calc.TestCalc.test_add"),
+        "{all}"
+    );
+    assert_eq!(iterations[1]["outcome"], "accepted", "{all}");
+    assert_eq!(iterations[1]["validation"]["green"], true, "{all}");
+    assert_eq!(w.state()["stop_reason"], "plan_empty", "{all}");
+    // codex was told why: the second iteration's request carried the failing test's message.
+    let requests = std::fs::read_to_string(&srv.log).unwrap_or_default();
+    assert!(requests.contains("AssertionError: 0 != 4"), "{all}");
+    let log = w.git_log();
+    assert!(
+        log.iter()
+            .any(|s| s.contains("Wiggum iteration 2: Mend add")),
+        "{log:?}"
+    );
+}

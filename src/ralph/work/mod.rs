@@ -97,6 +97,58 @@ pub fn shown(r: &Results) -> ValidationShown {
     }
 }
 
+/// The largest spec file kept to put back.
+const SPEC_CAP: u64 = 4 << 20;
+
+/// A code loop's spec as the loop found it: read by the agents, never written. An agent's edit
+/// is put back after its run.
+#[derive(Debug, Clone, Default)]
+pub struct SpecCopy {
+    files: Vec<(std::path::PathBuf, Option<Vec<u8>>)>,
+}
+
+impl SpecCopy {
+    /// Keep the spec files of `kind` (none for a document: its original has its own rules).
+    #[must_use]
+    pub fn take(kind: Kind, files: &[std::path::PathBuf]) -> SpecCopy {
+        if kind == Kind::Document {
+            return SpecCopy::default();
+        }
+        let files = files
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::metadata(f)
+                    .ok()
+                    .filter(|m| m.is_file() && m.len() <= SPEC_CAP)
+                    .and_then(|_| std::fs::read(f).ok());
+                (f.clone(), bytes)
+            })
+            .collect();
+        SpecCopy { files }
+    }
+
+    /// Put back every spec file that changed (or went) since it was taken; returns the ones
+    /// put back. A file that did not exist is left as the agent made it.
+    pub fn put_back(&self) -> Result<Vec<std::path::PathBuf>> {
+        let mut out = Vec::new();
+        for (path, kept) in &self.files {
+            let Some(kept) = kept else { continue };
+            let now = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file() && m.len() <= SPEC_CAP)
+                .and_then(|_| std::fs::read(path).ok());
+            if now.as_deref() != Some(kept.as_slice()) {
+                if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+                    fsutil::remove_dir_all_opt(path)?;
+                }
+                fsutil::atomic_write(path, kept)?;
+                out.push(path.clone());
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// The validation state a loop keeps: the tree each iteration is judged against, and what the
 /// work tree showed last (a rejected iteration's changes stay in it, carried to the next commit).
 #[derive(Debug, Clone, Default)]

@@ -121,10 +121,11 @@ fn top_entries(repo: &Path) -> Vec<String> {
     out
 }
 
-/// The spec as the prompts name it: the files, or the artifact directory's `artifact.md`.
+/// The spec's files: `[defaults] spec` (relative to the artifact directory), else its
+/// `artifact.md` when there is one.
 #[must_use]
-pub fn spec_words(settings: &Settings, root: &Path) -> String {
-    let files: Vec<PathBuf> = if settings.defaults.spec.is_empty() {
+pub fn spec_files(settings: &Settings, root: &Path) -> Vec<PathBuf> {
+    if settings.defaults.spec.is_empty() {
         let a = root.join("artifact.md");
         if a.is_file() { vec![a] } else { Vec::new() }
     } else {
@@ -134,7 +135,13 @@ pub fn spec_words(settings: &Settings, root: &Path) -> String {
             .iter()
             .map(|s| root.join(s))
             .collect()
-    };
+    }
+}
+
+/// The spec as the prompts name it: the files, or the artifact directory's `artifact.md`.
+#[must_use]
+pub fn spec_words(settings: &Settings, root: &Path) -> String {
+    let files = spec_files(settings, root);
     if files.is_empty() {
         return "none was given: the plan and the topic are the task".into();
     }
