@@ -34,8 +34,10 @@ pub fn say(text: &str) {
     match SINK.get() {
         Some(s) if s.stdout => {
             use std::io::Write;
-            // A closed stdout (`| head`) must not end the loop.
-            let _closed = writeln!(std::io::stdout().lock(), "{text}");
+            // A closed stdout (`| head`) must not end the loop. What an agent wrote (a review's
+            // line, a stop's detail) reaches the terminal without control sequences.
+            let shown = crate::sys::term::printable(text);
+            let _closed = writeln!(std::io::stdout().lock(), "{shown}");
         }
         _ => {
             for line in text.lines() {

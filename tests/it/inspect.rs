@@ -333,7 +333,7 @@ fn logs_follow_the_loop_across_iterations_until_it_ends() {
 
 /// `studio-agents <args>` run on a pseudo-terminal (`script`), as the user's shell runs it: what
 /// the terminal was sent. Colours off (`NO_COLOR`) and no pager, so every ESC is the agent's.
-fn on_a_terminal(t: &TestHome, args: &[&str]) -> Vec<u8> {
+fn on_a_terminal(t: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
     let probe = t.cmd(args);
     let bin = env!("CARGO_BIN_EXE_studio-agents");
     let line = std::iter::once(bin)
@@ -351,7 +351,9 @@ fn on_a_terminal(t: &TestHome, args: &[&str]) -> Vec<u8> {
             c.env(k, v);
         }
     }
-    c.env("NO_COLOR", "1").env("STUDIO_AGENTS_PAGER", "cat");
+    c.env("NO_COLOR", "1")
+        .env("STUDIO_AGENTS_PAGER", "cat")
+        .envs(env.iter().copied());
     let out = c.output().expect("script (util-linux) gives a pty");
     assert!(out.status.success(), "{out:?}");
     out.stdout
@@ -369,15 +371,30 @@ fn an_agents_escape_sequences_never_reach_the_users_terminal() {
          printf 'working \\033]52;c;Y3VybCBldmlsIHwgc2gK\\033\\\\done\\n'\n",
     )
     .unwrap();
-    t.start_with_env(
-        "esc",
+    // The loop in the foreground, on the terminal: its lines for people are filtered too.
+    let cmd = t.agent_cmd(
         "attack",
         &format!("FAKE_ATTACK={} FAKE_ITEMS=1", script.display()),
-        &["--max-rounds", "1"],
-    )
-    .code(0);
+    );
+    let args = t.start_args(
+        "esc",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-rounds", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // As a user has it: only warnings and errors in the log lines (which colour their level).
+    let shown = on_a_terminal(&t, &args, &[("STUDIO_AGENTS_LOG", "")]);
+    let text = String::from_utf8_lossy(&shown);
+    assert!(
+        text.contains("Loop `esc` ended") && text.contains("All good"),
+        "{text:?}"
+    );
+    for agents in ["\x1b]", "\x1b[2J", "\u{9b}"] {
+        assert!(!text.contains(agents), "{agents:?} in {text:?}");
+    }
     // What the agent wrote is there, as it wrote it, for who asks for the bytes.
-    let logs_raw = on_a_terminal(&t, &["wiggum", "logs", "esc", "--raw"]);
+    let logs_raw = on_a_terminal(&t, &["wiggum", "logs", "esc", "--raw"], &[]);
     assert!(
         String::from_utf8_lossy(&logs_raw).contains("\x1b]52;c;"),
         "{logs_raw:?}"
@@ -394,7 +411,7 @@ fn an_agents_escape_sequences_never_reach_the_users_terminal() {
         &["wiggum", "logs", "esc"],
         &["wiggum", "diff", "esc"],
     ] {
-        let shown = on_a_terminal(&t, args);
+        let shown = on_a_terminal(&t, args, &[]);
         let text = String::from_utf8_lossy(&shown);
         assert!(
             !shown.contains(&0x1b) && !text.contains('\u{9b}') && !text.contains('\u{7}'),
