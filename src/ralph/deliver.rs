@@ -232,7 +232,12 @@ async fn desktop(m: &Message, timeout: Duration) -> Result<(), String> {
         return Err("notify-send is not installed".into());
     }
     let run = tokio::process::Command::new("notify-send")
-        .args(["--app-name", "studio-agents", &m.title, &m.body])
+        .args([
+            "--app-name",
+            "studio-agents",
+            &m.title,
+            &sinks::desktop_body(m),
+        ])
         .kill_on_drop(true)
         .status();
     match tokio::time::timeout(timeout, run).await {

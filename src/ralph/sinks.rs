@@ -1,7 +1,8 @@
 //! What a notification says and how each sink wants it: one message per event (the topic, the
 //! machine, the reason, iterations, quality, gate, cost, the commands to look further), shaped as
 //! a JSON event (webhook), ntfy's text with title and tags in headers, Slack's `{"text"}`,
-//! Discord's `{"content"}`, or `notify-send`'s title and body. Pure.
+//! Discord's `{"content"}`, or `notify-send`'s title and body. What an agent said stays text in
+//! each: escaped where the sink reads markup, never a mention or a disguised link. Pure.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -207,6 +208,13 @@ impl DiscordBody {
     }
 }
 
+/// The desktop notification's body: notification servers read it as markup (`<b>`, `<a href>`),
+/// so `&`, `<` and `>` are escaped; the title is plain text to them.
+#[must_use]
+pub fn desktop_body(m: &Message) -> String {
+    slack_escape(&m.body)
+}
+
 /// Slack's three escapes (<https://api.slack.com/reference/surfaces/formatting#escaping>).
 #[must_use]
 pub fn slack_escape(s: &str) -> String {
@@ -377,6 +385,19 @@ mod tests {
         let hook: Value =
             serde_json::from_str(&request(SinkKind::Webhook, &m).unwrap().body).unwrap();
         assert_eq!(hook["detail"], said);
+        // The desktop: its body is markup to the notification server.
+        let desktop = desktop_body(&message(
+            "stop",
+            "agent_failed",
+            &figures(),
+            &json!({"event": "stop", "detail": "<a href=\"https://evil.example\">https://console.aws.amazon.com</a>"}),
+        ));
+        assert!(
+            desktop.starts_with(
+                "&lt;a href=\"https://evil.example\"&gt;https://console.aws.amazon.com&lt;/a&gt;\n"
+            ),
+            "{desktop}"
+        );
     }
 
     #[test]
