@@ -269,7 +269,15 @@ async fn loop_page(Path(topic): Path<String>) -> Response {
 
 async fn diff(Path((topic, n)): Path<(String, u32)>) -> Response {
     match super::diff::patch_text(&topic, Some(n), false) {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response(),
+        // An agent's text: shown as text, never sniffed into a page.
+        Ok(text) => (
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            text,
+        )
+            .into_response(),
         Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
     }
 }
