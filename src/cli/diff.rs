@@ -96,7 +96,7 @@ const CAP: u64 = 64 << 20;
 
 /// Run `diff`.
 pub fn run(a: &DiffArgs) -> Result<i32> {
-    let text = patch_text(&a.topic, a.iteration, a.stat)?;
+    let text = crate::sys::term::printable(&patch_text(&a.topic, a.iteration, a.stat)?);
     let text = if a.color.on() && !a.stat {
         paint(&text)
     } else {

@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::disk::handle::Handle;
 use crate::error::{Error, IoContext, Result};
+use crate::sys::term;
 use crate::view::events::{self, Event};
 
 /// Flags of `events`.
@@ -43,7 +44,7 @@ pub fn run(a: &EventsArgs) -> Result<i32> {
         if since.is_some_and(|t| e.at < t) {
             return Ok(());
         }
-        let line = serde_json::to_string(e).unwrap_or_default();
+        let line = term::json_line(&serde_json::to_string(e).unwrap_or_default());
         writeln!(out, "{line}").at(&runs, "print")?;
         out.flush().at(&runs, "print")
     };

@@ -11,7 +11,7 @@ use crate::disk::layout::Layout;
 use crate::disk::registry;
 use crate::error::{Error, IoContext, Result};
 use crate::ralph::progress;
-use crate::sys::fsutil;
+use crate::sys::{fsutil, term};
 use crate::view::model::{self, Want};
 use crate::view::report;
 use crate::view::summary;
@@ -31,6 +31,10 @@ pub struct LogsArgs {
     /// loop stops.
     #[arg(long)]
     pub follow: bool,
+    /// The log's bytes as the agent wrote them, control sequences included (by default they are
+    /// removed: a log may hold anything).
+    #[arg(long)]
+    pub raw: bool,
 }
 
 /// Flags of `summary` and `report`.
@@ -93,7 +97,11 @@ pub fn logs(a: &LogsArgs) -> Result<i32> {
             path.display()
         )));
     }
-    let mut out = std::io::stdout();
+    let mut out: Box<dyn Write> = if a.raw {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(term::Printable::new(std::io::stdout()))
+    };
     for (name, log) in &discarded {
         writeln!(out, "--- discarded attempt {name} ---").at(log, "print")?;
         let mut f = std::fs::File::open(log).at(log, "read")?;
@@ -227,32 +235,51 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
         return Ok(0);
     }
-    if runs.is_empty() {
-        println!("`{}` has run no iteration yet", a.topic);
+    let tests = crate::ralph::work::read_tree(layout);
+    say(&summary_text(
+        &a.topic,
+        &lift,
+        tests.as_ref(),
+        &lines,
+        st.as_ref(),
+    ));
+    Ok(0)
+}
+
+/// `summary`'s text: the lift, a line per run, how the loop stands.
+fn summary_text(
+    topic: &str,
+    lift: &summary::Lift,
+    tests: Option<&crate::disk::records::TreeValidation>,
+    lines: &[String],
+    st: Option<&crate::disk::state::LoopState>,
+) -> String {
+    let mut out = if lines.is_empty() {
+        vec![format!("`{topic}` has run no iteration yet")]
     } else {
-        match crate::ralph::work::read_tree(layout) {
-            Some(t) => println!(
+        let head = match tests {
+            Some(t) => format!(
                 "tests  {}  ({} of {} iterations red)\n",
                 t.tree.summary, t.red_iterations, t.validated
             ),
-            None => println!("{}\n", summary::text(&lift)),
-        }
-        for l in &lines {
-            println!("{l}");
-        }
-    }
+            None => format!("{}\n", summary::text(lift)),
+        };
+        let mut out = vec![head];
+        out.extend(lines.iter().cloned());
+        out
+    };
     if let Some(s) = st {
         let reason = s.stop_reason().map_or("-", |r| r.as_str());
-        println!(
+        out.push(format!(
             "\nstatus {}, stop reason {reason}, cost {}",
             s.status().as_str(),
             s.spend.shown()
-        );
+        ));
         if let Some(why) = s.stop_detail() {
-            println!("  {why}");
+            out.push(format!("  {why}"));
         }
     }
-    Ok(0)
+    out.join("\n")
 }
 
 /// Dimension scores under this count as weak in `report` (the gate's focus threshold).
@@ -314,25 +341,33 @@ fn print_report(a: &ReportArgs, agg: report::Aggregator, loops: usize) -> Result
         return Ok(0);
     }
     let f = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    println!(
-        "loops: {}  iterations: {}  gated: {}",
-        loops, r.iterations, r.gated
+    let mut out = vec![
+        format!(
+            "loops: {}  iterations: {}  gated: {}",
+            loops, r.iterations, r.gated
+        ),
+        format!(
+            "mean r1 {}  mean kept {}  pass rate {}  mean rounds {}",
+            f(r.mean_r1),
+            f(r.mean_final),
+            f(r.pass_rate),
+            f(r.mean_rounds)
+        ),
+        format!("composite (0.7·r1 + 0.3·pass·10): {}", f(r.composite)),
+        "weakest dimensions (rounds below 7):".to_string(),
+    ];
+    out.extend(
+        r.weak_dimensions
+            .iter()
+            .map(|(d, n)| format!("  {d:<14} {n}")),
     );
-    println!(
-        "mean r1 {}  mean kept {}  pass rate {}  mean rounds {}",
-        f(r.mean_r1),
-        f(r.mean_final),
-        f(r.pass_rate),
-        f(r.mean_rounds)
-    );
-    println!("composite (0.7·r1 + 0.3·pass·10): {}", f(r.composite));
-    println!("weakest dimensions (rounds below 7):");
-    for (d, n) in &r.weak_dimensions {
-        println!("  {d:<14} {n}");
-    }
-    println!("most frequent first-round issues:");
-    for (i, n) in &r.top_issues {
-        println!("  {n:>3}× {i}");
-    }
+    out.push("most frequent first-round issues:".into());
+    out.extend(r.top_issues.iter().map(|(i, n)| format!("  {n:>3}× {i}")));
+    say(&out.join("\n"));
     Ok(0)
+}
+
+/// Print `text` for a person: what reviews and records hold is shown without control sequences.
+fn say(text: &str) {
+    println!("{}", term::printable(text));
 }

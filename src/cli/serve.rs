@@ -1,7 +1,8 @@
 //! `serve [--bind ADDR]`: the local dashboard (`view::dashboard`) over HTTP, with the loops'
-//! event streams as server-sent events. Reading needs nothing; pause, resume and stop need the
-//! token printed at start, sent in the `x-wiggum-token` header (a header a page of another site
-//! cannot send without a preflight this server never answers). Bound to loopback unless `--bind`
+//! event streams as server-sent events. Every request, pages and streams as well as pause, resume
+//! and stop, needs the token printed at start (`view::access`): the printed URL sets it as an
+//! `HttpOnly`, `SameSite=Strict` cookie; scripts may send it in `x-wiggum-token`. Requests whose
+//! `Host` or `Origin` is not the bound address are refused. Bound to loopback unless `--bind`
 //! says otherwise.
 
 use std::convert::Infallible;
@@ -11,7 +12,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use clap::Args;
@@ -20,6 +21,7 @@ use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::{registry, runlog};
 use crate::error::{Error, Result};
+use crate::view::access::{self, Verdict};
 use crate::view::dashboard;
 use crate::view::model::{self, LoopView, Want};
 
@@ -37,6 +39,7 @@ pub struct ServeArgs {
 
 struct App {
     token: String,
+    addr: std::net::SocketAddr,
     remote: Option<String>,
 }
 
@@ -54,25 +57,77 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         let addr = listener
             .local_addr()
             .map_err(|e| Error::runtime(format!("the dashboard's address: {e}")))?;
-        println!("dashboard: http://{addr}/   (controls: http://{addr}/#token={token})");
+        println!(
+            "dashboard: http://{addr}/?token={token}   (open this address: it keeps the token in a cookie)"
+        );
         use std::io::Write as _;
         let _flushed = std::io::stdout().flush();
-        let app = Router::new()
+        let app = Arc::new(App {
+            token,
+            addr,
+            remote: a.remote.clone(),
+        });
+        let routes = Router::new()
             .route("/", get(index))
             .route("/loop/{topic}", get(loop_page))
             .route("/loop/{topic}/diff/{n}", get(diff))
             .route("/loop/{topic}/events", get(event_stream))
             .route("/loop/{topic}/{action}", post(control))
             .route("/remote/{topic}", get(remote_page))
-            .with_state(Arc::new(App {
-                token,
-                remote: a.remote.clone(),
-            }));
-        axum::serve(listener, app)
+            .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
+            .with_state(app);
+        axum::serve(listener, routes)
             .await
             .map_err(|e| Error::runtime(format!("the dashboard: {e}")))
     })?;
     Ok(0)
+}
+
+/// Every request passes here first: answered only at the bound address, from no other site's
+/// page, with the token (`view::access`).
+async fn guard(
+    State(app): State<Arc<App>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let verdict = {
+        let h = req.headers();
+        let text = |name: &str| h.get(name).and_then(|v| v.to_str().ok());
+        let asked = access::Asked {
+            host: text("host"),
+            origin: text("origin"),
+            cookie: text("cookie"),
+            header_token: text("x-wiggum-token"),
+            query: req.uri().query(),
+        };
+        access::admit(&asked, app.addr, &app.token)
+    };
+    match verdict {
+        Verdict::Allow => next.run(req).await,
+        Verdict::SetCookie => (
+            StatusCode::SEE_OTHER,
+            [
+                (header::LOCATION, req.uri().path().to_string()),
+                (header::SET_COOKIE, access::set_cookie(app.addr, &app.token)),
+            ],
+        )
+            .into_response(),
+        Verdict::ForeignHost => (
+            StatusCode::MISDIRECTED_REQUEST,
+            format!("this dashboard answers only at http://{}/", app.addr),
+        )
+            .into_response(),
+        Verdict::ForeignOrigin => (
+            StatusCode::FORBIDDEN,
+            "requests from another site's page are refused",
+        )
+            .into_response(),
+        Verdict::NoToken => (
+            StatusCode::UNAUTHORIZED,
+            "open the address `serve` printed: it carries the token",
+        )
+            .into_response(),
+    }
 }
 
 fn new_token() -> Result<String> {
@@ -214,7 +269,15 @@ async fn loop_page(Path(topic): Path<String>) -> Response {
 
 async fn diff(Path((topic, n)): Path<(String, u32)>) -> Response {
     match super::diff::patch_text(&topic, Some(n), false) {
-        Ok(text) => ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], text).into_response(),
+        // An agent's text: shown as text, never sniffed into a page.
+        Ok(text) => (
+            [
+                (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+                (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            ],
+            text,
+        )
+            .into_response(),
         Err(e) => (StatusCode::NOT_FOUND, e.to_string()).into_response(),
     }
 }
@@ -269,22 +332,8 @@ async fn event_stream(Path(topic): Path<String>) -> Response {
         .into_response()
 }
 
-async fn control(
-    State(app): State<Arc<App>>,
-    Path((topic, action)): Path<(String, String)>,
-    headers: HeaderMap,
-) -> Response {
-    let given = headers
-        .get("x-wiggum-token")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    if given.is_empty() || given != app.token {
-        return (
-            StatusCode::FORBIDDEN,
-            "the controls need the token `serve` printed (open the page with #token=…)",
-        )
-            .into_response();
-    }
+/// Pause, resume or stop (the token was checked by [`guard`]).
+async fn control(Path((topic, action)): Path<(String, String)>) -> Response {
     let h = match handle(&topic) {
         Ok(h) => h,
         Err(r) => return r.into_response(),

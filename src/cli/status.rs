@@ -183,7 +183,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
     if a.json {
         print_json(&v);
     } else {
-        let mut text = detail(&v);
+        let mut text = crate::sys::term::printable(&detail(&v));
         if a.remote.is_none()
             && let Ok(home) = crate::config::home_dir()
             && let Some(dir) =
@@ -221,7 +221,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         if a.remote.is_none()
             && let Some(block) = completion(&Handle::open(topic)?, &v)
         {
-            println!("\n{block}");
+            println!("\n{}", crate::sys::term::printable(&block));
         }
     }
     Ok(0)

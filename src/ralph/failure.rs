@@ -47,11 +47,12 @@ pub fn label(ending: Option<Ending>) -> Option<&'static str> {
 }
 
 /// The line that says what went wrong: the last one naming an error, else the last one
-/// printed; terminal colours removed, cut to a line's length.
+/// printed; control sequences removed (`sys::term`: colours, titles, anything a terminal would
+/// act on), cut to a line's length.
 fn quote(tail: &str) -> Option<String> {
     let lines: Vec<String> = tail
         .lines()
-        .map(strip_ansi)
+        .map(crate::sys::term::printable)
         .map(|l| l.trim().to_string())
         .filter(|l| !l.is_empty())
         .collect();
@@ -81,29 +82,6 @@ fn quote(tail: &str) -> Option<String> {
     } else {
         line.clone()
     })
-}
-
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                // Parameters and intermediates, then one final byte.
-                for d in chars.by_ref() {
-                    if ('@'..='~').contains(&d) {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        if !c.is_control() || c == '\t' {
-            out.push(c);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

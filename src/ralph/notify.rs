@@ -102,11 +102,11 @@ impl Runner {
         first
     }
 
-    /// Wait for the notifications still on their way (each within its bound), and say what
-    /// could not be delivered.
+    /// Wait for the notifications still on their way, at most `deliver_within_secs` (a sink
+    /// that refused the connection gave up at once), and say what could not be delivered.
     pub async fn finish_notifications(&mut self) {
         let within = Duration::from_secs(self.sinks.deliver_within_secs.max(1));
-        self.deliveries.finish(within * 2).await;
+        self.deliveries.finish(within).await;
         for what in self.deliveries.failures() {
             self.state.last_event = Some(what);
         }

@@ -34,8 +34,10 @@ pub fn say(text: &str) {
     match SINK.get() {
         Some(s) if s.stdout => {
             use std::io::Write;
-            // A closed stdout (`| head`) must not end the loop.
-            let _closed = writeln!(std::io::stdout().lock(), "{text}");
+            // A closed stdout (`| head`) must not end the loop. What an agent wrote (a review's
+            // line, a stop's detail) reaches the terminal without control sequences.
+            let shown = crate::sys::term::printable(text);
+            let _closed = writeln!(std::io::stdout().lock(), "{shown}");
         }
         _ => {
             for line in text.lines() {
@@ -287,14 +289,6 @@ pub fn reason_words(r: StopReason) -> &'static str {
     }
 }
 
-/// A line of a command's output with its control characters removed (no escape sequence
-/// reaches the terminal).
-fn printable(l: &str) -> String {
-    l.chars()
-        .filter(|c| !c.is_control() || *c == '\t')
-        .collect()
-}
-
 /// Lines of most failing output the completion block shows.
 const BLOCK_FAILING_LINES: usize = 12;
 
@@ -316,7 +310,7 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
                 .excerpt
                 .lines()
                 .take(BLOCK_FAILING_LINES)
-                .map(|l| format!("              {}", printable(l))),
+                .map(|l| format!("              {}", crate::sys::term::printable(l))),
         );
     }
     out
@@ -532,7 +526,7 @@ mod tests {
         };
         assert_eq!(
             completion_block(&c),
-            "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (2 red)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              ]52;c;xAssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
+            "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (2 red)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              AssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
         );
     }
 }

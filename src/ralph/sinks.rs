@@ -1,9 +1,11 @@
 //! What a notification says and how each sink wants it: one message per event (the topic, the
 //! machine, the reason, iterations, quality, gate, cost, the commands to look further), shaped as
 //! a JSON event (webhook), ntfy's text with title and tags in headers, Slack's `{"text"}`,
-//! Discord's `{"content"}`, or `notify-send`'s title and body. Pure.
+//! Discord's `{"content"}`, or `notify-send`'s title and body. What an agent said stays text in
+//! each: escaped where the sink reads markup, never a mention or a disguised link. Pure.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::config::{NotifyEvent, SinkKind};
 
@@ -101,45 +103,136 @@ pub struct Request {
     pub body: String,
 }
 
-/// The request `kind` wants for `m` (`None` for the desktop, which is no HTTP sink).
+/// The request `kind` wants for `m` (`None` for the desktop, which is no HTTP sink). The
+/// agent's words in `m` stay text: escaped for Slack, escaped and unable to mention anyone on
+/// Discord, plain text for ntfy (no `Markdown` header), a JSON string for the webhook.
 #[must_use]
 pub fn request(kind: SinkKind, m: &Message) -> Option<Request> {
     let text = format!("{}\n{}", m.title, m.body);
     Some(match kind {
-        SinkKind::Webhook => Request {
-            content_type: "application/json",
-            headers: Vec::new(),
-            body: m.event.to_string(),
-        },
-        SinkKind::Ntfy => {
-            let urgent = matches!(
-                m.event.get("event").and_then(Value::as_str),
-                Some("needs_human" | "breaker" | "waiting" | "budget")
-            );
-            Request {
-                content_type: "text/plain; charset=utf-8",
-                headers: vec![
-                    // Header values are ASCII: the title's backticks and arrows stay in the body.
-                    ("Title", ascii(&m.title)),
-                    ("Tags", if urgent { "warning" } else { "robot" }.into()),
-                    ("Priority", if urgent { "high" } else { "default" }.into()),
-                ],
-                body: m.body.clone(),
-            }
-        }
-        SinkKind::Slack => Request {
-            content_type: "application/json",
-            headers: Vec::new(),
-            body: json!({ "text": text }).to_string(),
-        },
-        SinkKind::Discord => Request {
-            content_type: "application/json",
-            headers: Vec::new(),
-            // Discord refuses content over 2,000 characters.
-            body: json!({ "content": text.chars().take(2000).collect::<String>() }).to_string(),
-        },
+        SinkKind::Webhook => json_request(m.event.to_string()),
+        SinkKind::Ntfy => ntfy(m),
+        SinkKind::Slack => json_request(to_json(&SlackBody::of(&text))),
+        SinkKind::Discord => json_request(to_json(&DiscordBody::of(&text))),
         SinkKind::Desktop => return None,
     })
+}
+
+fn json_request(body: String) -> Request {
+    Request {
+        content_type: "application/json",
+        headers: Vec::new(),
+        body,
+    }
+}
+
+fn to_json(body: &impl Serialize) -> String {
+    // Structs of strings: serialising cannot fail.
+    serde_json::to_string(body).unwrap_or_default()
+}
+
+/// ntfy: the body as plain text, the title and tags in headers (urgent events flagged).
+fn ntfy(m: &Message) -> Request {
+    let urgent = matches!(
+        m.event.get("event").and_then(Value::as_str),
+        Some("needs_human" | "breaker" | "waiting" | "budget")
+    );
+    Request {
+        content_type: "text/plain; charset=utf-8",
+        headers: vec![
+            // Header values are ASCII: the title's backticks and arrows stay in the body.
+            ("Title", ascii(&m.title)),
+            ("Tags", if urgent { "warning" } else { "robot" }.into()),
+            ("Priority", if urgent { "high" } else { "default" }.into()),
+        ],
+        body: m.body.clone(),
+    }
+}
+
+/// Slack's incoming-webhook body: `&`, `<` and `>` escaped as Slack asks, so no text can be a
+/// `<!channel>` mention or a `<url|label>` link.
+#[derive(Debug, Serialize)]
+pub struct SlackBody {
+    /// The message.
+    pub text: String,
+}
+
+impl SlackBody {
+    /// `text`, escaped.
+    #[must_use]
+    pub fn of(text: &str) -> SlackBody {
+        SlackBody {
+            text: slack_escape(text),
+        }
+    }
+}
+
+/// Discord's webhook body: the content with its markdown escaped (a `[label](url)` shows as
+/// written), and no mention parsed (`@everyone` pings nobody).
+#[derive(Debug, Serialize)]
+pub struct DiscordBody {
+    /// The message, at most 2,000 characters (Discord refuses more).
+    pub content: String,
+    /// Which mentions notify: none.
+    pub allowed_mentions: AllowedMentions,
+}
+
+/// Discord's `allowed_mentions`.
+#[derive(Debug, Default, Serialize)]
+pub struct AllowedMentions {
+    /// The kinds of mention parsed from the content (`users`, `roles`, `everyone`): none.
+    pub parse: Vec<String>,
+}
+
+/// The most characters Discord takes in `content`.
+const DISCORD_MAX: usize = 2000;
+
+impl DiscordBody {
+    /// `text`, escaped and cut to Discord's limit (never inside an escape).
+    #[must_use]
+    pub fn of(text: &str) -> DiscordBody {
+        let mut content = String::new();
+        let mut count = 0;
+        for c in text.chars() {
+            let escaped = discord_escape_char(c);
+            count += escaped.chars().count();
+            if count > DISCORD_MAX {
+                break;
+            }
+            content.push_str(&escaped);
+        }
+        DiscordBody {
+            content,
+            allowed_mentions: AllowedMentions::default(),
+        }
+    }
+}
+
+/// The desktop notification's body: notification servers read it as markup (`<b>`, `<a href>`),
+/// so `&`, `<` and `>` are escaped; the title is plain text to them.
+#[must_use]
+pub fn desktop_body(m: &Message) -> String {
+    slack_escape(&m.body)
+}
+
+/// Slack's three escapes (<https://api.slack.com/reference/surfaces/formatting#escaping>).
+#[must_use]
+pub fn slack_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A character of Discord content as text: markdown's characters behind a backslash.
+fn discord_escape_char(c: char) -> String {
+    if matches!(
+        c,
+        '\\' | '*' | '_' | '~' | '`' | '|' | '[' | ']' | '<' | '>' | '#' | '@'
+    ) {
+        format!("\\{c}")
+    } else {
+        c.to_string()
+    }
 }
 
 fn ascii(s: &str) -> String {
@@ -157,6 +250,7 @@ fn ascii(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn figures() -> Figures {
         Figures {
@@ -224,6 +318,7 @@ mod tests {
                 .unwrap()
                 .starts_with("loop `research` waits")
         );
+        assert_eq!(slack.as_object().unwrap().len(), 1, "{slack}");
         let discord: Value =
             serde_json::from_str(&request(SinkKind::Discord, &m).unwrap().body).unwrap();
         assert!(
@@ -232,6 +327,13 @@ mod tests {
                 .unwrap()
                 .ends_with("wiggum logs research")
         );
+        assert!(
+            discord["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("loop \\`research\\` waits")
+        );
+        assert_eq!(discord["allowed_mentions"], json!({"parse": []}));
         assert!(request(SinkKind::Desktop, &m).is_none());
         assert_eq!(ascii("a → b `c`"), "a ? b `c`");
     }
@@ -249,5 +351,62 @@ mod tests {
         ] {
             assert_eq!(event_of(e), want, "{e}");
         }
+    }
+
+    #[test]
+    fn the_agents_words_mention_nobody_and_link_nowhere() {
+        let said = "boom <!channel> @everyone <https://evil.example|https://console.aws.amazon.com> [https://console.aws.amazon.com](https://evil.example) <@123> & done";
+        let m = message(
+            "stop",
+            "agent_failed",
+            &figures(),
+            &json!({"event": "stop", "detail": said}),
+        );
+        let slack: Value =
+            serde_json::from_str(&request(SinkKind::Slack, &m).unwrap().body).unwrap();
+        let text = slack["text"].as_str().unwrap();
+        assert!(
+            text.contains("boom &lt;!channel&gt; @everyone &lt;https://evil.example|https://console.aws.amazon.com&gt; [https://console.aws.amazon.com](https://evil.example) &lt;@123&gt; &amp; done"),
+            "{text}"
+        );
+        assert!(!text.contains('<') && !text.contains('>'), "{text}");
+        let discord: Value =
+            serde_json::from_str(&request(SinkKind::Discord, &m).unwrap().body).unwrap();
+        let content = discord["content"].as_str().unwrap();
+        assert!(
+            content.contains("boom \\<!channel\\> \\@everyone \\<https://evil.example\\|https://console.aws.amazon.com\\> \\[https://console.aws.amazon.com\\](https://evil.example) \\<\\@123\\> & done"),
+            "{content}"
+        );
+        assert_eq!(discord["allowed_mentions"]["parse"], json!([]));
+        // ntfy: plain text, no markdown asked for; the webhook: a JSON string.
+        let ntfy = request(SinkKind::Ntfy, &m).unwrap();
+        assert!(ntfy.body.starts_with(said), "{}", ntfy.body);
+        assert!(ntfy.headers.iter().all(|(k, _)| *k != "Markdown"));
+        let hook: Value =
+            serde_json::from_str(&request(SinkKind::Webhook, &m).unwrap().body).unwrap();
+        assert_eq!(hook["detail"], said);
+        // The desktop: its body is markup to the notification server.
+        let desktop = desktop_body(&message(
+            "stop",
+            "agent_failed",
+            &figures(),
+            &json!({"event": "stop", "detail": "<a href=\"https://evil.example\">https://console.aws.amazon.com</a>"}),
+        ));
+        assert!(
+            desktop.starts_with(
+                "&lt;a href=\"https://evil.example\"&gt;https://console.aws.amazon.com&lt;/a&gt;\n"
+            ),
+            "{desktop}"
+        );
+    }
+
+    #[test]
+    fn discord_content_is_cut_at_its_limit_never_inside_an_escape() {
+        let long = "*".repeat(1500);
+        let body = DiscordBody::of(&long);
+        assert_eq!(body.content.chars().count(), 2000);
+        assert!(body.content.ends_with("\\*"), "{}", &body.content[1990..]);
+        let plain = DiscordBody::of(&"a".repeat(2500));
+        assert_eq!(plain.content.chars().count(), 2000);
     }
 }

@@ -1,7 +1,8 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
 //! file IO (`fsutil`), reading text line by line (`lines`), the `/proc` reader (`procs`), the
 //! async runtime (`runtime`), the file watch that tells which paths changed (`watch`), test
-//! failpoints (`failpoint`), and the one module with `unsafe` code (`kernel`).
+//! failpoints (`failpoint`), text for a person's terminal without control sequences (`term`), and
+//! the one module with `unsafe` code (`kernel`).
 
 pub mod beneath;
 pub mod cgroup;
@@ -14,4 +15,5 @@ pub mod procargs;
 pub mod procs;
 pub mod resumed;
 pub mod runtime;
+pub mod term;
 pub mod watch;

@@ -242,8 +242,8 @@ pub fn loop_page(
     );
     let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
     let script = format!(
-        "<script>const topic={topic};const token=new URLSearchParams(location.hash.slice(1)).get('token')||'';\
-document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',headers:{{'x-wiggum-token':token}}}});document.getElementById('said').textContent=' '+(await r.text());}});\
+        "<script>const topic={topic};\
+document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',credentials:'same-origin'}});document.getElementById('said').textContent=' '+(await r.text());}});\
 const live=document.getElementById('live');const loaded=Date.now();const es=new EventSource('/loop/'+topic+'/events');\
 es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((e.event==='run_ended'||e.event==='stop')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
         topic = serde_json::to_string(&v.topic).unwrap_or_default()

@@ -2,6 +2,7 @@
 //! `summary`, the analytics of `report`, and the live view (`watch`). Reads `disk`; acts on a loop
 //! only through `disk::requests`. A loop as Kubernetes objects (`kube`) is a view of it, too.
 
+pub mod access;
 pub mod dashboard;
 pub mod events;
 pub mod kube;

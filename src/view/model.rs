@@ -211,6 +211,9 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         let n = st.as_ref().map_or(0, |s| s.current_iteration);
         let log = layout.agent_log(n);
         tail(&fsutil::read_tail(&log, 64 * 1024)?, want.log_lines)
+            .iter()
+            .map(|l| crate::sys::term::printable(l))
+            .collect()
     } else {
         Vec::new()
     };

@@ -107,7 +107,11 @@ pub fn render(views: &[LoopView], now: DateTime<Utc>, colour: bool) -> String {
     const HEAD: [&str; 8] = [
         "TOPIC", "STATUS", "ITER", "QUALITY", "GATE", "ITEMS", "ELAPSED", "ETA",
     ];
-    let rows: Vec<[String; 8]> = views.iter().map(|v| cells(v, now)).collect();
+    // What a loop's records say is shown without control sequences, before the table's own.
+    let rows: Vec<[String; 8]> = views
+        .iter()
+        .map(|v| cells(v, now).map(|c| crate::sys::term::printable(&c)))
+        .collect();
     let mut width = HEAD.map(str::len);
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {

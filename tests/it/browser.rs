@@ -189,12 +189,13 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
     BufReader::new(serve.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let controls = line
-        .split("(controls: ")
-        .nth(1)
-        .map(|s| s.trim_end_matches([')', '\n']).to_string())
+    // The URL `serve` printed, on the loop's page: it keeps the token in a cookie, and the
+    // page's stream and buttons work with it.
+    let printed = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
         .unwrap_or_else(|| panic!("{line}"));
-    let page = controls.replacen("/#token=", "/loop/night#token=", 1);
+    let page = printed.replacen("/?token=", "/loop/night?token=", 1);
     d.go(&page);
     // The running iteration shows live, from the event stream.
     wait_for(

@@ -1,5 +1,6 @@
 //! `wiggum serve`: the local dashboard against real loops — every page, a diff, the event
-//! stream, and the controls, which need the token `serve` printed.
+//! stream, and the controls; all of them need the token `serve` printed (kept in the cookie its
+//! URL sets), and answer only at the bound address, to no other site's page.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -9,11 +10,19 @@ use std::time::Duration;
 use crate::support::TestHome;
 use crate::support::wait::Lines;
 
-/// A running `serve`: its address and token; killed on drop.
+/// A running `serve`: its address, token, and the cookie its printed URL set; killed on drop.
 struct Served {
     child: Child,
     addr: String,
     token: String,
+    cookie: String,
+}
+
+impl Served {
+    /// `GET path` as the browser that opened the printed URL.
+    fn get(&self, path: &str) -> (u16, String) {
+        http(&self.addr, "GET", path, &[("cookie", &self.cookie)])
+    }
 }
 
 impl Drop for Served {
@@ -35,7 +44,7 @@ fn serve_with(t: &TestHome, extra: &[&str]) -> Served {
     BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    // `dashboard: http://ADDR/   (controls: http://ADDR/#token=TOKEN)`
+    // `dashboard: http://ADDR/?token=TOKEN   (open this address: …)`
     let addr = line
         .split("http://")
         .nth(1)
@@ -43,19 +52,55 @@ fn serve_with(t: &TestHome, extra: &[&str]) -> Served {
         .unwrap_or_else(|| panic!("{line}"))
         .to_string();
     let token = line
-        .split("#token=")
+        .split("?token=")
         .nth(1)
-        .map(|s| s.trim_end_matches([')', '\n']).to_string())
-        .unwrap_or_else(|| panic!("{line}"));
-    Served { child, addr, token }
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let cookie = open_printed_url(&addr, &token);
+    Served {
+        child,
+        addr,
+        token,
+        cookie,
+    }
+}
+
+/// Open the URL `serve` printed: it sends the browser on to the page with the token in a
+/// cookie no script can read and no other site's page sends. The cookie, as a browser sends it.
+fn open_printed_url(addr: &str, token: &str) -> String {
+    let (code, head, _) = http_at(addr, addr, "GET", &format!("/loop/x?token={token}"), &[]);
+    assert_eq!(code, 303, "{head}");
+    assert!(head.contains("\r\nlocation: /loop/x\r\n"), "{head}");
+    let set = head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("{head}"));
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    set.split(';').next().unwrap().to_string()
 }
 
 /// One HTTP/1.1 request: the status and the body.
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let (code, _, body) = http_at(addr, addr, method, path, headers);
+    (code, body)
+}
+
+/// One HTTP/1.1 request to `addr` naming `host`: the status, the head and the body.
+fn http_at(
+    addr: &str,
+    host: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, String, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\ncontent-length: 0\r\n"
+        "{method} {path} HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\ncontent-length: 0\r\n"
     );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -70,11 +115,8 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16,
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    let body = text
-        .split_once("\r\n\r\n")
-        .map_or("", |(_, b)| b)
-        .to_string();
-    (status, body)
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (status, head.to_string(), body.to_string())
 }
 
 #[test]
@@ -82,7 +124,7 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
     let t = TestHome::new();
     t.start_fg("dash", "", &["--max-rounds", "1"]).code(0);
     let s = serve(&t);
-    let (code, index) = http(&s.addr, "GET", "/", &[]);
+    let (code, index) = s.get("/");
     assert_eq!(code, 200);
     assert!(
         index.contains("<a href=\"/loop/dash\">dash</a>")
@@ -109,7 +151,7 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
         index.contains(&want_q) && index.contains(&want_g),
         "{want_q} {want_g} in {index}"
     );
-    let (code, page) = http(&s.addr, "GET", "/loop/dash", &[]);
+    let (code, page) = s.get("/loop/dash");
     assert_eq!(code, 200);
     assert!(
         page.contains("<svg") && page.contains("data-name=\"final\""),
@@ -126,11 +168,11 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
         !page.contains("src=\"http") && !page.contains("href=\"http"),
         "{page}"
     );
-    let (code, diff) = http(&s.addr, "GET", "/loop/dash/diff/2", &[]);
+    let (code, diff) = s.get("/loop/dash/diff/2");
     assert_eq!(code, 200);
     assert!(diff.contains("+## Improve part 2"), "{diff}");
     // The ended loop's stream: its events, then the end.
-    let (code, stream) = http(&s.addr, "GET", "/loop/dash/events", &[]);
+    let (code, stream) = s.get("/loop/dash/events");
     assert_eq!(code, 200);
     let datas: Vec<&str> = stream.lines().filter(|l| l.contains("data: {")).collect();
     assert!(
@@ -139,15 +181,15 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
     );
     // No control without the token.
     let (code, said) = http(&s.addr, "POST", "/loop/dash/pause", &[]);
-    assert_eq!(code, 403, "{said}");
+    assert_eq!(code, 401, "{said}");
     let (code, _) = http(
         &s.addr,
         "POST",
         "/loop/dash/pause",
         &[("x-wiggum-token", "guessed")],
     );
-    assert_eq!(code, 403);
-    let (code, _) = http(&s.addr, "GET", "/loop/nosuch", &[]);
+    assert_eq!(code, 401);
+    let (code, _) = s.get("/loop/nosuch");
     assert_eq!(code, 404);
 }
 
@@ -160,8 +202,8 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     let mut c = TcpStream::connect(&s.addr).unwrap();
     c.write_all(
         format!(
-            "GET /loop/live/events HTTP/1.1\r\nhost: {}\r\nconnection: close\r\n\r\n",
-            s.addr
+            "GET /loop/live/events HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
+            s.addr, s.cookie
         )
         .as_bytes(),
     )
@@ -241,13 +283,13 @@ fn a_remote_loop_has_a_page_of_its_own_read_from_its_records() {
     std::fs::remove_dir_all(t.home().join("loops")).unwrap();
     let url = seed.display().to_string();
     let s = serve_with(&t, &["--remote", &url]);
-    let (code, index) = http(&s.addr, "GET", "/", &[]);
+    let (code, index) = s.get("/");
     assert_eq!(code, 200);
     assert!(
         index.contains("<a href=\"/remote/remote-notes\">remote-notes</a>"),
         "{index}"
     );
-    let (code, page) = http(&s.addr, "GET", "/remote/remote-notes", &[]);
+    let (code, page) = s.get("/remote/remote-notes");
     assert_eq!(code, 200, "{page}");
     assert!(
         page.contains("read from the records a remote run pushed")
@@ -260,6 +302,64 @@ fn a_remote_loop_has_a_page_of_its_own_read_from_its_records() {
         3,
         "{page}"
     );
-    let (code, _) = http(&s.addr, "GET", "/remote/nosuch", &[]);
+    let (code, _) = s.get("/remote/nosuch");
     assert_eq!(code, 404);
+}
+
+#[test]
+fn without_the_token_at_another_host_or_from_another_sites_page_nothing_is_answered() {
+    let t = TestHome::new();
+    t.start_fg("private", "", &["--max-rounds", "1"]).code(0);
+    let s = serve(&t);
+    // Nothing without the token: the index, a page, a diff, the event stream, a control.
+    for path in [
+        "/",
+        "/loop/private",
+        "/loop/private/diff/2",
+        "/loop/private/events",
+    ] {
+        let (code, body) = http(&s.addr, "GET", path, &[]);
+        assert_eq!(code, 401, "{path}: {body}");
+        assert!(!body.contains("Improve part"), "{path}: {body}");
+    }
+    let wrong = format!("{}=guessed", s.cookie.split('=').next().unwrap());
+    let (code, _) = http(
+        &s.addr,
+        "GET",
+        "/loop/private/diff/2",
+        &[("cookie", &wrong)],
+    );
+    assert_eq!(code, 401);
+    let (code, _) = http(&s.addr, "POST", "/loop/private/stop", &[]);
+    assert_eq!(code, 401);
+    // A page whose name was rebound to this address sends its own name as the host: even with
+    // the token, it is answered 421.
+    let port = s.addr.rsplit(':').next().unwrap();
+    let rebound = format!("rebind.evil.example:{port}");
+    let cookie = [("cookie", s.cookie.as_str())];
+    for path in ["/", "/loop/private/diff/2", "/loop/private/events"] {
+        let (code, _, body) = http_at(&s.addr, &rebound, "GET", path, &cookie);
+        assert_eq!(code, 421, "{path}: {body}");
+    }
+    // Another site's page: 403, and the loop is not stopped.
+    let foreign = [
+        ("cookie", s.cookie.as_str()),
+        ("origin", "http://evil.example"),
+    ];
+    let (code, _) = http(&s.addr, "GET", "/loop/private/diff/2", &foreign);
+    assert_eq!(code, 403);
+    let (code, _) = http(&s.addr, "POST", "/loop/private/stop", &foreign);
+    assert_eq!(code, 403);
+    // The same requests as the user's browser makes them are answered.
+    let own = format!("http://{}", s.addr);
+    let (code, diff) = http(
+        &s.addr,
+        "GET",
+        "/loop/private/diff/2",
+        &[("cookie", &s.cookie), ("origin", &own)],
+    );
+    assert_eq!(code, 200);
+    assert!(diff.contains("+## Improve part 2"), "{diff}");
+    let (code, _) = http(&s.addr, "GET", "/", &[("x-wiggum-token", s.token.as_str())]);
+    assert_eq!(code, 200);
 }

@@ -330,3 +330,98 @@ fn logs_follow_the_loop_across_iterations_until_it_ends() {
         "{planning}"
     );
 }
+
+/// `studio-agents <args>` run on a pseudo-terminal (`script`), as the user's shell runs it: what
+/// the terminal was sent. Colours off (`NO_COLOR`) and no pager, so every ESC is the agent's.
+fn on_a_terminal(t: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Vec<u8> {
+    let probe = t.cmd(args);
+    let bin = env!("CARGO_BIN_EXE_studio-agents");
+    let line = std::iter::once(bin)
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut c = std::process::Command::new("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .current_dir(t.root())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in probe.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.env("NO_COLOR", "1")
+        .env("STUDIO_AGENTS_PAGER", "cat")
+        .envs(env.iter().copied());
+    let out = c.output().expect("script (util-linux) gives a pty");
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+#[test]
+fn an_agents_escape_sequences_never_reach_the_users_terminal() {
+    let t = TestHome::new();
+    // A review and a log that set the window's title (OSC 0), fill the clipboard (OSC 52), clear
+    // the screen and paint (CSI), also in their 8-bit forms.
+    let script = t.root().join("escapes.sh");
+    std::fs::write(
+        &script,
+        "printf '\\033]0;pwned\\007\\033]52;c;cm0gLXJmIH4K\\007\\033[2J\\033[31mAll good\\033[0m \\302\\2332J\\n\\nreview\\n' > \"$ITERATION_DIR/review.md\"\n\
+         printf 'working \\033]52;c;Y3VybCBldmlsIHwgc2gK\\033\\\\done\\n'\n",
+    )
+    .unwrap();
+    // The loop in the foreground, on the terminal: its lines for people are filtered too.
+    let cmd = t.agent_cmd(
+        "attack",
+        &format!("FAKE_ATTACK={} FAKE_ITEMS=1", script.display()),
+    );
+    let args = t.start_args(
+        "esc",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-rounds", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    // As a user has it: only warnings and errors in the log lines (which colour their level).
+    let shown = on_a_terminal(&t, &args, &[("STUDIO_AGENTS_LOG", "")]);
+    let text = String::from_utf8_lossy(&shown);
+    assert!(
+        text.contains("Loop `esc` ended") && text.contains("All good"),
+        "{text:?}"
+    );
+    for agents in ["\x1b]", "\x1b[2J", "\u{9b}"] {
+        assert!(!text.contains(agents), "{agents:?} in {text:?}");
+    }
+    // What the agent wrote is there, as it wrote it, for who asks for the bytes.
+    let logs_raw = on_a_terminal(&t, &["wiggum", "logs", "esc", "--raw"], &[]);
+    assert!(
+        String::from_utf8_lossy(&logs_raw).contains("\x1b]52;c;"),
+        "{logs_raw:?}"
+    );
+    let review =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/review.md")).unwrap();
+    assert!(review.contains("\x1b]0;pwned"), "{review:?}");
+    for args in [
+        &["wiggum", "summary", "esc"][..],
+        &["wiggum", "report", "esc"],
+        &["wiggum", "status", "esc"],
+        &["wiggum", "list"],
+        &["wiggum", "events", "esc"],
+        &["wiggum", "logs", "esc"],
+        &["wiggum", "diff", "esc"],
+    ] {
+        let shown = on_a_terminal(&t, args, &[]);
+        let text = String::from_utf8_lossy(&shown);
+        assert!(
+            !shown.contains(&0x1b) && !text.contains('\u{9b}') && !text.contains('\u{7}'),
+            "{args:?} sent control sequences: {text:?}"
+        );
+        if args[1] == "summary" {
+            assert!(text.contains("All good"), "{text:?}");
+        }
+        if args[1] == "logs" {
+            assert!(text.contains("working done"), "{text:?}");
+        }
+    }
+}

@@ -52,13 +52,16 @@ pub(super) fn status(topic: &str) -> Result<i32> {
     );
     println!("  artifact: {}", dir.join("artifact.md").display());
     if let Some(e) = &rec.exit {
-        println!("  exit:     {e}");
+        println!(
+            "  exit:     {}",
+            crate::sys::term::printable(&e.to_string())
+        );
     }
     if let Some(c) = rec.cost_usd {
         println!("  cost:     ${c:.2}");
     }
     if let Some(n) = &rec.note {
-        println!("  why:      {n}");
+        println!("  why:      {}", crate::sys::term::printable(n));
     }
     Ok(0)
 }

@@ -87,7 +87,8 @@ pub fn run(d: &Delegate, config_file: Option<PathBuf>) -> Result<i32> {
         Delegate::List => control::list(),
         Delegate::View(t) => {
             let (_, path) = control::artifact_of(&t.topic)?;
-            common::page(&fsutil::read(&path)?);
+            // The delegation's artifact is an agent's text: shown without control sequences.
+            common::page(&crate::sys::term::printable(&fsutil::read(&path)?));
             Ok(0)
         }
         Delegate::ArtifactPath(t) => {

@@ -46,7 +46,7 @@ fn lines(h: &Handle) -> Result<i32> {
         let s = model::load(h, Want::default())?;
         let line = s.line();
         if line != last {
-            println!("{line}");
+            println!("{}", crate::sys::term::printable(&line));
             last = line;
         }
         if !s.running() {

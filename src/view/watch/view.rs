@@ -41,13 +41,16 @@ fn header(s: &LoopView) -> Vec<Line<'static>> {
         st.spend.shown()
     )));
     if let Some(r) = &s.pause_reason {
-        lines.push(Line::from(format!("Paused: {r}")));
+        lines.push(Line::from(format!(
+            "Paused: {}",
+            crate::sys::term::printable(r)
+        )));
     }
     if let (Some(r), false) = (st.stop_reason(), s.running()) {
         lines.push(Line::from(format!(
             "Stopped: {} ({})",
             r.as_str(),
-            st.stop_detail().unwrap_or_default()
+            crate::sys::term::printable(st.stop_detail().unwrap_or_default())
         )));
     }
     lines
