@@ -264,6 +264,9 @@ pub struct Safety {
     pub network: Network,
     /// Memory ceiling of an agent's whole process tree, in MB (0 = none).
     pub max_memory_mb: u64,
+    /// The largest file (its apparent size) an iteration may change, in MB (0 = none): a larger
+    /// one is never read, hashed or committed, and the iteration is rejected naming it.
+    pub max_file_mb: u64,
     /// Ceiling of one run's output (its log), in MB (0 = none): past it the run is killed and
     /// its log cut back, so a runaway agent cannot fill the disk overnight.
     pub max_log_mb: u64,
@@ -337,6 +340,7 @@ impl Default for Safety {
             readable: Vec::new(),
             network: Network::default(),
             max_memory_mb: 0,
+            max_file_mb: 50,
             max_log_mb: 1024,
             max_idle_secs: 300,
             promise_grace_secs: 10,

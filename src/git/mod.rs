@@ -148,6 +148,9 @@ pub struct Repo {
     /// How the `git` commands the loop runs are confined (the agent's sandbox and environment:
     /// what the repository configures is the agent's input); `None` runs them as they are.
     confine: Option<filters::Confine>,
+    /// Files larger than this (apparent size, bytes) are never read nor hashed: a snapshot
+    /// tells them by their size, time and inode.
+    max_file: u64,
 }
 
 impl Repo {
@@ -190,7 +193,26 @@ impl Repo {
             workdir,
             scope,
             confine: None,
+            max_file: u64::MAX,
         })
+    }
+
+    /// Read and hash no file larger than `bytes` (0: no limit).
+    pub fn limit_file_size(&mut self, bytes: u64) {
+        self.max_file = if bytes == 0 { u64::MAX } else { bytes };
+    }
+
+    /// The paths (relative to the artifact dir) whose file is larger than the limit, with
+    /// their sizes: what may not be committed.
+    #[must_use]
+    pub fn oversized<'a>(&self, paths: impl IntoIterator<Item = &'a Path>) -> Vec<(PathBuf, u64)> {
+        paths
+            .into_iter()
+            .filter_map(|p| {
+                let m = std::fs::symlink_metadata(self.workdir.join(&self.scope).join(p)).ok()?;
+                (m.is_file() && m.len() > self.max_file).then(|| (p.to_path_buf(), m.len()))
+            })
+            .collect()
     }
 
     /// Run every `git` command of this repository behind `confine`.

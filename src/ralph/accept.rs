@@ -353,6 +353,23 @@ fn reject(
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
+/// A file the iteration changed past `[safety] max_file_mb`: the iteration is rejected naming
+/// it (nothing reads it; no commit takes it).
+fn too_large(lp: &Loop, changed: &[PathBuf]) -> Option<String> {
+    let big = lp.repo.oversized(changed.iter().map(PathBuf::as_path));
+    let (path, size) = big.first()?;
+    let more = match big.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "{} is {} MiB{more}, over [safety] max_file_mb ({}); it is not committed",
+        path.display(),
+        size >> 20,
+        lp.settings.safety.max_file_mb
+    ))
+}
+
 /// Open again the items the rejected run ticked (its other plan edits — new items — stay).
 fn reopen_ticked(layout: &crate::disk::layout::Layout, plan_before: &str) -> Res<()> {
     let Some(now) = fsutil::read_opt(&layout.fix_plan())? else {
@@ -383,6 +400,10 @@ pub async fn accept(
 ) -> Res<Option<String>> {
     let layout = lp.runner.layout.clone();
     if let Some(why) = guard_plan(&layout, plan_before)? {
+        reject(lp, rec, why, changed, plan_before)?;
+        return Ok(None);
+    }
+    if let Some(why) = too_large(lp, changed) {
         reject(lp, rec, why, changed, plan_before)?;
         return Ok(None);
     }

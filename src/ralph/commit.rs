@@ -164,8 +164,16 @@ pub async fn commit(
             .into_iter()
             .filter(|p| now.holds(p) || Layout::is_supervisor_path(p) || lp.repo.is_ignored(p)),
     );
+    // Never a file past [safety] max_file_mb, whoever carried it here.
+    let oversized: Vec<PathBuf> = lp
+        .repo
+        .oversized(paths.iter().map(PathBuf::as_path))
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
     let (paths, left_out): (Vec<PathBuf>, Vec<PathBuf>) = paths
         .into_iter()
+        .filter(|p| !oversized.contains(p))
         .partition(|p| !crate::git::generated::is_generated(p) || lp.repo.in_head(p));
     lp.left_out = left_out.iter().map(|p| p.display().to_string()).collect();
     if !left_out.is_empty() {

@@ -658,6 +658,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
     requests::clear(&layout.requests())?;
     let mut repo = Repo::open_or_init(layout.root())?;
+    repo.limit_file_size(p.settings.safety.max_file_mb.saturating_mul(1 << 20));
     if p.settings.safety.sandbox != config::SandboxMode::Off {
         let common = repo.git().commondir().to_path_buf();
         let (argv, env) =

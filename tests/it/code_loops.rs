@@ -426,3 +426,33 @@ fn the_spec_an_agent_edits_is_put_back_and_said() {
     let committed = git(&t.art(), &["show", "HEAD:artifact.md"]);
     assert_eq!(committed, spec_before);
 }
+
+#[test]
+fn a_file_past_max_file_mb_is_never_committed_and_the_iteration_is_rejected_naming_it() {
+    let t = TestHome::new();
+    project(&t);
+    // A 4 GiB sparse file: instant to make, and the supervisor must not read it.
+    let step = format!("{ADD_MUL}truncate -s 4G big.bin\n{TICK_ONE}{}", review("Add mul"));
+    let cmd = coder(&t, &[(1, step.as_str())]);
+    let started = std::time::Instant::now();
+    let run = start(&t, &cmd, &["--max-iterations", "2", "--validate", "python3 -m unittest -q"]);
+    let out = run.stdout();
+    let its = t.runs("iteration");
+    assert_eq!(its[0]["outcome"], "rejected", "{out}");
+    let why = its[0]["validation_failed"].as_str().unwrap();
+    assert!(
+        why.contains("big.bin is 4096 MiB, over [safety] max_file_mb (50); it is not committed"),
+        "{why}"
+    );
+    assert!(out.contains("big.bin is 4096 MiB"), "{out}");
+    // No object of the repository is anywhere near it.
+    let sizes = git(
+        &t.art(),
+        &["cat-file", "--batch-all-objects", "--batch-check=%(objectsize)"],
+    );
+    let largest = sizes.lines().filter_map(|l| l.trim().parse::<u64>().ok()).max().unwrap_or(0);
+    assert!(largest < 1 << 20, "an object of {largest} bytes");
+    assert!(!tracked(&t.art()).contains("big.bin"));
+    // Hashing 4 GiB would take tens of seconds; the loop never read it.
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+}
