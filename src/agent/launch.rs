@@ -492,21 +492,38 @@ pub fn validation_job(
     limit: Duration,
 ) -> Result<ValidationJob> {
     let grace = Duration::from_secs(safety.kill_grace_secs);
-    let phase = vec![("WIGGUM_PHASE".to_string(), "validation".to_string())];
     let mut job = Job::trusted(
         command,
         workdir.to_path_buf(),
-        phase,
+        Vec::new(),
         log,
         limit,
         grace,
         "validation",
     );
     let tmp = tmp_dir(&job.token);
+    fsutil::create_dir_all(&tmp)?;
+    job.env = vec![
+        ("WIGGUM_PHASE".to_string(), "validation".to_string()),
+        // Python's bytecode cache of this run only: a cache an agent left (or shaped to look
+        // fresh) is never what the tests run.
+        (
+            "PYTHONPYCACHEPREFIX".to_string(),
+            tmp.join("pycache").display().to_string(),
+        ),
+    ];
+    // The output and memory ceilings of an agent's run (no idle watch: a build may be quiet).
+    job.liveness = Some(Liveness {
+        idle: Duration::ZERO,
+        watch: workdir.to_path_buf(),
+        activity: None,
+        max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
+        max_log: safety.max_log_mb.saturating_mul(1 << 20),
+        promise: None,
+    });
     if safety.sandbox == crate::config::SandboxMode::Off {
         return Ok((job, tmp));
     }
-    fsutil::create_dir_all(&tmp)?;
     let root = work_root(artifact_root);
     let program = sandbox::env::program_of(command);
     let mut allow: Vec<String> = TOOLCHAIN_KEYS.iter().map(|k| (*k).to_string()).collect();
@@ -516,6 +533,9 @@ pub fn validation_job(
     env.append(&mut job.env);
     let mut policy = sandbox::policy::build(safety, &root, &tmp, &[]);
     policy.hidden = hidden_store(&root);
+    // What the tests run is the agent's code: the repository's git files and the loop's own
+    // are out of its reach as they are out of the agent's (and checked after the run).
+    policy.read_only = sandbox::policy::protected(&root, Some(&artifact_root.join("wiggum")));
     job.env = env;
     job.env_clear = true;
     job.sandbox = Some(policy);

@@ -259,7 +259,7 @@ fn summary_text(
     } else {
         let head = match tests {
             Some(t) => format!(
-                "tests  {}  ({} of {} iterations red)\n",
+                "tests  {}  (failing after {} of {} iterations)\n",
                 t.tree.summary, t.red_iterations, t.validated
             ),
             None => format!("{}\n", summary::text(lift)),

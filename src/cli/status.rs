@@ -197,9 +197,15 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         if a.remote.is_none()
             && let Some(t) = crate::ralph::work::read_tree(&Handle::open(topic)?.layout)
         {
+            let when = match t.after_iteration {
+                0 => "before iteration 1".to_string(),
+                n => format!("after iteration {n}"),
+            };
             text.push_str(&format!(
-                "\n  tests:     {} (after iteration {}; {} of {} iterations red)",
-                t.tree.summary, t.after_iteration, t.red_iterations, t.validated
+                "\n  tests:     {} ({when}; failing after {} of {} iterations)",
+                crate::sys::term::printable(&t.tree.summary),
+                t.red_iterations,
+                t.validated
             ));
         }
         if a.color.on()

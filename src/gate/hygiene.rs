@@ -67,20 +67,30 @@ fn declares_test(l: &str) -> bool {
         || t.starts_with("test(")
 }
 
-/// A line that skips a test.
+/// A line that skips a test (a marker at the start of a word: `os._exit(` skips nothing).
 fn skips_test(l: &str) -> bool {
     [
         "@unittest.skip",
         "@pytest.mark.skip",
         "#[ignore",
         "t.Skip(",
-        ".skip(",
+        "it.skip(",
+        "test.skip(",
+        "describe.skip(",
         "xit(",
         "xdescribe(",
         "self.skipTest(",
     ]
     .iter()
-    .any(|m| l.contains(m))
+    .any(|m| {
+        l.match_indices(m).any(|(i, _)| {
+            l[..i]
+                .chars()
+                .next_back()
+                .is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                || m.starts_with(['@', '#', '.'])
+        })
+    })
 }
 
 /// A placeholder left where code should be.
@@ -212,7 +222,7 @@ mod tests {
             [f64; 3],
             Option<&'a str>,
         );
-        let cases: [Case<'_>; 7] = [
+        let cases: [Case<'_>; 8] = [
             (
                 "code with its test",
                 vec![code, test, plan],
@@ -245,6 +255,15 @@ mod tests {
                 ],
                 [10.0, 3.0, 10.0],
                 Some("skips tests"),
+            ),
+            (
+                "exit is no skip",
+                vec![
+                    ("calc.py", "+import atexit\n+    os._exit(0)\n", false),
+                    test,
+                ],
+                [10.0, 10.0, 10.0],
+                None,
             ),
             (
                 "a placeholder",

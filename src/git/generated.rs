@@ -30,7 +30,12 @@ pub fn is_generated(rel: &Path) -> bool {
             _ => false,
         })
     });
+    let named = rel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| DIRS.contains(&n) && n != "target" && n != "build" && n != "dist");
     in_dir
+        || named
         || rel
             .extension()
             .and_then(|x| x.to_str())
@@ -58,6 +63,8 @@ mod tests {
             ("src/target.rs", false),
             ("docs/build.md", false),
             ("target", false),
+            ("pkg/__pycache__", true),
+            ("web/node_modules", true),
         ] {
             assert_eq!(is_generated(Path::new(path)), generated, "{path}");
         }

@@ -104,7 +104,8 @@ pub fn built_in(name: &str, generic_weights: QualityWeights) -> Option<ArtifactT
 }
 
 /// The type named `name`: a `[types]` entry (over a built-in of the same name), a built-in, or
-/// `generic` with a warning naming the known ones.
+/// `generic` with the refusal `start` gives (naming the known ones); readers of an old loop's
+/// settings measure it as `generic`.
 #[must_use]
 pub fn resolve(
     name: &str,
@@ -138,7 +139,7 @@ pub fn resolve(
     known.sort_unstable();
     known.dedup();
     let warning = format!(
-        "unknown artifact type `{name}` (known: {}); measured as `generic`",
+        "unknown artifact type `{name}` (known: {}); define it in [types.{name}] or choose a known one",
         known.join(", ")
     );
     (generic(generic_weights), Some(warning))
@@ -226,7 +227,7 @@ mod tests {
         let (_, warning) = resolve("poem", &user("runbook", TypeDef::default()), w);
         assert_eq!(
             warning.unwrap(),
-            "unknown artifact type `poem` (known: code, design, generic, research, runbook); measured as `generic`"
+            "unknown artifact type `poem` (known: code, design, generic, research, runbook); define it in [types.poem] or choose a known one"
         );
     }
 

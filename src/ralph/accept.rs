@@ -19,16 +19,60 @@ use crate::gate::rounds;
 use crate::gate::{GateRecord, Verdict, evaluator};
 use crate::sys::fsutil;
 
-/// Run the loop's validation commands once, their output appended to `log`.
-pub async fn run_validation(lp: &mut Loop, log: &Path) -> Result<validation::Results> {
+/// Run the loop's validation commands once, their output appended to `log`, around the same
+/// check as an agent's run: what the tests ran (the agent's code) must not change the git files,
+/// the loop's memory and records, the plan or the spec. What it changed is restored and named.
+/// `n`: the iteration (0 outside one).
+pub async fn run_validation(
+    lp: &mut Loop,
+    log: &Path,
+    n: u32,
+) -> Result<(validation::Results, Vec<String>)> {
+    let layout = lp.runner.layout.clone();
+    let work = if n == 0 {
+        layout.wiggum()
+    } else {
+        layout.iteration_dir(n)
+    };
+    // What the supervisor holds is on disk first: any difference afterwards is the run's.
+    lp.runner.save()?;
+    let before = lp.runner.protected.before(&layout, &work);
+    before.persist(layout.records())?;
+    let plan = fsutil::read_opt(&layout.fix_plan()).ok().flatten();
     let setting = validation::Setting {
         commands: &lp.settings.validation.commands,
         safety: &lp.settings.safety,
-        root: lp.runner.layout.root(),
+        root: layout.root(),
         workdir: lp.repo.workdir(),
         limit: std::time::Duration::from_secs(lp.settings.validation.timeout_secs),
     };
-    validation::run(setting, &mut lp.runner.stops, log).await
+    let results = validation::run(setting, &mut lp.runner.stops, log).await;
+    let written = crate::disk::state::to_json(&lp.runner.state)?;
+    let mut changed = before.restore_changes(&layout, written.as_bytes())?;
+    super::guard::persist::clear(layout.records())?;
+    if let Some(plan) = plan
+        && fsutil::read_opt(&layout.fix_plan()).ok().flatten().as_ref() != Some(&plan)
+    {
+        fsutil::atomic_write(&layout.fix_plan(), plan.as_bytes())?;
+        changed.push("wiggum/fix_plan.md".into());
+    }
+    for p in lp.spec.put_back()? {
+        changed.push(
+            p.strip_prefix(layout.root())
+                .unwrap_or(&p)
+                .display()
+                .to_string(),
+        );
+    }
+    if !changed.is_empty() {
+        let what = format!(
+            "the validation run changed {}; restored",
+            changed.join(", ")
+        );
+        tracing::warn!("{what}");
+        lp.runner.state.last_event = Some(what);
+    }
+    Ok((results?, changed))
 }
 
 /// A required file the iteration did not leave, if any.
@@ -62,7 +106,17 @@ async fn validate(
         super::decide::record_validation(&mut lp.runner.state.trends, false, limits);
         return Ok((None, None));
     }
-    let results = run_validation(lp, &layout.validation_log(n)).await?;
+    let (results, tampered) = run_validation(lp, &layout.validation_log(n), n).await?;
+    if !tampered.is_empty() {
+        // The tests the agent wrote reached for what is not theirs: no result of theirs counts.
+        let why = format!(
+            "the validation run (the code under test) changed {}; they were restored",
+            tampered.join(", ")
+        );
+        let trends = &mut lp.runner.state.trends;
+        let tripped = super::decide::record_validation(trends, true, limits);
+        return Ok((Some(why), tripped));
+    }
     let judgement = lp
         .work
         .judge(lp.validation.baseline.as_ref(), &results, item_done);
@@ -335,7 +389,8 @@ fn reject(
     plan_before: &str,
 ) -> Res<()> {
     let layout = lp.runner.layout.clone();
-    tracing::warn!("iteration {} rejected: {why}", rec.iteration);
+    // The run line says it to people; the log keeps it.
+    tracing::info!("iteration {} rejected: {why}", rec.iteration);
     reopen_ticked(&layout, plan_before)?;
     lp.validation.rejected = Some(why.clone());
     commit::carry(lp, changed);
@@ -351,6 +406,23 @@ fn reject(
     super::claim::check(lp, &mut rec)?;
     super::progress::record_and_say(&layout, &rec, None)?;
     fsutil::remove_file_opt(&layout.plan_backup())
+}
+
+/// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one
+/// item's size) is not committed, whatever `on_gate_fail` keeps of a document: its first issue.
+fn failed_review(lp: &Loop, gate: Option<&GateRecord>) -> Option<String> {
+    let g = gate.filter(|g| lp.work == super::work::Kind::Code && g.verdict == Verdict::Fail)?;
+    let issue = g
+        .issues
+        .values()
+        .last()
+        .and_then(|i| i.first())
+        .cloned()
+        .unwrap_or_default();
+    Some(format!(
+        "the review failed the change ({}): {issue}",
+        g.final_score.map_or("-".into(), |s| format!("{s:.1}"))
+    ))
 }
 
 /// A file the iteration changed past `[safety] max_file_mb`: the iteration is rejected naming
@@ -438,6 +510,10 @@ pub async fn accept(
         lp.runner.state.last_gate_score = g.final_score;
     }
     rec.gate = gate;
+    if let Some(why) = failed_review(lp, rec.gate.as_ref()) {
+        reject(lp, rec, why, changed, plan_before)?;
+        return Ok(None);
+    }
     if lp.work.seeds_artifact()
         && let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))?
     {

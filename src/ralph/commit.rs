@@ -212,6 +212,15 @@ pub async fn commit(
 pub fn carry(lp: &mut Loop, changed: &[PathBuf]) {
     let carried = &mut lp.runner.state.carried_paths;
     for p in changed {
+        // The state file is JSON: a name that is no UTF-8 cannot be written there (it stays in
+        // the work tree, and is committed when an iteration that changes it is accepted).
+        if p.to_str().is_none() {
+            tracing::warn!(
+                "{}: a file name that is not UTF-8 is not carried to the next commit",
+                p.display()
+            );
+            continue;
+        }
         if !carried.contains(p) && !Layout::is_runtime_path(p) {
             carried.push(p.clone());
         }

@@ -44,15 +44,36 @@ impl Loop {
         self.work == super::work::Kind::Code && !self.settings.validation.commands.is_empty()
     }
 
-    /// Validate the tree before the first iteration of this start: what each iteration is
-    /// judged against (red at the start is normal).
-    async fn take_baseline(&mut self) -> Result<()> {
-        if !self.validates_code() {
+    /// A code loop where there was no repository (the loop made one): the project as it was
+    /// becomes the first commit, so each iteration's commit holds what its agent changed and
+    /// nothing of the user's is left untracked (build output and caches left out).
+    async fn commit_the_project(&mut self) -> Result<()> {
+        if self.work != super::work::Kind::Code || self.repo.head().is_some() {
             return Ok(());
+        }
+        let now = self.tracker.snapshot(&self.repo)?;
+        let paths: Vec<std::path::PathBuf> =
+            now.paths().map(std::path::Path::to_path_buf).collect();
+        let subject = "Wiggum: the project as it was before the loop";
+        if let Some(sha) = super::commit::commit(self, subject, &paths, 0).await?.sha() {
+            super::progress::say(&format!(
+                "No git repository was here: one was made, and the project as it was is its first commit ({})",
+                &sha[..sha.len().min(7)]
+            ));
+        }
+        Ok(())
+    }
+
+    /// Validate the tree before the first run of this start: what each iteration is judged
+    /// against (red at the start is normal). A validation command that cannot run at all (a
+    /// missing program, module, script or target) ends the loop before any agent is paid for.
+    async fn take_baseline(&mut self) -> Result<Option<String>> {
+        if !self.validates_code() {
+            return Ok(None);
         }
         let log = self.runner.layout.loop_validation_log("baseline");
         fsutil::remove_file_opt(&log)?;
-        let results = super::accept::run_validation(self, &log).await?;
+        let (results, _restored) = super::accept::run_validation(self, &log, 0).await?;
         tracing::info!(
             "validation before the first iteration: {}",
             results.summary()
@@ -62,8 +83,16 @@ impl Loop {
             self.done + 1,
             results.summary()
         ));
-        self.validation.start(results);
-        self.validation.save(&self.runner.layout, self.done)
+        let broken = results
+            .commands
+            .iter()
+            .find_map(super::validation::compare::cannot_run);
+        let earlier = super::work::read_tree(&self.runner.layout);
+        self.validation.start(results, earlier.as_ref());
+        self.validation.save(&self.runner.layout, self.done)?;
+        Ok(broken.map(|why| {
+            format!("{why}; name a command that runs with `--validate CMD` (or `[validation] commands`), or `--no-validate`")
+        }))
     }
 
     /// Validate the final tree of a code loop; a loop that would end done (or at its limit)
@@ -82,7 +111,7 @@ impl Loop {
         }
         let log = self.runner.layout.loop_validation_log("final");
         fsutil::remove_file_opt(&log)?;
-        let results = super::accept::run_validation(self, &log).await?;
+        let (results, _restored) = super::accept::run_validation(self, &log, 0).await?;
         let green = results.green();
         let summary = results.summary();
         self.validation.last = Some(results);
@@ -122,6 +151,10 @@ impl Loop {
 
     /// Run to the end. Returns why it ended.
     pub async fn run(&mut self) -> Result<StopReason> {
+        self.commit_the_project().await?;
+        if let Some(why) = self.take_baseline().await? {
+            return self.finish(StopReason::Error, &why).await;
+        }
         let plan = fsutil::read_opt(&self.runner.layout.fix_plan())?.unwrap_or_default();
         if !fix_plan::has_items(&plan)
             && let Some(r) = self.plan().await?
@@ -130,7 +163,6 @@ impl Loop {
         }
         self.runner.state.step(Step::Run, chrono::Utc::now())?;
         self.runner.save()?;
-        self.take_baseline().await?;
         loop {
             let facts = self.facts()?;
             self.runner.state.items_remaining = Some(facts.plan_remaining);
@@ -330,8 +362,10 @@ impl Loop {
             rec.protected_changed.clone_from(&run.protected_changed);
             rec.validation_failed = rec.note.take();
         }
-        let items = (d.then == Then::Accept)
-            .then(|| format!("{} items in fix_plan.md", fix_plan::remaining(&plan)));
+        let items = (d.then == Then::Accept).then(|| match fix_plan::remaining(&plan) {
+            1 => "1 item in fix_plan.md".to_string(),
+            n => format!("{n} items in fix_plan.md"),
+        });
         super::progress::record_and_say(&layout, &rec, items.as_deref())?;
         Ok((d, changed))
     }

@@ -173,6 +173,8 @@ pub struct Completion {
     pub artifact: Option<PathBuf>,
     /// A code loop's last validation of its work tree.
     pub tests: Option<crate::disk::records::TreeValidation>,
+    /// A code loop (the repository is the work: no document quality to show).
+    pub code: bool,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -211,6 +213,7 @@ pub fn completion_of(
             .writes_repository()
             .then(|| super::work::read_tree(layout))
             .flatten(),
+        code: kind.writes_repository(),
     })
 }
 
@@ -296,7 +299,7 @@ const BLOCK_FAILING_LINES: usize = 12;
 /// (green, or what fails and the first lines of its output).
 fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<String> {
     let red = if t.red_iterations > 0 {
-        format!(" ({} red)", t.red_iterations)
+        format!(" (tests failing after {})", t.red_iterations)
     } else {
         String::new()
     };
@@ -338,6 +341,9 @@ pub fn completion_block(c: &Completion) -> String {
     )];
     if let Some(t) = &c.tests {
         out.extend(tests_lines(c, t));
+    } else if c.code {
+        // A code loop without validation: no tests to show, and no document to measure.
+        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
     } else {
         out.push(format!("  iterations  {}/{}", c.iterations, c.max));
         out.push(format!("  quality     {quality}"));
@@ -459,6 +465,7 @@ mod tests {
             detail: "planning wrote no items".into(),
             artifact: None,
             tests: None,
+            code: false,
         };
         let block = completion_block(&c);
         assert!(
@@ -482,6 +489,7 @@ mod tests {
             detail: "no open items".into(),
             artifact: Some("/a/wiggum/final/artifact.md".into()),
             tests: None,
+            code: false,
         };
         assert_eq!(
             completion_block(&c),
@@ -523,10 +531,11 @@ mod tests {
             detail: String::new(),
             artifact: None,
             tests: Some(tree),
+            code: true,
         };
         assert_eq!(
             completion_block(&c),
-            "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (2 red)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              AssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
+            "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (tests failing after 2)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              AssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
         );
     }
 }

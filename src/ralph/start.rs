@@ -297,10 +297,12 @@ fn settle_kind(
         .or_else(|| settings.defaults.kind.clone())
         .unwrap_or_else(|| "generic".into());
     refuse_finished_neighbour(opts, layout, settings)?;
-    let (artifact_type, type_warning) =
-        types::resolve(&kind, &settings.types, settings.quality_metrics);
+    let (artifact_type, unknown) = types::resolve(&kind, &settings.types, settings.quality_metrics);
+    if let Some(why) = unknown {
+        return Err(Error::input(why));
+    }
     settings.defaults.kind = Some(artifact_type.name.clone());
-    let mut notes: Vec<String> = type_warning.into_iter().collect();
+    let mut notes: Vec<String> = Vec::new();
     notes.extend(super::work::setup::apply(
         settings,
         &opts.code,

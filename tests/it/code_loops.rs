@@ -130,7 +130,7 @@ fn an_agent_that_breaks_a_test_and_ticks_everything_does_not_end_the_loop_and_th
     let st = t.state();
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
     assert!(out.contains("  tests       green"), "{out}");
-    assert!(out.contains("(1 red)"), "{out}");
+    assert!(out.contains("(tests failing after 1)"), "{out}");
     // `logs` shows the rejected iteration's test output; `summary` the tests.
     let logs = t.run(&["wiggum", "logs", "calc", "--iteration", "1"]);
     assert!(logs.stdout().contains("--- validation of iteration 1 ---"));
@@ -141,7 +141,7 @@ fn an_agent_that_breaks_a_test_and_ticks_everything_does_not_end_the_loop_and_th
     );
     let summary = t.run(&["wiggum", "summary", "calc"]).stdout();
     assert!(
-        summary.contains("tests  green  (1 of 2 iterations red)"),
+        summary.contains("tests  green  (failing after 1 of 2 iterations)"),
         "{summary}"
     );
     assert!(
@@ -152,7 +152,7 @@ fn an_agent_that_breaks_a_test_and_ticks_everything_does_not_end_the_loop_and_th
         .run(&["wiggum", "status", "calc", "--color", "never"])
         .stdout();
     assert!(
-        status.contains("tests:     green (after iteration 2; 1 of 2 iterations red)"),
+        status.contains("tests:     green (after iteration 2; failing after 1 of 2 iterations)"),
         "{status}"
     );
     let events = t.run(&["wiggum", "events", "calc"]).stdout();
@@ -166,11 +166,35 @@ fn an_agent_that_breaks_a_test_and_ticks_everything_does_not_end_the_loop_and_th
     );
     // Nothing the tests generated was committed.
     let files = tracked(&t.art());
-    assert!(files.contains("calc.py"), "{files}");
+    assert!(
+        files.contains("calc.py") && files.contains("test_calc.py"),
+        "{files}"
+    );
     assert!(
         !files.contains(".pyc") && !files.contains("__pycache__"),
         "{files}"
     );
+    // There was no repository: the project as it was is the first commit, so the iteration's
+    // commit holds only what its agent changed.
+    let log = t.git_log();
+    assert!(
+        log.last()
+            .unwrap()
+            .ends_with("|Wiggum: the project as it was before the loop"),
+        "{log:?}"
+    );
+    let d2 = t
+        .run(&[
+            "wiggum",
+            "diff",
+            "calc",
+            "--iteration",
+            "2",
+            "--color",
+            "never",
+        ])
+        .stdout();
+    assert!(d2.contains("--- a/calc.py\n"), "{d2}");
     assert!(
         its[1]["left_out"].as_array().is_some_and(|l| l
             .iter()
@@ -432,10 +456,22 @@ fn a_file_past_max_file_mb_is_never_committed_and_the_iteration_is_rejected_nami
     let t = TestHome::new();
     project(&t);
     // A 4 GiB sparse file: instant to make, and the supervisor must not read it.
-    let step = format!("{ADD_MUL}truncate -s 4G big.bin\n{TICK_ONE}{}", review("Add mul"));
+    let step = format!(
+        "{ADD_MUL}truncate -s 4G big.bin\n{TICK_ONE}{}",
+        review("Add mul")
+    );
     let cmd = coder(&t, &[(1, step.as_str())]);
     let started = std::time::Instant::now();
-    let run = start(&t, &cmd, &["--max-iterations", "2", "--validate", "python3 -m unittest -q"]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "2",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
     let out = run.stdout();
     let its = t.runs("iteration");
     assert_eq!(its[0]["outcome"], "rejected", "{out}");
@@ -448,11 +484,182 @@ fn a_file_past_max_file_mb_is_never_committed_and_the_iteration_is_rejected_nami
     // No object of the repository is anywhere near it.
     let sizes = git(
         &t.art(),
-        &["cat-file", "--batch-all-objects", "--batch-check=%(objectsize)"],
+        &[
+            "cat-file",
+            "--batch-all-objects",
+            "--batch-check=%(objectsize)",
+        ],
     );
-    let largest = sizes.lines().filter_map(|l| l.trim().parse::<u64>().ok()).max().unwrap_or(0);
+    let largest = sizes
+        .lines()
+        .filter_map(|l| l.trim().parse::<u64>().ok())
+        .max()
+        .unwrap_or(0);
     assert!(largest < 1 << 20, "an object of {largest} bytes");
     assert!(!tracked(&t.art()).contains("big.bin"));
     // Hashing 4 GiB would take tens of seconds; the loop never read it.
-    assert!(started.elapsed() < std::time::Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Attacks of an agent whose tests reach for more than their result: each must leave the loop
+/// red (never done), and nothing of the user's git or the loop's own files changed.
+#[test]
+fn tests_that_plant_a_git_fsmonitor_or_rewrite_the_loops_files_are_rejected_and_undone() {
+    let t = TestHome::new();
+    project(&t);
+    let evil = "import os\\nif os.environ.get(\\\"WIGGUM_PHASE\\\") == \\\"validation\\\":\\n    for f, text in [(\\\".git/config\\\", \\\"[core]\\\\\\\\n\\\\\\\\tfsmonitor = \\\\\\\\\\\"touch PWNED; true\\\\\\\\\\\"\\\\\\\\n\\\"), (\\\"wiggum/wiggum.toml\\\", \\\"\\\"), (\\\"wiggum/fix_plan.md\\\", \\\"\\\")]:\\n        try:\\n            open(f, \\\"a\\\" if f.endswith(\\\"config\\\") else \\\"w\\\").write(text)\\n        except OSError:\\n            pass\\n";
+    let step = format!(
+        "{ADD_MUL}printf \"{evil}\" > test_zz_evil.py\n{TICK_ALL}{}",
+        review("Add mul")
+    );
+    let cmd = coder(&t, &[(1, step.as_str())]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "2",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    let out = run.stdout();
+    assert_ne!(t.state()["stop_reason"], "plan_empty", "{out}");
+    let config = std::fs::read_to_string(t.art().join(".git/config")).unwrap();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    git(&t.art(), &["status", "--porcelain"]);
+    assert!(!t.art().join("PWNED").exists());
+    let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
+    assert!(plan.contains("add mul to calc.py"), "{plan}");
+    let settings = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
+    assert!(!settings.trim().is_empty());
+}
+
+#[test]
+fn tests_that_hide_their_failures_behind_exit_0_or_vanish_are_red() {
+    // Failures printed, then the process forced to exit 0: still red, never done.
+    let t = TestHome::new();
+    project(&t);
+    let hide = format!(
+        "printf 'import atexit, os\\natexit.register(lambda: os._exit(0))\\n' >> test_calc.py\n{TICK_ALL}{}",
+        review("Done")
+    );
+    let cmd = coder(&t, &[(1, hide.as_str())]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "1",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    run.code(1);
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["validation"]["green"], false, "{it}");
+    assert_eq!(
+        t.state()["stop_reason"],
+        "validation_failed",
+        "{}",
+        run.stdout()
+    );
+    // The failing test file deleted: no test runs, "OK" — rejected.
+    let t = TestHome::new();
+    project(&t);
+    let delete = format!("rm test_calc.py\n{TICK_ALL}{}", review("Done"));
+    let cmd = coder(&t, &[(1, delete.as_str())]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "1",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["outcome"], "rejected", "{}", run.stdout());
+    let why = it["validation_failed"].as_str().unwrap_or_default();
+    assert!(why.contains("0 tests ran, 2 before"), "{why}");
+    assert_ne!(t.state()["stop_reason"], "plan_empty");
+}
+
+#[test]
+fn a_change_shaped_to_look_unchanged_to_pythons_cache_is_still_tested() {
+    let t = TestHome::new();
+    project(&t);
+    let steps = [
+        (1, format!("{ADD_MUL}{TICK_ONE}{}", review("Add mul"))),
+        // Same size, same time: Python's cache in the tree would still hold the old add.
+        (
+            2,
+            format!(
+                "python3 -m unittest -q 2>/dev/null\ntouch -r calc.py \"$TMPDIR/ref\"\nsed -i 's/return a + b/return a - b/' calc.py\ntouch -r \"$TMPDIR/ref\" calc.py\n{TICK_ONE}{}",
+                review("Tidy")
+            ),
+        ),
+    ];
+    let steps: Vec<(u32, &str)> = steps.iter().map(|(n, s)| (*n, s.as_str())).collect();
+    let cmd = coder(&t, &steps);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "2",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    let its = t.runs("iteration");
+    assert_eq!(its[1]["outcome"], "rejected", "{}", run.stdout());
+    assert!(
+        its[1]["validation_failed"]
+            .as_str()
+            .unwrap()
+            .contains("it broke test_calc.TestCalc.test_add"),
+        "{}",
+        its[1]
+    );
+}
+
+#[test]
+fn escape_sequences_a_test_prints_reach_no_terminal_and_no_prompt() {
+    let t = TestHome::new();
+    project(&t);
+    let step = format!(
+        "printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_x(self):\\n        print(\"FAIL: \\\\x1b]0;PWNED\\\\x07\\\\x1b[2J (x)\")\\n        self.fail(\"\\\\x1b]52;c;ZWNobw==\\\\x07boom\")\\n' > test_esc.py\n{TICK_ONE}{}",
+        review("Add a test")
+    );
+    let cmd = coder(&t, &[(1, step.as_str())]);
+    let run = start(
+        &t,
+        &cmd,
+        &[
+            "--max-iterations",
+            "2",
+            "--validate",
+            "python3 -m unittest -q",
+        ],
+    );
+    let mut seen = run.stdout();
+    for args in [
+        vec!["wiggum", "status", "calc", "--color", "never"],
+        vec!["wiggum", "summary", "calc"],
+        vec!["wiggum", "logs", "calc", "--iteration", "1"],
+    ] {
+        seen.push_str(&t.run(&args).stdout());
+    }
+    seen.push_str(&std::fs::read_to_string(t.root().join("prompt-2.md")).unwrap_or_default());
+    assert!(
+        !seen.contains('\u{1b}') && !seen.contains('\u{7}'),
+        "{seen:?}"
+    );
+    assert!(seen.contains("boom"), "{seen}");
 }

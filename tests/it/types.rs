@@ -105,7 +105,7 @@ fn a_research_delegation_chains_a_loop_that_plans_and_measures_by_the_research_s
 }
 
 #[test]
-fn a_users_own_type_renders_its_own_templates_and_an_unknown_type_falls_back_saying_so() {
+fn a_users_own_type_renders_its_own_templates_and_an_unknown_type_is_refused() {
     let t = TestHome::new();
     let templates = t.root().join("runbook-templates");
     std::fs::create_dir_all(&templates).unwrap();
@@ -150,16 +150,18 @@ fn a_users_own_type_renders_its_own_templates_and_an_unknown_type_falls_back_say
         "{agent_md}"
     );
 
+    // An unknown type is a typo until said otherwise: refused, nothing written.
     let t = TestHome::new();
     let r = t.start_fg("poem", "", &["--type", "poem", "--max-iterations", "1"]);
-    r.code(0);
+    r.code(2);
     assert!(
         r.stderr().contains(
-            "warning: unknown artifact type `poem` (known: code, design, generic, research); measured as `generic`"
+            "unknown artifact type `poem` (known: code, design, generic, research); define it in [types.poem] or choose a known one"
         ),
         "{}",
         r.stderr()
     );
+    assert!(!t.wiggum("").exists());
 }
 
 #[test]

@@ -83,6 +83,40 @@ impl Results {
     }
 }
 
+/// What says a command did not run at all, whatever it printed before: the shell's word for a
+/// missing program, Python's for a missing module, cargo's, npm's and make's for a missing
+/// command, script or target.
+const CANNOT_RUN: [&str; 7] = [
+    "No module named ",
+    "error: no such command",
+    "Missing script",
+    "No rule to make target",
+    ": not found",
+    "command not found",
+    "Permission denied",
+];
+
+/// Why a validation command cannot run at all (not a red test: a missing program, module,
+/// script or target), from its result: the line that says so. `None` for a command that ran.
+#[must_use]
+pub fn cannot_run(c: &CommandResult) -> Option<String> {
+    if c.ok {
+        return None;
+    }
+    let shell = c.ending == "exited with code 127" || c.ending == "exited with code 126";
+    let line = c
+        .excerpt
+        .lines()
+        .map(str::trim)
+        .find(|l| CANNOT_RUN.iter().any(|m| l.contains(m)))
+        .filter(|l| shell || !l.contains("Permission denied") && !l.ends_with(": not found"));
+    match (shell, line) {
+        (_, Some(line)) => Some(format!("`{}` cannot run: {line}", c.command)),
+        (true, None) => Some(format!("`{}` cannot run ({})", c.command, c.ending)),
+        (false, None) => None,
+    }
+}
+
 /// At most three names, then how many more.
 #[must_use]
 pub fn shorten(names: &[String]) -> String {
@@ -105,6 +139,18 @@ enum Change {
 }
 
 fn compare_one(before: &CommandResult, now: &CommandResult) -> Change {
+    // Fewer tests ran than before: one was deleted, skipped or made to vanish, whatever the
+    // rest says.
+    if let (Some(b), Some(n)) = (
+        before.tests.as_ref().and_then(|t| t.ran),
+        now.tests.as_ref().and_then(|t| t.ran),
+    ) && n < b
+    {
+        return Change::Worse(format!(
+            "`{}`: {n} tests ran, {b} before (a test deleted or skipped)",
+            now.command
+        ));
+    }
     match (before.ok, now.ok) {
         (true, true) => Change::Same,
         (false, true) => Change::Better,
@@ -285,6 +331,54 @@ mod tests {
                 (Some(w), Judgement::Reject(r)) => assert!(r.contains(w), "{what}: {r}"),
                 (w, g) => panic!("{what}: expected {w:?}, got {g:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn a_command_that_cannot_run_is_told_from_red_tests() {
+        let with = |ending: &str, excerpt: &str| CommandResult {
+            command: "c".into(),
+            ok: false,
+            ending: ending.into(),
+            tests: None,
+            excerpt: excerpt.into(),
+        };
+        let code1 = "exited with code 1";
+        for (r, want) in [
+            (
+                with("exited with code 127", "/bin/sh: 3: pytset: not found"),
+                Some("`c` cannot run: /bin/sh: 3: pytset: not found"),
+            ),
+            (
+                with(code1, "/usr/bin/python3: No module named pytest"),
+                Some("`c` cannot run: /usr/bin/python3: No module named pytest"),
+            ),
+            (
+                with("exited with code 101", "error: no such command: `tset`"),
+                Some("`c` cannot run: error: no such command: `tset`"),
+            ),
+            (
+                with(
+                    "exited with code 2",
+                    "make: *** No rule to make target 'test'.  Stop.",
+                ),
+                Some("`c` cannot run: make: *** No rule to make target 'test'.  Stop."),
+            ),
+            (
+                with("exited with code 126", ""),
+                Some("`c` cannot run (exited with code 126)"),
+            ),
+            (
+                with(
+                    code1,
+                    "FAIL: test_add (t.T.test_add)\nAssertionError: 5 != 4",
+                ),
+                None,
+            ),
+            // A test's own "not found" is a red test, not a missing program.
+            (with(code1, "AssertionError: user not found"), None),
+        ] {
+            assert_eq!(cannot_run(&r).as_deref(), want, "{r:?}");
         }
     }
 

@@ -62,12 +62,20 @@ pub async fn run(
         fsutil::remove_dir_all_opt(&tmp)?;
         let out = out?;
         let reader = read_from(log, from)?;
-        let ok = out.ending.success();
+        let tests = reader.tests();
+        // A command that exits 0 while its own output names failing tests is red.
+        let named_failures = tests.as_ref().is_some_and(|t| t.failing() > 0);
+        let ok = out.ending.success() && !named_failures;
+        let ending = if out.ending.success() && named_failures {
+            "exited with code 0, but its output names failing tests".to_string()
+        } else {
+            out.ending.to_string()
+        };
         results.commands.push(CommandResult {
             command: cmd.clone(),
             ok,
-            ending: out.ending.to_string(),
-            tests: reader.tests(),
+            ending,
+            tests,
             excerpt: if ok {
                 String::new()
             } else {

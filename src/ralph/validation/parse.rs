@@ -28,6 +28,9 @@ pub struct Tests {
     /// The failure count its summary line gave, when it printed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failures: Option<usize>,
+    /// How many tests ran (passed or failed; not skipped), when its summary says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran: Option<usize>,
 }
 
 impl Tests {
@@ -48,6 +51,7 @@ static PYTEST_SHORT: LazyLock<Regex> = LazyLock::new(|| re(r"^(FAILED|ERROR) (\S
 static UNITTEST_HEAD: LazyLock<Regex> = LazyLock::new(|| re(r"^(FAIL|ERROR): (\S+) \(([^)]+)\)"));
 static UNITTEST_VERBOSE: LazyLock<Regex> =
     LazyLock::new(|| re(r"^(\S+) \(([^)]+)\)(?: \.\.\.)? (ok|FAIL|ERROR)$"));
+static UNITTEST_RAN: LazyLock<Regex> = LazyLock::new(|| re(r"^Ran (\d+) tests? in "));
 static UNITTEST_SUMMARY: LazyLock<Regex> =
     LazyLock::new(|| re(r"^FAILED \((?:failures=(\d+))?(?:, )?(?:errors=(\d+))?"));
 /// Where a failing test's message starts, in any of the runners.
@@ -72,24 +76,29 @@ fn unittest_name(method: &str, place: &str) -> String {
     }
 }
 
-/// The failures and errors of pytest's last line (`=== 1 failed, 2 passed in 0.12s ===`).
-fn pytest_summary(line: &str) -> Option<usize> {
+/// The failures and errors of pytest's last line (`=== 1 failed, 2 passed in 0.12s ===`), and
+/// how many ran.
+fn pytest_summary(line: &str) -> Option<(usize, usize)> {
     let t = line.trim().trim_matches('=').trim();
     let (counts, took) = t.rsplit_once(" in ")?;
     let secs = took.split_whitespace().next()?.strip_suffix('s')?;
     secs.parse::<f64>().ok()?;
-    let mut failing = 0;
+    let (mut failing, mut ran) = (0, 0);
     for part in counts.split(", ") {
         let (n, word) = part.split_once(' ')?;
         let n: usize = n.parse().ok()?;
         match word {
-            "failed" | "error" | "errors" => failing += n,
-            "passed" | "skipped" | "xfailed" | "xpassed" | "warning" | "warnings"
-            | "deselected" | "rerun" => {}
+            "failed" | "error" | "errors" => {
+                failing += n;
+                ran += n;
+            }
+            "passed" => ran += n,
+            "skipped" | "xfailed" | "xpassed" | "warning" | "warnings" | "deselected" | "rerun" => {
+            }
             _ => return None,
         }
     }
-    Some(failing)
+    Some((failing, ran))
 }
 
 /// Reads one command's output a line at a time.
@@ -107,7 +116,10 @@ pub struct Reader {
 impl Reader {
     /// Take one line of output (without its newline).
     pub fn line(&mut self, raw: &str) {
-        let line = raw.trim_end_matches('\r');
+        // What the tests print is the agent's code's: no control sequence is kept, for the
+        // names, the excerpt and every terminal or prompt they reach.
+        let clean = crate::sys::term::printable(raw);
+        let line = clean.trim_end_matches('\r');
         self.lines += 1;
         self.results(line);
         self.excerpt(line);
@@ -123,8 +135,10 @@ impl Reader {
                 _ => false,
             };
         } else if let Some(c) = CARGO_SUMMARY.captures(line) {
+            let passed: usize = c[1].parse().unwrap_or(0);
             let failed: usize = c[2].parse().unwrap_or(0);
             t.failures = Some(t.failures.unwrap_or(0) + failed);
+            t.ran = Some(t.ran.unwrap_or(0) + passed + failed);
         } else if let Some(c) = GO.captures(line) {
             if &c[1] == "PASS" {
                 t.passed.insert(c[2].to_string());
@@ -155,10 +169,13 @@ impl Reader {
                     .unwrap_or(0)
             };
             t.failures = Some(n(1) + n(2));
-        } else if line.starts_with("Ran ") && line.contains(" test") || line == "OK" {
-            // unittest's own lines: the format is known even when nothing failed.
-        } else if let Some(n) = pytest_summary(line) {
-            t.failures = Some(n);
+        } else if let Some(n) = UNITTEST_RAN.captures(line) {
+            t.ran = n[1].parse().ok();
+        } else if line == "OK" || line.starts_with("OK (") {
+            // unittest's own line: the format is known even when nothing failed.
+        } else if let Some((failing, ran)) = pytest_summary(line) {
+            t.failures = Some(failing);
+            t.ran = Some(ran);
         } else {
             hit = false;
         }

@@ -166,8 +166,13 @@ pub struct Tracked {
 }
 
 impl Tracked {
-    /// Take the start's validation as the baseline.
-    pub fn start(&mut self, r: Results) {
+    /// Take the start's validation as the baseline, counting on from what an earlier start of
+    /// the loop recorded.
+    pub fn start(&mut self, r: Results, earlier: Option<&TreeValidation>) {
+        if let Some(e) = earlier {
+            self.red_iterations = e.red_iterations;
+            self.validated = e.validated;
+        }
         self.baseline = Some(r.clone());
         self.last = Some(r);
     }
@@ -282,7 +287,7 @@ mod tests {
     #[test]
     fn the_prompt_carries_the_failing_output_while_the_tree_is_red() {
         let mut t = Tracked::default();
-        t.start(red(&["a"]));
+        t.start(red(&["a"]), None);
         let s = t.prompt_section(Some("it broke a")).unwrap();
         assert!(s.contains("rejected: it broke a"));
         assert!(s.contains("FAIL: a"));

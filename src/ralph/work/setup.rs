@@ -30,6 +30,21 @@ pub fn apply(
     root: &Path,
     repo: &Path,
 ) -> Result<Vec<String>> {
+    if let Some(empty) = flags.validate.iter().find(|c| c.trim().is_empty()) {
+        return Err(Error::input(format!(
+            "--validate {empty:?}: an empty command (it would judge every iteration green)"
+        )));
+    }
+    if settings
+        .validation
+        .commands
+        .iter()
+        .any(|c| c.trim().is_empty())
+    {
+        return Err(Error::input(
+            "[validation] commands: an empty command (it would judge every iteration green)",
+        ));
+    }
     if flags.no_validate {
         settings.validation.commands.clear();
         settings.validation.detect = false;
