@@ -162,7 +162,9 @@ pub fn examine(explicit: Option<PathBuf>) -> Result<Findings> {
     if safety.sandbox == config::SandboxMode::Off {
         safety.sandbox = config::SandboxMode::Landlock;
     }
-    let p = policy::build(&safety, &scratch, &scratch, &[]);
+    let mut p = policy::build(&safety, &scratch, &scratch, &[]);
+    // A protected path, so the probe binds one read-only as a run's would.
+    p.read_only = vec![scratch.clone()];
     let enforced = sandbox::probe(&p);
     let agents = spec::PRESETS
         .iter()
@@ -226,7 +228,34 @@ fn linux_lines(r: &Findings) -> Vec<String> {
             None => "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)".into(),
         },
         format!("{}unprivileged user namespaces", mark(r.user_namespaces)),
+        namespace_line(r),
     ]
+}
+
+/// Whether each run gets a mount namespace of its own, and what that holds.
+fn namespace_line(r: &Findings) -> String {
+    let e = &r.sandbox;
+    if e.read_only && e.private_shm && e.private_ptys {
+        let how = if r.root {
+            "as root"
+        } else {
+            "in a user namespace"
+        };
+        return format!(
+            "ok  a mount namespace per run ({how}): .git and the loop's control files read-only, a private /dev/shm (at most max_memory_mb, gone with the run), terminals of its own"
+        );
+    }
+    let mut missing = Vec::new();
+    if !e.read_only {
+        missing.push(".git and the control files are checked after each run, not read-only");
+    }
+    if !e.private_shm {
+        missing.push("/dev/shm is the machine's (an agent's files there outlive its run)");
+    }
+    if !e.private_ptys {
+        missing.push("no terminals of its own (Landlock hides the machine's)");
+    }
+    format!("NO  no mount namespace per run: {}", missing.join("; "))
 }
 
 /// What macOS enforces: one Seatbelt profile for writes, hidden reads, the network and Unix

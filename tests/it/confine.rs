@@ -297,6 +297,18 @@ fn doctor_says_what_this_machine_enforces_and_finds_the_agent_clis() {
     let out = r.stdout();
     let sandbox = out.lines().next().unwrap_or_default().to_string();
     assert!(sandbox.starts_with("sandbox: "), "{out}");
+    // Whether each run gets a mount namespace of its own (a private /dev/shm, terminals, .git
+    // read-only) is said either way; as root one is always made.
+    let ns = out
+        .lines()
+        .find(|l| l.contains("mount namespace per run"))
+        .unwrap_or_else(|| panic!("{out}"));
+    if nix_is_root() && sandbox.contains("enforced") {
+        assert!(
+            ns.starts_with("ok  a mount namespace per run (as root)"),
+            "{ns}"
+        );
+    }
     if sandbox.contains("enforced") {
         r.code(0);
         assert!(

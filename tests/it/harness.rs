@@ -198,13 +198,10 @@ fn tamper(sandbox: &str) {
         .collect();
     let sandbox = st["harness"]["sandbox"].as_str().unwrap().to_string();
     if sandbox.contains("read-only") {
-        // As root the hooks are read-only to the agent: its write failed, nothing to restore;
-        // the state file is replaced by the supervisor, so it is checked instead.
-        assert_eq!(
-            changed,
-            [".git/config.worktree", "wiggum/state.json"],
-            "{sandbox}"
-        );
+        // In the run's mount namespace the whole `.git` is read-only to the agent: its writes
+        // failed, nothing to restore; the state file is replaced by the supervisor, so it is
+        // checked instead.
+        assert_eq!(changed, ["wiggum/state.json"], "{sandbox}");
         // The rejected attempt's records are kept aside with it.
         let aside = std::fs::read_dir(t.records("discarded"))
             .unwrap()

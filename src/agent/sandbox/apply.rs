@@ -1,6 +1,9 @@
-//! Applying a policy to the current process on Linux: read-only mounts of the protected files,
-//! no capabilities, and Landlock rules. Runs in the single-threaded `sandbox-exec` helper just
-//! before it executes the agent's shell, so every process of the run inherits them.
+//! Applying a policy to the current process on Linux: a private mount namespace (the protected
+//! files read-only, a private `/dev/shm` and terminals of its own), no capabilities, and Landlock
+//! rules. Runs in the single-threaded `sandbox-exec` helper just before it executes the agent's
+//! shell, so every process of the run inherits them.
+
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
@@ -13,28 +16,158 @@ use crate::config::SandboxMode;
 /// The newest ABI this build knows; older kernels get what they offer (best effort).
 const TARGET: ABI = ABI::V6;
 
-/// Make the policy's protected paths read-only for this process and what it executes: a private
-/// mount namespace with read-only bind mounts (as bubblewrap does). Needs root; elsewhere the
-/// after-run check alone protects them. Returns whether it was done.
-pub fn read_only(p: &Policy) -> Result<bool, String> {
-    use nix::mount::{MsFlags, mount};
-    use nix::sched::{CloneFlags, unshare};
-    let paths: Vec<&std::path::PathBuf> = p.read_only.iter().filter(|r| r.exists()).collect();
-    if p.read_only.is_empty() || p.mode == SandboxMode::Off || !nix::unistd::geteuid().is_root() {
-        return Ok(false);
+/// What the run's private mount namespace holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Mounts {
+    /// The protected paths (`.git`, the loop's control files) are read-only.
+    pub read_only: bool,
+    /// `/dev/shm` is a tmpfs of the run's own, as large as its memory ceiling, gone with it.
+    pub shm: bool,
+    /// `/dev/pts` is a devpts instance of the run's own: only the terminals it made.
+    pub ptys: bool,
+}
+
+/// A private mount namespace for the run, as bubblewrap makes one: as root directly, as anyone
+/// else inside a user namespace of its own (the same user and group mapped to themselves) where
+/// the kernel allows it. In it the policy's protected paths are bound read-only, `/dev/shm` is a
+/// tmpfs of the run's own (at most its memory ceiling; nothing is left in memory after the run,
+/// since the namespace ends with its last process) and `/dev/pts` a devpts instance of its own
+/// (no other terminal of the machine in it). Returns what was done; without a namespace,
+/// nothing (the after-run checks and Landlock's device rules are what there is).
+pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
+    if p.mode == SandboxMode::Off {
+        return Ok(Mounts::default());
     }
-    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("mount namespace: {e}"))?;
+    enter_namespace()?;
     let none: Option<&str> = None;
+    use nix::mount::{MsFlags, mount};
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("private mounts: {e}"))?;
-    for path in paths {
-        mount(Some(path), path, none, MsFlags::MS_BIND, none)
-            .map_err(|e| format!("bind {}: {e}", path.display()))?;
-        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-        mount(none, path, none, ro, none)
-            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
+    // Only what exists can be bound; what a run makes in place of a missing one is checked
+    // after it.
+    for path in p.read_only.iter().filter(|r| r.exists()) {
+        bind_read_only(path)?;
     }
-    Ok(true)
+    let mut done = Mounts {
+        read_only: !p.read_only.is_empty(),
+        ..Mounts::default()
+    };
+    done.shm = private_shm(p.shm_bytes)
+        .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; /dev/shm is shared"))
+        .is_ok();
+    done.ptys = private_ptys()
+        .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; other terminals are hidden"))
+        .is_ok();
+    Ok(done)
+}
+
+/// Enter a mount namespace of our own: root unshares it, anyone else with a user namespace.
+fn enter_namespace() -> Result<(), String> {
+    use nix::sched::{CloneFlags, unshare};
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() {
+        return unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("mount namespace: {e}"));
+    }
+    let gid = nix::unistd::getegid();
+    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+        .map_err(|e| format!("user namespace: {e}"))?;
+    let write = |file: &str, text: String| {
+        std::fs::write(file, text).map_err(|e| format!("user namespace: write {file}: {e}"))
+    };
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))
+}
+
+/// Bind `path` onto itself read-only, keeping the flags of the mount it is on (a user
+/// namespace may not clear `nosuid`, `nodev`, `noexec` or the atime flags of a mount it
+/// inherited).
+fn bind_read_only(path: &Path) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    let none: Option<&str> = None;
+    mount(Some(path), path, none, MsFlags::MS_BIND, none)
+        .map_err(|e| format!("bind {}: {e}", path.display()))?;
+    let kept = statvfs(path).map(|s| s.flags()).unwrap_or(FsFlags::empty());
+    let mut flags = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if kept.contains(fs) {
+            flags |= ms;
+        }
+    }
+    mount(none, path, none, flags, none).map_err(|e| format!("read-only {}: {e}", path.display()))
+}
+
+/// A tmpfs of the run's own on `/dev/shm`, at most `bytes` (0: the kernel's default size).
+fn private_shm(bytes: u64) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return Err("no /dev/shm".into());
+    }
+    let size = if bytes > 0 {
+        format!(",size={bytes}")
+    } else {
+        String::new()
+    };
+    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+    mount(
+        Some("tmpfs"),
+        shm,
+        Some("tmpfs"),
+        flags,
+        Some(format!("mode=1777{size}").as_str()),
+    )
+    .map_err(|e| format!("a private /dev/shm: {e}"))
+}
+
+/// A devpts instance of the run's own on `/dev/pts`, its `ptmx` bound on `/dev/ptmx`: a
+/// terminal the run makes is one of its own, and no other is in sight.
+fn private_ptys() -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let none: Option<&str> = None;
+    let pts = Path::new("/dev/pts");
+    mount(
+        Some("devpts"),
+        pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .map_err(|e| format!("a private /dev/pts: {e}"))?;
+    mount(
+        Some(Path::new("/dev/pts/ptmx")),
+        Path::new("/dev/ptmx"),
+        none,
+        MsFlags::MS_BIND,
+        none,
+    )
+    .map_err(|e| format!("a private /dev/ptmx: {e}"))
+}
+
+/// The terminals of the machine in `/dev` the run may not open (its own private `/dev/pts`
+/// aside), listed now.
+fn terminals(private_ptys: bool) -> Vec<PathBuf> {
+    let dev = Path::new("/dev");
+    let names: Vec<String> = std::fs::read_dir(dev)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names
+        .iter()
+        .filter(|n| super::policy::is_terminal(n) && !(private_ptys && n.as_str() == "pts"))
+        .map(|n| dev.join(n))
+        .collect()
 }
 
 /// No privilege inside: every capability leaves the bounding, ambient and inheritable sets, so
@@ -61,8 +194,10 @@ pub fn drop_capabilities() -> Result<bool, String> {
     Ok(true)
 }
 
-/// Confine this process (and what it executes) with Landlock. Returns what the kernel enforced.
-pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
+/// Confine this process (and what it executes) with Landlock; `mounts` is what the private
+/// mount namespace holds (a private `/dev/pts` is the run's own to use). Returns what the kernel
+/// enforced.
+pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
     let mut e = Enforcement {
         mode: p.mode.as_str().into(),
         ..Enforcement::default()
@@ -72,9 +207,17 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     }
     let write = AccessFs::from_write(TARGET);
     let read = AccessFs::from_read(TARGET);
-    // Reads are handled when narrowed, or when a directory is hidden (then every other path
-    // is covered by a read rule).
-    let hide = p.readable.is_none() && !p.hidden.is_empty();
+    // Out of sight: the store, and every terminal of the machine (reading one is reading what
+    // its user types; writing one, typing into their screen).
+    let mut hidden = p.hidden.clone();
+    hidden.extend(terminals(mounts.ptys));
+    let mut writable = p.writable.clone();
+    if mounts.ptys {
+        writable.push("/dev/pts".into());
+    }
+    // Reads are handled when narrowed, or when something is hidden (then every other path is
+    // covered by a read rule).
+    let hide = !hidden.is_empty();
     let handled = if p.readable.is_some() || hide {
         write | read
     } else {
@@ -96,27 +239,31 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
             .map_err(err("network rules"))?;
     }
     let mut created = ruleset.create().map_err(err("ruleset"))?;
-    let existing = |v: &[std::path::PathBuf]| -> Vec<std::path::PathBuf> {
-        v.iter().filter(|w| w.exists()).cloned().collect()
+    let existing =
+        |v: &[PathBuf]| -> Vec<PathBuf> { v.iter().filter(|w| w.exists()).cloned().collect() };
+    // A link needs no rule of its own (what it names is covered where it lies); one into a
+    // pipe (`/dev/stdin`) could not have one.
+    let list = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     created = created
-        .add_rules(path_beneath_rules(existing(&p.writable), handled))
+        .add_rules(path_beneath_rules(existing(&writable), handled))
         .map_err(err("write roots"))?;
-    if let Some(r) = &p.readable {
-        created = created
-            .add_rules(path_beneath_rules(existing(r), read))
-            .map_err(err("read roots"))?;
-    }
-    if hide {
-        let cover = super::policy::cover_except(&p.hidden, |d| {
-            std::fs::read_dir(d)
-                .map(|rd| rd.flatten().map(|e| e.path()).collect())
-                .unwrap_or_default()
-        });
-        created = created
-            .add_rules(path_beneath_rules(cover, read))
-            .map_err(err("read cover"))?;
-    }
+    let reads = match &p.readable {
+        Some(r) => super::policy::reads_without(&existing(r), &hidden, list),
+        None if hide => super::policy::cover_except(&hidden, list),
+        None => Vec::new(),
+    };
+    created = created
+        .add_rules(path_beneath_rules(reads, read))
+        .map_err(err("read roots"))?;
     for port in p.ports.iter().flatten() {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))

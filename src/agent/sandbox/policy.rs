@@ -41,6 +41,9 @@ pub struct Policy {
     /// force, and only where the environment has none (`IS_SANDBOX=1` for claude as root).
     #[serde(default)]
     pub when_enforced: Vec<(String, String)>,
+    /// The size of the run's private `/dev/shm` (its memory ceiling; 0: the kernel's default).
+    #[serde(default)]
+    pub shm_bytes: u64,
 }
 
 impl Policy {
@@ -133,19 +136,25 @@ const SYSTEM_READS: [&str; 10] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc", "/sys", "/opt",
 ];
 
-/// Devices an agent may write to.
-/// The devices an agent's tools write to: the null devices, terminals — `/dev/ptmx` makes a
-/// pseudo-terminal, as CLIs that run commands in one do (a pty's input cannot be injected:
-/// the seccomp filter refuses `TIOCSTI`) —, shared memory.
-const DEVICES: [&str; 7] = [
+/// The devices an agent's tools write to: the null devices, `/dev/ptmx` — it makes a
+/// pseudo-terminal, as CLIs that run commands in one do; the run's own `/dev/pts` is added
+/// where it has a private one, and no other terminal of the machine is in its sight
+/// ([`is_terminal`]) —, shared memory (the run's own where a mount namespace can be made).
+const DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
-    "/dev/tty",
     "/dev/ptmx",
-    "/dev/pts",
     "/dev/shm",
     "/dev/full",
 ];
+
+/// Whether the entry `name` of `/dev` is a terminal of the machine: the controlling terminal
+/// (`tty`), the consoles and virtual terminals (`console`, `tty1`, `vcs…`), serial lines
+/// (`ttyS0`, `ttyUSB0`) and every pseudo-terminal (`pts`).
+#[must_use]
+pub fn is_terminal(name: &str) -> bool {
+    name == "console" || name == "pts" || name.starts_with("tty") || name.starts_with("vcs")
+}
 
 /// The policy of one run: the work tree (or the artifact dir without a repository), its
 /// private temp dir, the devices, the CLI's state dirs and `[safety] writable`.
@@ -173,6 +182,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         unix_sockets: safety.unix_sockets == crate::config::UnixSockets::Allow,
         cgroup: None,
         when_enforced: Vec::new(),
+        shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
     }
 }
 
@@ -198,17 +208,46 @@ pub fn cover_except(hidden: &[PathBuf], list: impl Fn(&Path) -> Vec<PathBuf>) ->
     out.into_iter().collect()
 }
 
-/// The protected paths of a loop that can be made read-only: the repository's hooks and config
-/// (with `config.worktree`; only what exists can be bound read-only, the rest is checked),
-/// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`, `wiggum.toml`). The
+/// `roots` to read, less `hidden`: a root holding a hidden path is replaced by the cover of
+/// its part of the tree ([`cover_except`]); a root inside a hidden path is dropped.
+#[must_use]
+#[cfg(any(target_os = "linux", test))]
+pub fn reads_without(
+    roots: &[PathBuf],
+    hidden: &[PathBuf],
+    list: impl Fn(&Path) -> Vec<PathBuf>,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        if hidden.iter().any(|h| root.starts_with(h)) {
+            continue;
+        }
+        let inside: Vec<PathBuf> = hidden
+            .iter()
+            .filter(|h| h.starts_with(root))
+            .cloned()
+            .collect();
+        if inside.is_empty() {
+            out.push(root.clone());
+            continue;
+        }
+        out.extend(
+            cover_except(&inside, &list)
+                .into_iter()
+                .filter(|e| e.starts_with(root)),
+        );
+    }
+    out
+}
+
+/// The protected paths of a loop that can be made read-only: the repository's whole `.git`
+/// (objects, refs, `packed-refs`, `info/`, hooks, config: the supervisor commits, the agent
+/// reads; a gitfile of a linked worktree is bound read-only as it is), and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`, `wiggum.toml`). The
 /// supervisor replaces `state.json` and `.lock` by rename, which would undo a bind mount: those
 /// two are checked after each run instead (`state.json`) or re-established (`.lock`).
 #[must_use]
 pub fn protected(work_root: &Path, wiggum: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = [".git/hooks", ".git/config", ".git/config.worktree"]
-        .iter()
-        .map(|r| work_root.join(r))
-        .collect();
+    let mut out: Vec<PathBuf> = vec![work_root.join(".git")];
     if let Some(w) = wiggum {
         out.extend(
             ["runs.jsonl", "control.json", "daemon.log", "wiggum.toml"]
@@ -230,9 +269,16 @@ pub struct Enforcement {
     pub filesystem: bool,
     /// TCP connections confined (ABI ≥ 4), when a rule asked for it.
     pub network: bool,
-    /// Protected files made read-only (a private mount namespace; needs root).
+    /// Protected files made read-only (a private mount namespace: as root, or in a user
+    /// namespace of the run's own).
     #[serde(default)]
     pub read_only: bool,
+    /// `/dev/shm` the run's own (a private tmpfs, at most its memory ceiling, gone with it).
+    #[serde(default)]
+    pub private_shm: bool,
+    /// `/dev/pts` the run's own (a private devpts instance): only the terminals it made.
+    #[serde(default)]
+    pub private_ptys: bool,
     /// Signals and abstract Unix sockets scoped to the run's own processes (Landlock ABI ≥ 6):
     /// it cannot signal its supervisor, nor reach an abstract socket outside.
     #[serde(default)]
@@ -261,7 +307,13 @@ impl Enforcement {
         }
         let mut s = format!("sandbox: landlock ABI {}, enforced", self.abi);
         if self.read_only {
-            s.push_str("; control files read-only");
+            s.push_str("; .git and control files read-only");
+        }
+        if self.private_shm {
+            s.push_str("; private /dev/shm");
+        }
+        if self.private_ptys {
+            s.push_str("; private terminals");
         }
         if self.scoped {
             s.push_str("; signals scoped");
@@ -308,6 +360,46 @@ mod tests {
         assert_eq!(got, want);
         assert!(cover_except(&[], tree).is_empty());
     }
+    #[test]
+    fn the_machines_terminals_are_named_and_the_null_devices_are_not() {
+        for name in [
+            "tty", "tty0", "tty63", "ttyS0", "ttyUSB1", "console", "pts", "vcs1", "vcsa",
+        ] {
+            assert!(is_terminal(name), "{name}");
+        }
+        for name in [
+            "null", "zero", "ptmx", "shm", "full", "urandom", "fd", "stdin",
+        ] {
+            assert!(!is_terminal(name), "{name}");
+        }
+        assert!(!DEVICES.iter().any(|d| is_terminal(&d["/dev/".len()..])));
+    }
+
+    #[test]
+    fn narrowed_reads_leave_out_what_is_hidden() {
+        let tree = |d: &Path| -> Vec<PathBuf> {
+            let names: &[&str] = match d.to_str().unwrap() {
+                "/" => &["dev", "usr", "home"],
+                "/dev" => &["null", "pts", "tty", "shm"],
+                "/home" => &["me"],
+                "/home/me" => &[".studio-agents", "src"],
+                _ => &[],
+            };
+            names.iter().map(|n| d.join(n)).collect()
+        };
+        let paths = |v: &[&str]| -> Vec<PathBuf> { v.iter().map(PathBuf::from).collect() };
+        let hidden = paths(&["/dev/pts", "/dev/tty", "/home/me/.studio-agents"]);
+        let got = reads_without(
+            &paths(&["/usr", "/dev", "/home/me", "/dev/pts/3"]),
+            &hidden,
+            tree,
+        );
+        assert_eq!(
+            got,
+            paths(&["/usr", "/dev/null", "/dev/shm", "/home/me/src"])
+        );
+    }
+
     use crate::config::{Network, NetworkRule};
 
     #[test]
@@ -386,6 +478,15 @@ mod tests {
         assert!(!p.writable.contains(&PathBuf::from("/home/u")));
         assert_eq!(p.ports, Some(vec![443]));
         assert_eq!(p.readable, None);
+        // No terminal of the machine is writable: the run makes its own through /dev/ptmx.
+        for t in ["/dev/tty", "/dev/pts", "/dev/console"] {
+            assert!(!p.writable.contains(&PathBuf::from(t)), "{t}");
+        }
+        assert!(p.writable.contains(&PathBuf::from("/dev/ptmx")));
+        // The whole .git is bound read-only, with the loop's control files.
+        let prot = protected(Path::new("/repo"), Some(Path::new("/repo/art/wiggum")));
+        assert!(prot.contains(&PathBuf::from("/repo/.git")));
+        assert!(prot.contains(&PathBuf::from("/repo/art/wiggum/runs.jsonl")));
         let none = Safety {
             network: Network::Rule(NetworkRule::None),
             readable: vec!["/data".into()],
@@ -412,6 +513,8 @@ mod tests {
         assert_eq!(e.line(), "sandbox: landlock ABI 7, enforced");
         let all = Enforcement {
             read_only: true,
+            private_shm: true,
+            private_ptys: true,
             scoped: true,
             seccomp: true,
             no_capabilities: true,
@@ -419,7 +522,7 @@ mod tests {
         };
         assert_eq!(
             all.line(),
-            "sandbox: landlock ABI 7, enforced; control files read-only; signals scoped; seccomp; no capabilities"
+            "sandbox: landlock ABI 7, enforced; .git and control files read-only; private /dev/shm; private terminals; signals scoped; seccomp; no capabilities"
         );
         let none = Enforcement {
             mode: "landlock".into(),

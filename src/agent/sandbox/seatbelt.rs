@@ -141,6 +141,7 @@ mod tests {
             unix_sockets: false,
             cgroup: None,
             when_enforced: Vec::new(),
+            shm_bytes: 0,
         }
     }
 

@@ -336,7 +336,7 @@ impl Drop for TestHome {
 
 /// Read a JSON file or panic naming it.
 /// Whether the tests run as root (CI does).
-fn nix_is_root() -> bool {
+pub fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
             .find(|l| l.starts_with("Uid:"))
