@@ -15,7 +15,7 @@ use super::output::{self, RunReport};
 use super::process::{self, Job, JobEvent, ProcessEnd, StopLevel};
 use super::sandbox;
 use super::spec::{self, AgentSpec};
-use crate::config::Safety;
+use crate::config::{Safety, SandboxMode};
 use crate::disk::records::RunFacts;
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -317,6 +317,29 @@ fn hidden_store(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Refuse a run that would work, read or write inside the store (`$STUDIO_AGENTS_HOME`: every
+/// loop's records, the copies of the user's work, the registry): the store is hidden from a run
+/// only when none of its roots lies inside it.
+fn out_of_the_store(job: &Job, store: &Path) -> Result<()> {
+    let inside = |p: &Path| {
+        let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        p.starts_with(store)
+    };
+    let mut reached: Vec<(&Path, &str)> = vec![(job.cwd.as_path(), "works in")];
+    if let Some(p) = job.sandbox.as_ref().filter(|p| p.mode != SandboxMode::Off) {
+        reached.extend(p.writable.iter().map(|w| (w.as_path(), "writes")));
+        reached.extend(p.readable.iter().flatten().map(|r| (r.as_path(), "reads")));
+    }
+    match reached.into_iter().find(|(path, _)| inside(path)) {
+        None => Ok(()),
+        Some((path, how)) => Err(crate::error::Error::input(format!(
+            "an agent run {how} {}, inside the store {} (every loop's records and the copies of the user's work): choose a directory outside it (--artifact-path, [safety] writable, [safety] readable)",
+            path.display(),
+            store.display()
+        ))),
+    }
+}
+
 /// A wrapper's program and arguments, and the whole environment of what it runs.
 pub type Wrapper = (Vec<String>, Vec<(String, String)>);
 
@@ -377,9 +400,12 @@ pub async fn run(
     stops: &mut watch::Receiver<StopLevel>,
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
+    let mut job = job(agent, l);
+    if let Ok(store) = crate::config::home_dir() {
+        out_of_the_store(&job, &store.canonicalize().unwrap_or(store))?;
+    }
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
-    let mut job = job(agent, l);
     let line = promise.trim();
     if let Some(watch) = job.liveness.as_mut()
         && !line.is_empty()

@@ -79,15 +79,20 @@ fn an_agent_printing_its_result_has_it_saved_as_the_artifact() {
         "cat > /dev/null; printf '# Printed\\n\\nresult\\n'",
     ]);
     r.code(0);
-    // By default in a dated directory under the home; `artifact-path` and `view` find it.
+    // By default in a dated directory under ~/studio-agents/artifacts, out of the store the
+    // agent must not see, said at start; `artifact-path` and `view` find it.
     let path = t.run(&["delegate", "artifact-path", "printed"]).stdout();
     let art = std::path::PathBuf::from(path.trim());
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-    assert_eq!(
-        art,
-        t.home()
-            .join(format!("artifacts/{today}-printed"))
-            .join("artifact.md")
+    let dir = t
+        .root()
+        .join(format!("studio-agents/artifacts/{today}-printed"));
+    assert_eq!(art, dir.join("artifact.md"));
+    assert!(
+        r.stderr()
+            .contains(&format!("artifact folder: {}", dir.display())),
+        "{}",
+        r.stderr()
     );
     assert_eq!(
         std::fs::read_to_string(&art).unwrap(),
