@@ -229,6 +229,9 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
     policy.hidden = hidden_store(&root);
     policy.when_enforced = sandbox::env::when_enforced(&program, nix::unistd::geteuid().is_root());
+    if let Ok(store) = crate::config::home_dir() {
+        policy.close_ports(&sandbox::dashboard::ports(&store));
+    }
     Job {
         command,
         cwd: t

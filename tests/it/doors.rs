@@ -284,3 +284,36 @@ fn shared_memory_is_the_runs_and_goes_with_it() {
         );
     }
 }
+
+#[test]
+fn an_agent_cannot_reach_the_dashboard() {
+    use std::io::BufRead;
+    let t = TestHome::new();
+    let mut serve = t
+        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let dashboard: u16 = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    // Another local service stays reachable: the network rule is otherwise "any".
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    let script = format!(
+        "python3 -c '\nimport socket\nfor name, port in ((\"dashboard\", {dashboard}), (\"other\", {other_port})):\n    try:\n        s = socket.create_connection((\"127.0.0.1\", port), 5)\n        s.sendall(b\"POST /loop/doors/stop HTTP/1.0\\r\\n\\r\\n\")\n        print(name, \"connected\")\n    except OSError as e:\n        print(name, \"refused\", e.errno)\n'"
+    );
+    let art = t.art();
+    let out = once(&t, "doors", &art, &script, &[], false);
+    serve.kill().ok();
+    serve.wait().ok();
+    assert!(out.contains("dashboard refused 13"), "{out}");
+    assert!(out.contains("other connected"), "{out}");
+}

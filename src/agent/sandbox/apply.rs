@@ -233,7 +233,11 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
         .map_err(err("filesystem rules"))?
         .scope(Scope::from_all(TARGET))
         .map_err(err("scopes"))?;
-    if p.ports.is_some() {
+    // Any port but the closed ones: a rule per port, the closed ones left out.
+    let open_but = (p.ports.is_none() && !p.closed_ports.is_empty())
+        .then(|| super::policy::allowed_but(&p.closed_ports));
+    let ports = p.ports.as_ref().or(open_but.as_ref());
+    if ports.is_some() {
         ruleset = ruleset
             .handle_access(AccessNet::ConnectTcp)
             .map_err(err("network rules"))?;
@@ -264,7 +268,7 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
     created = created
         .add_rules(path_beneath_rules(reads, read))
         .map_err(err("read roots"))?;
-    for port in p.ports.iter().flatten() {
+    for port in ports.into_iter().flatten() {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
             .map_err(err("a port"))?;

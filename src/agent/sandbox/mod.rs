@@ -8,6 +8,7 @@
 
 #[cfg(target_os = "linux")]
 pub mod apply;
+pub mod dashboard;
 pub mod env;
 pub mod limits;
 pub mod policy;

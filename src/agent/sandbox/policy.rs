@@ -41,6 +41,9 @@ pub struct Policy {
     /// force, and only where the environment has none (`IS_SANDBOX=1` for claude as root).
     #[serde(default)]
     pub when_enforced: Vec<(String, String)>,
+    /// TCP ports it may never connect to, whatever `ports` says (a running dashboard's).
+    #[serde(default)]
+    pub closed_ports: Vec<u16>,
     /// The size of the run's private `/dev/shm` (its memory ceiling; 0: the kernel's default).
     #[serde(default)]
     pub shm_bytes: u64,
@@ -183,7 +186,25 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         cgroup: None,
         when_enforced: Vec::new(),
         shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
+        closed_ports: Vec::new(),
     }
+}
+
+impl Policy {
+    /// Keep the run from `closed` ports: left out of a list of ports, and where any port was
+    /// open, every port but those (`allowed_but`).
+    pub fn close_ports(&mut self, closed: &[u16]) {
+        if let Some(p) = self.ports.as_mut() {
+            p.retain(|port| !closed.contains(port));
+        }
+        self.closed_ports = closed.to_vec();
+    }
+}
+
+/// Every TCP port but `closed`, for a run that may connect anywhere else.
+#[must_use]
+pub fn allowed_but(closed: &[u16]) -> Vec<u16> {
+    (1..=u16::MAX).filter(|p| !closed.contains(p)).collect()
 }
 
 /// Landlock grants, it cannot deny: to keep `hidden` out of sight, read rules go on every entry
@@ -373,6 +394,27 @@ mod tests {
             assert!(!is_terminal(name), "{name}");
         }
         assert!(!DEVICES.iter().any(|d| is_terminal(&d["/dev/".len()..])));
+    }
+
+    #[test]
+    fn a_dashboards_port_is_closed_whatever_the_network_rule() {
+        let mut listed = build(
+            &Safety {
+                network: Network::Ports(vec![443, 8765]),
+                ..Safety::default()
+            },
+            Path::new("/r"),
+            Path::new("/t"),
+            &[],
+        );
+        listed.close_ports(&[8765]);
+        assert_eq!(listed.ports, Some(vec![443]));
+        let mut any = build(&Safety::default(), Path::new("/r"), Path::new("/t"), &[]);
+        any.close_ports(&[8765]);
+        assert_eq!((any.ports, any.closed_ports), (None, vec![8765]));
+        let open = allowed_but(&[8765, 1]);
+        assert_eq!(open.len(), usize::from(u16::MAX) - 2);
+        assert!(!open.contains(&8765) && open.contains(&8766) && open.contains(&443));
     }
 
     #[test]

@@ -142,6 +142,7 @@ mod tests {
             cgroup: None,
             when_enforced: Vec::new(),
             shm_bytes: 0,
+            closed_ports: Vec::new(),
         }
     }
 
