@@ -228,6 +228,11 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
     policy.hidden = hidden_store(&root);
+    policy.hidden.extend(
+        sandbox::policy::secret_places(&home, &program, &safety.readable)
+            .into_iter()
+            .filter(|p| p.symlink_metadata().is_ok() && !root.starts_with(p)),
+    );
     policy.when_enforced = sandbox::env::when_enforced(&program, nix::unistd::geteuid().is_root());
     if let Ok(store) = crate::config::home_dir() {
         policy.close_ports(&sandbox::dashboard::ports(&store));

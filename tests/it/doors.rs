@@ -317,3 +317,41 @@ fn an_agent_cannot_reach_the_dashboard() {
     assert!(out.contains("dashboard refused 13"), "{out}");
     assert!(out.contains("other connected"), "{out}");
 }
+
+#[test]
+fn the_users_secret_places_are_out_of_sight() {
+    for user in [false, true] {
+        let t = TestHome::new();
+        // The user's settings, without the test kit's writable root (their home).
+        t.write_home_config_raw("");
+        let home = t.root();
+        let secrets = [
+            ".ssh/id_ed25519",
+            ".aws/credentials",
+            ".gnupg/private-keys-v1.d/key",
+            ".config/gcloud/credentials.db",
+            ".netrc",
+            ".docker/config.json",
+            ".codex/auth.json",
+            ".claude/.credentials.json",
+        ];
+        for (i, s) in secrets.iter().enumerate() {
+            let p = home.join(s);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, format!("secret-{i}-b71d\n")).unwrap();
+        }
+        // Beside them, what tools need stays readable.
+        std::fs::create_dir_all(home.join(".config/tool")).unwrap();
+        std::fs::write(home.join(".config/tool/settings"), "plain-9e0a\n").unwrap();
+        let script = format!(
+            "for f in {}; do cat \"$HOME/$f\"; done\ngrep -rs b71d \"$HOME/.ssh\" \"$HOME/.aws\" \"$HOME/.config\"\ncat \"$HOME/.config/tool/settings\"",
+            secrets.join(" ")
+        );
+        let art = t.art();
+        let out = once(&t, "secrets", &art, &script, &[], user);
+        let who = if user { "user" } else { "root" };
+        assert!(!out.contains("b71d"), "{who}: {out}");
+        assert!(out.contains("Permission denied"), "{who}: {out}");
+        assert!(out.contains("plain-9e0a"), "{who}: {out}");
+    }
+}

@@ -134,6 +134,52 @@ pub fn state_dirs(program: &str, home: &Path, env: &[(String, String)]) -> Vec<P
     out
 }
 
+/// The secret places under the home no agent reads unless `[safety] readable` names them: keys,
+/// cloud and registry credentials, and each known CLI's own credentials file (its own CLI's is
+/// left readable to it).
+const SECRETS: [&str; 10] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".pgpass",
+];
+
+/// Each known CLI's credentials, as it keeps them under the home.
+const CLI_CREDENTIALS: [(&str, &str); 4] = [
+    ("claude", ".claude/.credentials.json"),
+    ("codex", ".codex/auth.json"),
+    ("gemini", ".gemini/oauth_creds.json"),
+    ("opencode", ".local/share/opencode/auth.json"),
+];
+
+/// The secret places under `home` a run of `program` may not read: [`SECRETS`] and the other
+/// CLIs' credentials, less what `readable` names (the place, or a directory holding it).
+#[must_use]
+pub fn secret_places(home: &Path, program: &str, readable: &[PathBuf]) -> Vec<PathBuf> {
+    SECRETS
+        .iter()
+        .copied()
+        .chain(
+            CLI_CREDENTIALS
+                .iter()
+                .filter(|(cli, _)| *cli != program)
+                .map(|(_, path)| *path),
+        )
+        .map(|r| home.join(r))
+        .filter(|p| {
+            !readable
+                .iter()
+                .any(|r| p.starts_with(r) && r != Path::new("/"))
+        })
+        .collect()
+}
+
 /// Directories every process needs to read when reads are narrowed.
 const SYSTEM_READS: [&str; 10] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc", "/sys", "/opt",
@@ -415,6 +461,30 @@ mod tests {
         let open = allowed_but(&[8765, 1]);
         assert_eq!(open.len(), usize::from(u16::MAX) - 2);
         assert!(!open.contains(&8765) && open.contains(&8766) && open.contains(&443));
+    }
+
+    #[test]
+    fn secret_places_are_hidden_unless_readable_names_them() {
+        let home = Path::new("/home/u");
+        let s = secret_places(home, "claude", &[]);
+        for p in [
+            ".ssh",
+            ".aws",
+            ".netrc",
+            ".docker/config.json",
+            ".codex/auth.json",
+        ] {
+            assert!(s.contains(&home.join(p)), "{p}");
+        }
+        // Its own CLI's credentials stay readable to it.
+        assert!(!s.contains(&home.join(".claude/.credentials.json")));
+        assert!(
+            secret_places(home, "codex", &[]).contains(&home.join(".claude/.credentials.json"))
+        );
+        let named = secret_places(home, "sh", &[home.join(".aws"), home.join(".docker")]);
+        assert!(!named.contains(&home.join(".aws")));
+        assert!(!named.contains(&home.join(".docker/config.json")));
+        assert!(named.contains(&home.join(".ssh")));
     }
 
     #[test]
