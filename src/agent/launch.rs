@@ -237,6 +237,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     if let Ok(store) = crate::config::home_dir() {
         policy.close_ports(&sandbox::dashboard::ports(&store));
     }
+    policy.home_layer = home_layer(&home, &root, l, safety);
     Job {
         command,
         cwd: t
@@ -260,6 +261,62 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             max_log: safety.max_log_mb.saturating_mul(1 << 20),
             promise: None,
         }),
+    }
+}
+
+/// The home through the loop's own layer, unless there is no home to lay it on or
+/// `[safety] writable` grants the home itself (then writes land in it, as asked).
+fn home_layer(
+    home: &Path,
+    root: &Path,
+    l: &Launch,
+    safety: &Safety,
+) -> Option<sandbox::policy::HomeLayer> {
+    let home = home.canonicalize().ok()?;
+    if safety.sandbox == SandboxMode::Off
+        || home == Path::new("/")
+        || safety.writable.iter().any(|w| home.starts_with(w))
+        || home.starts_with(root)
+    {
+        return None;
+    }
+    let key = crate::disk::layout::Layout::key(&l.root);
+    let uid = nix::unistd::geteuid().as_raw();
+    let mut pass_through = vec![root.to_path_buf(), l.tmp()];
+    pass_through.extend(safety.writable.iter().cloned());
+    Some(sandbox::policy::HomeLayer {
+        layer: sandbox::policy::layer_dir(&home, &std::env::temp_dir(), &key, uid),
+        home,
+        pass_through,
+    })
+}
+
+/// After a run through the home's layer: its CLI's credentials, when the run refreshed them
+/// (an OAuth token rotates) and they still parse as the same kind, are written back to the
+/// user's file — the one thing of the layer that ever is.
+fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
+    let Some(h) = policy.and_then(|p| p.home_layer.as_ref()) else {
+        return;
+    };
+    let Some(rel) = sandbox::policy::credentials_of(program) else {
+        return;
+    };
+    let (layered, real) = (h.layer.join("upper").join(rel), h.home.join(rel));
+    let (Ok(new), Ok(old)) = (
+        fsutil::read_capped(&layered, 1 << 20),
+        fsutil::read_capped(&real, 1 << 20),
+    ) else {
+        return;
+    };
+    if new != old && sandbox::policy::same_kind_of_credentials(old.as_bytes(), new.as_bytes()) {
+        // Written in place: the file keeps its owner and mode (0600).
+        match std::fs::write(&real, &new) {
+            Ok(()) => tracing::info!(
+                "`{program}` refreshed its credentials: {} updated",
+                real.display()
+            ),
+            Err(e) => tracing::warn!("cannot write back `{program}`'s refreshed credentials: {e}"),
+        }
     }
 }
 
@@ -443,6 +500,22 @@ pub async fn run(
         }
     }
     fsutil::remove_dir_all_opt(&l.tmp())?;
+    write_back_credentials(
+        &sandbox::env::program_of(&agent.table.command),
+        job.sandbox.as_ref(),
+    );
+    // A run outside a loop (a delegation, the gate's producer) has no later iteration to keep
+    // its layer for.
+    if let Some(h) = job.sandbox.as_ref().and_then(|p| p.home_layer.as_ref())
+        && l.wiggum_dir.is_none()
+        && let Err(e) = std::fs::remove_dir_all(&h.layer)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(
+            "cannot remove the run's home layer {}: {e}",
+            h.layer.display()
+        );
+    }
     let outcome = outcome?;
     let format = agent.table.output_format;
     let report = match &l.stdout {

@@ -117,6 +117,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     enforced.read_only = mounts.read_only;
     enforced.private_shm = mounts.shm;
     enforced.private_ptys = mounts.ptys;
+    enforced.home_layer = mounts.home;
     if policy.mode != SandboxMode::Off {
         // After the mounts (they need the capabilities), before the filter (it needs none).
         match apply::drop_capabilities() {

@@ -25,6 +25,8 @@ pub struct Mounts {
     pub shm: bool,
     /// `/dev/pts` is a devpts instance of the run's own: only the terminals it made.
     pub ptys: bool,
+    /// The home is an overlay whose upper layer is the loop's own.
+    pub home: bool,
 }
 
 /// A private mount namespace for the run, as bubblewrap makes one: as root directly, as anyone
@@ -43,6 +45,14 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     use nix::mount::{MsFlags, mount};
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("private mounts: {e}"))?;
+    // First the home (what is bound below may lie in it).
+    let home = p.home_layer.as_ref().is_some_and(|h| {
+        overlay_home(h, nix::unistd::geteuid().is_root())
+            .inspect_err(|e| {
+                eprintln!("studio-agents sandbox: {e}; the run writes its CLI's state in the home")
+            })
+            .is_ok()
+    });
     // Only what exists can be bound; what a run makes in place of a missing one is checked
     // after it.
     for path in p.read_only.iter().filter(|r| r.exists()) {
@@ -50,6 +60,7 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     }
     let mut done = Mounts {
         read_only: !p.read_only.is_empty(),
+        home,
         ..Mounts::default()
     };
     done.shm = private_shm(p.shm_bytes)
@@ -59,6 +70,76 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
         .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; other terminals are hidden"))
         .is_ok();
     Ok(done)
+}
+
+/// Mount an overlay on the home: the user's home below, the loop's layer above; then bind the
+/// real directories the run works in back over it (opened before the overlay hides them).
+fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let upper = h.layer.join("upper");
+    let work = h.layer.join("work");
+    for d in [&upper, &work] {
+        std::fs::create_dir_all(d).map_err(|e| format!("the home's layer {}: {e}", d.display()))?;
+    }
+    let text = |p: &Path| -> Result<String, String> {
+        p.to_str()
+            .filter(|s| !s.contains([',', ':', '\\']))
+            .map(str::to_string)
+            .ok_or_else(|| format!("{} cannot be named in overlay options", p.display()))
+    };
+    let kept: Vec<(std::fs::File, &PathBuf)> = h
+        .pass_through
+        .iter()
+        .filter(|p| p.starts_with(&h.home) && *p != &h.home)
+        .filter_map(|p| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(nix::fcntl::OFlag::O_PATH.bits())
+                .open(p)
+                .ok()
+                .map(|f| (f, p))
+        })
+        .collect();
+    let mut options = format!(
+        "lowerdir={},upperdir={},workdir={}",
+        text(&h.home)?,
+        text(&upper)?,
+        text(&work)?
+    );
+    if !root {
+        options.push_str(",userxattr");
+    }
+    let none: Option<&str> = None;
+    mount(
+        Some("overlay"),
+        &h.home,
+        Some("overlay"),
+        MsFlags::empty(),
+        Some(options.as_str()),
+    )
+    .map_err(|e| format!("an overlay on {}: {e}", h.home.display()))?;
+    for (file, path) in kept {
+        let source = format!("/proc/self/fd/{}", file.as_raw_fd());
+        let bound = mount(
+            Some(source.as_str()),
+            path,
+            none,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            none,
+        );
+        if let Err(e) = bound {
+            // Never a run whose repository is the layer's: the overlay goes again.
+            nix::mount::umount2(&h.home, nix::mount::MntFlags::MNT_DETACH)
+                .map_err(|u| format!("the home's overlay cannot be undone: {u}"))?;
+            return Err(format!(
+                "bind {} back over the home's overlay: {e}",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Enter a mount namespace of our own: root unshares it, anyone else with a user namespace.

@@ -41,6 +41,11 @@ pub struct Policy {
     /// force, and only where the environment has none (`IS_SANDBOX=1` for claude as root).
     #[serde(default)]
     pub when_enforced: Vec<(String, String)>,
+    /// The user's home seen through an overlay whose upper layer is the loop's own, where a
+    /// mount namespace can be made: what the run writes in its home (its CLI's state, caches)
+    /// lands in the layer, never in the user's files.
+    #[serde(default)]
+    pub home_layer: Option<HomeLayer>,
     /// TCP ports it may never connect to, whatever `ports` says (a running dashboard's).
     #[serde(default)]
     pub closed_ports: Vec<u16>,
@@ -158,6 +163,40 @@ const CLI_CREDENTIALS: [(&str, &str); 4] = [
     ("opencode", ".local/share/opencode/auth.json"),
 ];
 
+/// The credentials file `program` keeps under the home, if it is a known CLI.
+#[must_use]
+pub fn credentials_of(program: &str) -> Option<&'static str> {
+    CLI_CREDENTIALS
+        .iter()
+        .find(|(cli, _)| *cli == program)
+        .map(|(_, path)| *path)
+}
+
+/// Whether `refreshed` may replace `current` as a CLI's credentials: both JSON objects with the
+/// same keys (a token rotated, not a file of another kind).
+#[must_use]
+pub fn same_kind_of_credentials(current: &[u8], refreshed: &[u8]) -> bool {
+    let keys = |b: &[u8]| -> Option<Vec<String>> {
+        let v: serde_json::Value = serde_json::from_slice(b).ok()?;
+        let mut k: Vec<String> = v.as_object()?.keys().cloned().collect();
+        k.sort();
+        Some(k)
+    };
+    matches!((keys(current), keys(refreshed)), (Some(a), Some(b)) if a == b && !a.is_empty())
+}
+
+/// The layer of the loop on `root`: under the temp dir when that lies outside the home (an
+/// overlay's upper layer cannot lie inside its lower one), else under `/var/tmp`.
+#[must_use]
+pub fn layer_dir(home: &Path, temp: &Path, key: &str, uid: u32) -> PathBuf {
+    let base = if temp.starts_with(home) {
+        PathBuf::from(format!("/var/tmp/studio-agents-homes-{uid}"))
+    } else {
+        temp.join(format!("studio-agents-homes-{uid}"))
+    };
+    base.join(key)
+}
+
 /// The secret places under `home` a run of `program` may not read: [`SECRETS`] and the other
 /// CLIs' credentials, less what `readable` names (the place, or a directory holding it).
 #[must_use]
@@ -233,7 +272,20 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         when_enforced: Vec::new(),
         shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
         closed_ports: Vec::new(),
+        home_layer: None,
     }
+}
+
+/// A home seen through a layer of the loop's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeLayer {
+    /// The user's home (the overlay's lower layer and where it is mounted).
+    pub home: PathBuf,
+    /// The loop's layer: `upper/` (what runs wrote, kept across its iterations) and `work/`.
+    pub layer: PathBuf,
+    /// The real directories under the home the run works in (the repository, its temp dir,
+    /// `[safety] writable`): bound back over the overlay, so they are the user's own.
+    pub pass_through: Vec<PathBuf>,
 }
 
 impl Policy {
@@ -346,6 +398,9 @@ pub struct Enforcement {
     /// `/dev/pts` the run's own (a private devpts instance): only the terminals it made.
     #[serde(default)]
     pub private_ptys: bool,
+    /// The home seen through the loop's layer (an overlay): the user's files never change.
+    #[serde(default)]
+    pub home_layer: bool,
     /// Signals and abstract Unix sockets scoped to the run's own processes (Landlock ABI ≥ 6):
     /// it cannot signal its supervisor, nor reach an abstract socket outside.
     #[serde(default)]
@@ -381,6 +436,9 @@ impl Enforcement {
         }
         if self.private_ptys {
             s.push_str("; private terminals");
+        }
+        if self.home_layer {
+            s.push_str("; home through the loop's layer");
         }
         if self.scoped {
             s.push_str("; signals scoped");
@@ -461,6 +519,29 @@ mod tests {
         let open = allowed_but(&[8765, 1]);
         assert_eq!(open.len(), usize::from(u16::MAX) - 2);
         assert!(!open.contains(&8765) && open.contains(&8766) && open.contains(&443));
+    }
+
+    #[test]
+    fn only_a_rotated_token_of_the_same_kind_is_written_back() {
+        let cur = br#"{"claudeAiOauth":{"accessToken":"a"}}"#;
+        assert!(same_kind_of_credentials(
+            cur,
+            br#"{"claudeAiOauth":{"accessToken":"b"}}"#
+        ));
+        assert!(!same_kind_of_credentials(cur, br#"{"hooks":{}}"#));
+        assert!(!same_kind_of_credentials(cur, b"not json"));
+        assert!(!same_kind_of_credentials(b"{}", b"{}"));
+        assert_eq!(credentials_of("codex"), Some(".codex/auth.json"));
+        assert_eq!(credentials_of("sh"), None);
+        let home = Path::new("/home/u");
+        assert_eq!(
+            layer_dir(home, Path::new("/tmp"), "k", 7),
+            Path::new("/tmp/studio-agents-homes-7/k")
+        );
+        assert_eq!(
+            layer_dir(home, Path::new("/home/u/tmp"), "k", 7),
+            Path::new("/var/tmp/studio-agents-homes-7/k")
+        );
     }
 
     #[test]

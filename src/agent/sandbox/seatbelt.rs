@@ -143,6 +143,7 @@ mod tests {
             when_enforced: Vec::new(),
             shm_bytes: 0,
             closed_ports: Vec::new(),
+            home_layer: None,
         }
     }
 
