@@ -592,9 +592,12 @@ fn the_supervisors_store_is_out_of_the_agents_sight() {
         !leak.contains("Iteration"),
         "an earlier prompt was read: {leak}"
     );
-    assert!(leak.contains("Permission denied"), "{leak}");
     assert!(leak.contains("the prompt is readable"), "{leak}");
-    assert_eq!(leak.matches("Permission denied").count(), 3, "{leak}");
+    // Each read is refused by Landlock, or finds nothing where the layered home masks the
+    // store with an empty mount (the listing then lists nothing of it).
+    let refused = leak.matches("Permission denied").count();
+    let empty = leak.matches("No such file").count();
+    assert!(refused == 3 || (empty == 2 && refused == 0), "{leak}");
     assert!(!leak.contains("runs\n"), "the store was listed: {leak}");
     // The records are there, for the supervisor and the user.
     let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();

