@@ -650,6 +650,32 @@ mod tests {
     }
 
     #[test]
+    fn no_run_works_reads_or_writes_inside_the_store() {
+        let agent = AgentSpec {
+            name: "sh".into(),
+            table: crate::agent::spec::preset("claude").unwrap(),
+        };
+        let store = Path::new("/home/u/.studio-agents");
+        let mut l = launch(AgentPhase::Iteration);
+        assert!(out_of_the_store(&job(&agent, &l), store).is_ok());
+        // An artifact inside the store: its work dir is there.
+        l.root = store.join("artifacts/x");
+        let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+        assert!(err.to_string().contains("works in"), "{err}");
+        // A writable or readable entry inside it.
+        for (writable, readable, how) in [
+            (vec![store.join("kept")], vec![], "writes"),
+            (vec![], vec![store.join("runs")], "reads"),
+        ] {
+            let mut l = launch(AgentPhase::Iteration);
+            l.safety.writable = writable;
+            l.safety.readable = readable;
+            let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+            assert!(err.to_string().contains(how), "{err}");
+        }
+    }
+
+    #[test]
     fn the_deny_list_reaches_clis_that_take_one() {
         let mut l = launch(AgentPhase::Iteration);
         l.safety.deny_tools = vec!["Bash(rm:*)".into(), "WebFetch".into()];
