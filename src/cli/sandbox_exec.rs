@@ -93,13 +93,13 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
 fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     use crate::agent::sandbox::apply;
     // Before Landlock (which forbids mount changes once enforced).
-    let mounts = match apply::private_mounts(policy) {
+    let mounts = match crate::agent::sandbox::mounts::private_mounts(policy) {
         Ok(done) => done,
         Err(e) => {
             eprintln!(
                 "studio-agents sandbox: {e}; protected files are checked after the run, /dev/shm and other terminals' devices are shared"
             );
-            apply::Mounts::default()
+            crate::agent::sandbox::mounts::Mounts::default()
         }
     };
     let mut enforced = match apply::landlock(policy, mounts) {
