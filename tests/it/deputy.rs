@@ -827,6 +827,17 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
             _ => Ok(()),
         },
     );
+    // With the sandbox off the run has no cgroup, so no watcher ends it with its supervisor:
+    // end the orphaned agent as the watcher does, before it holds the loop's lock any longer.
+    crate::support::procs::kill_all(&t.token);
+    wait_for(
+        "the orphaned run to end",
+        std::time::Duration::from_secs(10),
+        || match crate::support::procs::with_token(&t.token).len() {
+            0 => Ok(()),
+            n => Err(n),
+        },
+    );
     std::fs::write(t.release_file(), "").unwrap();
     let r = t.start_bg(
         "crashplant",
