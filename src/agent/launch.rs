@@ -15,7 +15,7 @@ use super::output::{self, RunReport};
 use super::process::{self, Job, JobEvent, ProcessEnd, StopLevel};
 use super::sandbox;
 use super::spec::{self, AgentSpec};
-use crate::config::Safety;
+use crate::config::{Safety, SandboxMode};
 use crate::disk::records::RunFacts;
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -228,7 +228,16 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
     policy.hidden = hidden_store(&root);
+    policy.hidden.extend(
+        sandbox::policy::secret_places(&home, &program, &safety.readable)
+            .into_iter()
+            .filter(|p| p.symlink_metadata().is_ok() && !root.starts_with(p)),
+    );
     policy.when_enforced = sandbox::env::when_enforced(&program, nix::unistd::geteuid().is_root());
+    if let Ok(store) = crate::config::home_dir() {
+        policy.close_ports(&sandbox::dashboard::ports(&store));
+    }
+    policy.home_layer = home_layer(&home, &root, &l.root, &l.tmp(), safety);
     Job {
         command,
         cwd: t
@@ -252,6 +261,64 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             max_log: safety.max_log_mb.saturating_mul(1 << 20),
             promise: None,
         }),
+    }
+}
+
+/// The home through the loop's own layer (keyed by its artifact directory), unless there is no
+/// home to lay it on or `[safety] writable` grants the home itself (then writes land in it, as
+/// asked). `tmp`: the run's temp dir, bound back as itself like the repository.
+fn home_layer(
+    home: &Path,
+    root: &Path,
+    artifact_root: &Path,
+    tmp: &Path,
+    safety: &Safety,
+) -> Option<sandbox::policy::HomeLayer> {
+    let home = home.canonicalize().ok()?;
+    if safety.sandbox == SandboxMode::Off
+        || home == Path::new("/")
+        || safety.writable.iter().any(|w| home.starts_with(w))
+        || home.starts_with(root)
+    {
+        return None;
+    }
+    let key = crate::disk::layout::Layout::key(artifact_root);
+    let uid = nix::unistd::geteuid().as_raw();
+    let mut pass_through = vec![root.to_path_buf(), tmp.to_path_buf()];
+    pass_through.extend(safety.writable.iter().cloned());
+    Some(sandbox::policy::HomeLayer {
+        layer: sandbox::policy::layer_dir(&home, &std::env::temp_dir(), &key, uid),
+        home,
+        pass_through,
+    })
+}
+
+/// After a run through the home's layer: its CLI's credentials, when the run refreshed them
+/// (an OAuth token rotates) and they still parse as the same kind, are written back to the
+/// user's file — the one thing of the layer that ever is.
+fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
+    let Some(h) = policy.and_then(|p| p.home_layer.as_ref()) else {
+        return;
+    };
+    let Some(rel) = sandbox::policy::credentials_of(program) else {
+        return;
+    };
+    let (layered, real) = (h.layer.join("upper").join(rel), h.home.join(rel));
+    let (Ok(new), Ok(old)) = (
+        fsutil::read_capped(&layered, 1 << 20),
+        fsutil::read_capped(&real, 1 << 20),
+    ) else {
+        return;
+    };
+    if new != old && sandbox::policy::same_kind_of_credentials(old.as_bytes(), new.as_bytes()) {
+        // Written in place: the file keeps its owner and mode (0600).
+        match std::fs::write(&real, &new) {
+            Ok(()) => tracing::info!(
+                "`{program}` refreshed its credentials: {} updated",
+                real.display()
+            ),
+            Err(e) => tracing::warn!("cannot write back `{program}`'s refreshed credentials: {e}"),
+        }
     }
 }
 
@@ -317,6 +384,29 @@ fn hidden_store(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Refuse a run that would work, read or write inside the store (`$STUDIO_AGENTS_HOME`: every
+/// loop's records, the copies of the user's work, the registry): the store is hidden from a run
+/// only when none of its roots lies inside it.
+fn out_of_the_store(job: &Job, store: &Path) -> Result<()> {
+    let inside = |p: &Path| {
+        let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        p.starts_with(store)
+    };
+    let mut reached: Vec<(&Path, &str)> = vec![(job.cwd.as_path(), "works in")];
+    if let Some(p) = job.sandbox.as_ref().filter(|p| p.mode != SandboxMode::Off) {
+        reached.extend(p.writable.iter().map(|w| (w.as_path(), "writes")));
+        reached.extend(p.readable.iter().flatten().map(|r| (r.as_path(), "reads")));
+    }
+    match reached.into_iter().find(|(path, _)| inside(path)) {
+        None => Ok(()),
+        Some((path, how)) => Err(crate::error::Error::input(format!(
+            "an agent run {how} {}, inside the store {} (every loop's records and the copies of the user's work): choose a directory outside it (--artifact-path, [safety] writable, [safety] readable)",
+            path.display(),
+            store.display()
+        ))),
+    }
+}
+
 /// A wrapper's program and arguments, and the whole environment of what it runs.
 pub type Wrapper = (Vec<String>, Vec<(String, String)>);
 
@@ -377,9 +467,12 @@ pub async fn run(
     stops: &mut watch::Receiver<StopLevel>,
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
+    let mut job = job(agent, l);
+    if let Ok(store) = crate::config::home_dir() {
+        out_of_the_store(&job, &store.canonicalize().unwrap_or(store))?;
+    }
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
-    let mut job = job(agent, l);
     let line = promise.trim();
     if let Some(watch) = job.liveness.as_mut()
         && !line.is_empty()
@@ -409,6 +502,22 @@ pub async fn run(
         }
     }
     fsutil::remove_dir_all_opt(&l.tmp())?;
+    write_back_credentials(
+        &sandbox::env::program_of(&agent.table.command),
+        job.sandbox.as_ref(),
+    );
+    // A run outside a loop (a delegation, the gate's producer) has no later iteration to keep
+    // its layer for.
+    if let Some(h) = job.sandbox.as_ref().and_then(|p| p.home_layer.as_ref())
+        && l.wiggum_dir.is_none()
+        && let Err(e) = std::fs::remove_dir_all(&h.layer)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(
+            "cannot remove the run's home layer {}: {e}",
+            h.layer.display()
+        );
+    }
     let outcome = outcome?;
     let format = agent.table.output_format;
     let report = match &l.stdout {
@@ -532,10 +641,22 @@ pub fn validation_job(
     env.push(("TMPDIR".into(), tmp.display().to_string()));
     env.append(&mut job.env);
     let mut policy = sandbox::policy::build(safety, &root, &tmp, &[]);
-    policy.hidden = hidden_store(&root);
-    // What the tests run is the agent's code: the repository's git files and the loop's own
-    // are out of its reach as they are out of the agent's (and checked after the run).
+    // What the tests run is the agent's code: the same reach as the agent's — the repository's
+    // git files and the loop's own read-only (and checked after the run), the store and the
+    // secret places out of sight, no dashboard, the home through the loop's layer (so a build's
+    // caches work and the user's own are never written).
     policy.read_only = sandbox::policy::protected(&root, Some(&artifact_root.join("wiggum")));
+    policy.hidden = hidden_store(&root);
+    let home = std::env::var_os("HOME").map_or_else(PathBuf::new, PathBuf::from);
+    policy.hidden.extend(
+        sandbox::policy::secret_places(&home, &program, &safety.readable)
+            .into_iter()
+            .filter(|p| p.symlink_metadata().is_ok() && !root.starts_with(p)),
+    );
+    if let Ok(store) = crate::config::home_dir() {
+        policy.close_ports(&sandbox::dashboard::ports(&store));
+    }
+    policy.home_layer = home_layer(&home, &root, artifact_root, &tmp, safety);
     job.env = env;
     job.env_clear = true;
     job.sandbox = Some(policy);
@@ -630,6 +751,32 @@ mod tests {
         assert_eq!(env.get("PROMPT_FILE").map(String::as_str), handed.to_str());
         assert_eq!(j.log, Path::new("/art/wiggum/iteration-003/agent.log"));
         assert!(j.env_clear && j.sandbox.is_some() && j.liveness.is_some());
+    }
+
+    #[test]
+    fn no_run_works_reads_or_writes_inside_the_store() {
+        let agent = AgentSpec {
+            name: "sh".into(),
+            table: crate::agent::spec::preset("claude").unwrap(),
+        };
+        let store = Path::new("/home/u/.studio-agents");
+        let mut l = launch(AgentPhase::Iteration);
+        assert!(out_of_the_store(&job(&agent, &l), store).is_ok());
+        // An artifact inside the store: its work dir is there.
+        l.root = store.join("artifacts/x");
+        let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+        assert!(err.to_string().contains("works in"), "{err}");
+        // A writable or readable entry inside it.
+        for (writable, readable, how) in [
+            (vec![store.join("kept")], vec![], "writes"),
+            (vec![], vec![store.join("runs")], "reads"),
+        ] {
+            let mut l = launch(AgentPhase::Iteration);
+            l.safety.writable = writable;
+            l.safety.readable = readable;
+            let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+            assert!(err.to_string().contains(how), "{err}");
+        }
     }
 
     #[test]

@@ -162,8 +162,27 @@ pub fn examine(explicit: Option<PathBuf>) -> Result<Findings> {
     if safety.sandbox == config::SandboxMode::Off {
         safety.sandbox = config::SandboxMode::Landlock;
     }
-    let p = policy::build(&safety, &scratch, &scratch, &[]);
+    let mut p = policy::build(&safety, &scratch, &scratch, &[]);
+    // A protected path, so the probe binds one read-only as a run's would, and the home through
+    // a layer (a throwaway one).
+    p.read_only = vec![scratch.clone()];
+    let user_home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|h| h.canonicalize().ok());
+    p.home_layer = user_home.map(|home| policy::HomeLayer {
+        layer: policy::layer_dir(
+            &home,
+            &scratch,
+            &format!("doctor-{}", std::process::id()),
+            nix::unistd::geteuid().as_raw(),
+        ),
+        home,
+        pass_through: Vec::new(),
+    });
     let enforced = sandbox::probe(&p);
+    if let Some(h) = &p.home_layer {
+        let _gone = std::fs::remove_dir_all(&h.layer);
+    }
     let agents = spec::PRESETS
         .iter()
         .filter_map(|name| {
@@ -226,7 +245,42 @@ fn linux_lines(r: &Findings) -> Vec<String> {
             None => "NO  cgroup v2 groups cannot be made here (runs are stopped by process group and token)".into(),
         },
         format!("{}unprivileged user namespaces", mark(r.user_namespaces)),
+        namespace_line(r),
     ]
+}
+
+/// Whether each run gets a mount namespace of its own, and what that holds.
+fn namespace_line(r: &Findings) -> String {
+    let e = &r.sandbox;
+    let home = if e.home_layer {
+        "the home through a layer of the loop's own (only the CLI's refreshed credentials written back)"
+    } else {
+        "NOT the home: a run's CLI state and caches are written in the user's home"
+    };
+    if e.read_only && e.private_shm && e.private_ptys {
+        let how = if r.root {
+            "as root"
+        } else {
+            "in a user namespace"
+        };
+        return format!(
+            "ok  a mount namespace per run ({how}): .git and the loop's control files read-only, a private /dev/shm (at most max_memory_mb, gone with the run), terminals of its own; {home}"
+        );
+    }
+    let mut missing = Vec::new();
+    if !e.read_only {
+        missing.push(".git and the control files are checked after each run, not read-only");
+    }
+    if !e.private_shm {
+        missing.push("/dev/shm is the machine's (an agent's files there outlive its run)");
+    }
+    if !e.private_ptys {
+        missing.push("no terminals of its own (Landlock hides the machine's)");
+    }
+    if !e.home_layer {
+        missing.push("the CLI's state and caches are written in the user's home");
+    }
+    format!("NO  no mount namespace per run: {}", missing.join("; "))
 }
 
 /// What macOS enforces: one Seatbelt profile for writes, hidden reads, the network and Unix

@@ -93,14 +93,16 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
 fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     use crate::agent::sandbox::apply;
     // Before Landlock (which forbids mount changes once enforced).
-    let read_only = match apply::read_only(policy) {
+    let mounts = match crate::agent::sandbox::mounts::private_mounts(policy) {
         Ok(done) => done,
         Err(e) => {
-            eprintln!("studio-agents sandbox: {e}; protected files are checked after the run");
-            false
+            eprintln!(
+                "studio-agents sandbox: {e}; protected files are checked after the run, /dev/shm and other terminals' devices are shared"
+            );
+            crate::agent::sandbox::mounts::Mounts::default()
         }
     };
-    let mut enforced = match apply::landlock(policy) {
+    let mut enforced = match apply::landlock(policy, mounts) {
         Ok(e) => e,
         Err(e) if policy.mode == SandboxMode::Required => {
             eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
@@ -112,7 +114,10 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             ..Default::default()
         },
     };
-    enforced.read_only = read_only;
+    enforced.read_only = mounts.read_only;
+    enforced.private_shm = mounts.shm;
+    enforced.private_ptys = mounts.ptys;
+    enforced.home_layer = mounts.home;
     if policy.mode != SandboxMode::Off {
         // After the mounts (they need the capabilities), before the filter (it needs none).
         match apply::drop_capabilities() {

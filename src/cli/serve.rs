@@ -57,6 +57,8 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
         let addr = listener
             .local_addr()
             .map_err(|e| Error::runtime(format!("the dashboard's address: {e}")))?;
+        // Agent runs never reach the dashboard (their network rules leave its port out).
+        crate::agent::sandbox::dashboard::record(&config::home_dir()?, addr.port());
         println!(
             "dashboard: http://{addr}/?token={token}   (open this address: it keeps the token in a cookie)"
         );

@@ -434,6 +434,10 @@ pub struct Validation {
     /// A code loop without commands proposes the project's own test command (`cargo test`,
     /// `npm test`, ...) from its files; `start --no-validate` turns it off.
     pub detect: bool,
+    /// JUnit XML reports the commands write (relative to the repository's top): a report
+    /// written during a command's run gives its per-test results.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub junit: Vec<String>,
 }
 
 impl Default for Validation {
@@ -443,6 +447,7 @@ impl Default for Validation {
             required_files: Vec::new(),
             timeout_secs: 600,
             detect: true,
+            junit: Vec::new(),
         }
     }
 }

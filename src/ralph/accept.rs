@@ -45,6 +45,7 @@ pub async fn run_validation(
         root: layout.root(),
         workdir: lp.repo.workdir(),
         limit: std::time::Duration::from_secs(lp.settings.validation.timeout_secs),
+        junit: &lp.settings.validation.junit,
     };
     let results = validation::run(setting, &mut lp.runner.stops, log).await;
     let written = crate::disk::state::to_json(&lp.runner.state)?;

@@ -133,6 +133,9 @@ fn promise_check_trust_takes_every_promise_as_before() {
 #[test]
 fn an_agent_that_commits_its_own_work_is_making_progress() {
     let t = TestHome::new();
+    // As where no mount namespace can be made: with one, `.git` is read-only to the agent and
+    // its commit fails (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    t.write_home_config("[safety]\nsandbox = \"off\"\n");
     let script = t.root().join("commit-all.sh");
     std::fs::write(
         &script,

@@ -66,14 +66,40 @@ fn phases(state: &Path) -> String {
     std::fs::read_to_string(state.join("session-env/phases")).unwrap_or_default()
 }
 
+/// Where a path of the home is seen by the loop's runs: its layer (the home's overlay, whose
+/// upper layer lies under `/var/tmp` when the temp dir is in the home, as the test kit's is).
+/// The user's own path never changes.
+fn layered(t: &TestHome, path: &Path) -> PathBuf {
+    let records = t.records("");
+    let key = records.file_name().unwrap();
+    let uid = nix::unistd::geteuid().as_raw();
+    Path::new(&format!("/var/tmp/studio-agents-homes-{uid}"))
+        .join(key)
+        .join("upper")
+        .join(path.strip_prefix(t.root()).unwrap())
+}
+
+/// The loop's layer goes with the test.
+fn drop_layer(t: &TestHome) {
+    let upper = layered(t, &t.root());
+    let _gone = std::fs::remove_dir_all(upper.parent().unwrap());
+}
+
 #[test]
 fn codex_writes_where_codex_home_moved_its_state_and_the_directory_is_made() {
     let t = TestHome::new();
     let moved = t.root().join("elsewhere/codex-state");
     let r = run_preset(&t, "codex", &[("CODEX_HOME", &moved.display().to_string())]);
     r.code(0);
-    assert_eq!(phases(&moved), "planning\niteration\n", "{}", r.stdout());
+    assert_eq!(
+        phases(&layered(&t, &moved)),
+        "planning\niteration\n",
+        "{}",
+        r.stdout()
+    );
+    assert_eq!(phases(&moved), "", "the user's own state changed");
     assert!(!t.root().join(".codex").exists());
+    drop_layer(&t);
 }
 
 #[test]
@@ -91,8 +117,13 @@ fn claude_gets_a_state_directory_that_did_not_exist_and_its_opt_outs() {
         ],
     );
     r.code(0);
-    assert_eq!(phases(&state), "planning\niteration\n", "{}", r.stdout());
-    let env = std::fs::read_to_string(state.join("session-env/env-iteration")).unwrap();
+    // The state directory is made for it in the user's home; what it writes there lands in the
+    // loop's layer.
+    assert!(state.is_dir() && !state.join("session-env").exists());
+    let seen = layered(&t, &state);
+    assert_eq!(phases(&seen), "planning\niteration\n", "{}", r.stdout());
+    let env = std::fs::read_to_string(seen.join("session-env/env-iteration")).unwrap();
+    drop_layer(&t);
     let mut want = "DISABLE_AUTOUPDATER=1\nDISABLE_TELEMETRY=1\nDO_NOT_TRACK=1\n".to_string();
     // As root, claude refuses to skip its prompts unless it is told it runs in a sandbox.
     if nix::unistd::geteuid().is_root() {
@@ -111,7 +142,9 @@ fn claude_config_dir_and_gemini_cli_home_move_their_state_too() {
         &[("CLAUDE_CONFIG_DIR", &moved.display().to_string())],
     )
     .code(0);
-    assert_eq!(phases(&moved), "planning\niteration\n");
+    assert_eq!(phases(&layered(&t, &moved)), "planning\niteration\n");
+    assert_eq!(phases(&moved), "");
+    drop_layer(&t);
 
     let t = TestHome::new();
     let home = t.root().join("gemini-home");
@@ -121,10 +154,12 @@ fn claude_config_dir_and_gemini_cli_home_move_their_state_too() {
         &[("GEMINI_CLI_HOME", &home.display().to_string())],
     );
     r.code(0);
-    let state = home.join(".gemini");
+    let state = layered(&t, &home.join(".gemini"));
     assert_eq!(phases(&state), "planning\niteration\n", "{}", r.stdout());
+    assert_eq!(phases(&home.join(".gemini")), "");
     // gemini refuses an untrusted folder (exit 55) unless the workspace is trusted.
     let env = std::fs::read_to_string(state.join("session-env/env-planning")).unwrap();
+    drop_layer(&t);
     assert_eq!(env, "GEMINI_CLI_TRUST_WORKSPACE=true\n");
 }
 

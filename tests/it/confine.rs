@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::support::*;
 
 /// Write the attack script the fake agent runs (`FAKE=attack`) and return its environment.
-fn attack(t: &TestHome, script: &str) -> String {
+pub(crate) fn attack(t: &TestHome, script: &str) -> String {
     let p = t.root().join("attack.sh");
     std::fs::write(&p, script).unwrap();
     format!("FAKE_ATTACK={}", p.display())
@@ -221,7 +221,7 @@ fn with_the_sandbox_off_an_agent_of_the_same_user_cannot_read_the_supervisors_en
 }
 
 /// A repository of the user's with the loop's artifact directory inside it.
-fn user_repo(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
+pub(crate) fn user_repo(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
     let proj = t.root().join("proj");
     let art = proj.join("art");
     std::fs::create_dir_all(proj.join("src")).unwrap();
@@ -297,6 +297,18 @@ fn doctor_says_what_this_machine_enforces_and_finds_the_agent_clis() {
     let out = r.stdout();
     let sandbox = out.lines().next().unwrap_or_default().to_string();
     assert!(sandbox.starts_with("sandbox: "), "{out}");
+    // Whether each run gets a mount namespace of its own (a private /dev/shm, terminals, .git
+    // read-only) is said either way; as root one is always made.
+    let ns = out
+        .lines()
+        .find(|l| l.contains("mount namespace per run"))
+        .unwrap_or_else(|| panic!("{out}"));
+    if nix_is_root() && sandbox.contains("enforced") {
+        assert!(
+            ns.starts_with("ok  a mount namespace per run (as root)"),
+            "{ns}"
+        );
+    }
     if sandbox.contains("enforced") {
         r.code(0);
         assert!(

@@ -79,15 +79,20 @@ fn an_agent_printing_its_result_has_it_saved_as_the_artifact() {
         "cat > /dev/null; printf '# Printed\\n\\nresult\\n'",
     ]);
     r.code(0);
-    // By default in a dated directory under the home; `artifact-path` and `view` find it.
+    // By default in a dated directory under ~/studio-agents/artifacts, out of the store the
+    // agent must not see, said at start; `artifact-path` and `view` find it.
     let path = t.run(&["delegate", "artifact-path", "printed"]).stdout();
     let art = std::path::PathBuf::from(path.trim());
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
-    assert_eq!(
-        art,
-        t.home()
-            .join(format!("artifacts/{today}-printed"))
-            .join("artifact.md")
+    let dir = t
+        .root()
+        .join(format!("studio-agents/artifacts/{today}-printed"));
+    assert_eq!(art, dir.join("artifact.md"));
+    assert!(
+        r.stderr()
+            .contains(&format!("artifact folder: {}", dir.display())),
+        "{}",
+        r.stderr()
     );
     assert_eq!(
         std::fs::read_to_string(&art).unwrap(),
@@ -255,4 +260,84 @@ fn a_loop_on_a_delegated_artifact_needs_only_its_topic_and_runs_the_same_agent()
         serde_json::from_str(&std::fs::read_to_string(out.join("wiggum/state.json")).unwrap())
             .unwrap();
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+}
+
+/// A delegation's agent works out of the store: no copy of the user's work an earlier loop kept
+/// (an `.env`), no other run's prompt or log, no registry reaches what it writes.
+#[test]
+fn a_delegations_agent_never_sees_the_store() {
+    let t = TestHome::new();
+    let secret = "API_KEY=kept-secret-5f2a";
+    // An earlier loop kept the user's uncommitted `.env` before its agent ran.
+    crate::support::git(&t.art(), &["init", "-q"]);
+    std::fs::write(t.art().join(".env"), format!("{secret}\n")).unwrap();
+    let fake = t.agent_cmd("ok", "");
+    t.run(&[
+        "wiggum",
+        "start",
+        "earlier",
+        "--artifact-path",
+        &t.art().display().to_string(),
+        "--agent-cmd",
+        &fake,
+        "--foreground",
+        "--max-iterations",
+        "1",
+    ])
+    .code(0);
+    let kept = crate::support::home::walk(&t.home().join("kept"));
+    assert!(kept.contains(".env"), "the premise: a kept .env: {kept}");
+    // The user moved on; the kept copy is the only one left.
+    std::fs::remove_file(t.art().join(".env")).unwrap();
+    // The user's settings, without the test kit's writable root (which holds the store).
+    t.write_home_config_raw("");
+    // The delegation's agent looks everywhere it can from the home.
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "snoop",
+        &task(&t),
+        "--agent-cmd",
+        "cat > /dev/null; grep -rs 'kept-secre[t]-5f2a' \"$HOME\" \"$HOME/home\" /tmp; cat \"$HOME\"/home/kept/*/*/.env \"$HOME/home/loops/earlier.toml\" 2>&1; ls -aR \"$HOME\" 2>&1 | head -400",
+    ]);
+    r.code(0);
+    let path = t.run(&["delegate", "artifact-path", "snoop"]).stdout();
+    let dir = std::path::Path::new(path.trim())
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    assert!(!dir.starts_with(t.home()), "{}", dir.display());
+    let written = crate::support::home::walk(&dir);
+    let answer = std::fs::read_to_string(path.trim()).unwrap();
+    // Hidden by Landlock (denied), or masked by an empty mount in the layered home.
+    assert!(
+        answer.contains("Permission denied") || answer.contains("No such file"),
+        "{answer}"
+    );
+    assert!(!answer.contains("kept-secret-5f2a"), "{answer}");
+    // Nor the registry's entries, nor other runs' records.
+    assert!(
+        !answer.contains("artifact_path") && !answer.contains("agent.log"),
+        "{answer}"
+    );
+    assert!(!written.contains("kept-secret-5f2a"), "{written}");
+    // An artifact folder inside the store is refused before anything is written.
+    let inside = t.home().join("artifacts/x");
+    let r = t.run(&[
+        "delegate",
+        "start",
+        "inside",
+        &task(&t),
+        "--agent-cmd",
+        "cat",
+        "--artifact-path",
+        &inside.display().to_string(),
+    ]);
+    r.code(2);
+    assert!(
+        r.stderr().contains("inside $STUDIO_AGENTS_HOME"),
+        "{}",
+        r.stderr()
+    );
+    assert!(!inside.exists());
 }

@@ -305,7 +305,16 @@ fn repo_on_main(t: &TestHome) {
 
 /// Run a loop whose agent does `script` to the repository's history at iteration `at`; returns
 /// the rejected run's record.
+/// Settings with the sandbox off: what the supervisor checks after a run, as on a machine
+/// where the run cannot have a mount namespace (`.git` is then writable to a code loop's agent).
+fn fallback(t: &TestHome) {
+    t.write_home_config("[safety]\nsandbox = \"off\"\n");
+}
+
 fn history_attack(t: &TestHome, script: &str, at: u32) -> serde_json::Value {
+    // As where no mount namespace can be made: with one, `.git` is read-only to the agent
+    // (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    fallback(t);
     repo_on_main(t);
     let env = attack(
         t,
@@ -409,6 +418,10 @@ fn an_agent_that_deletes_the_loops_branch_does_not_park_the_loop() {
 #[test]
 fn an_agent_that_commits_its_own_work_on_top_is_not_a_rewind() {
     let t = TestHome::new();
+    // The supervisor's own check, as where no mount namespace can be made: with one (as
+    // root, or in a user namespace) `.git` is read-only to the agent and the write fails
+    // (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    fallback(&t);
     repo_on_main(&t);
     let env = attack(
         &t,
@@ -437,6 +450,10 @@ fn an_agent_that_commits_its_own_work_on_top_is_not_a_rewind() {
 #[test]
 fn git_indirections_the_agent_plants_run_nothing_and_are_put_back() {
     let t = TestHome::new();
+    // The supervisor's own check, as where no mount namespace can be made: with one (as
+    // root, or in a user namespace) `.git` is read-only to the agent and the write fails
+    // (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    fallback(&t);
     repo_on_main(&t);
     let out = Outside::new();
     let marker = out.path("dir/filter-ran");
@@ -508,6 +525,10 @@ fn git_indirections_the_agent_plants_run_nothing_and_are_put_back() {
 #[test]
 fn a_git_directory_swapped_for_a_gitfile_ends_the_loop_saying_so() {
     let t = TestHome::new();
+    // The supervisor's own check, as where no mount namespace can be made: with one (as
+    // root, or in a user namespace) `.git` is read-only to the agent and the write fails
+    // (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    fallback(&t);
     repo_on_main(&t);
     let env = attack(
         &t,
@@ -571,9 +592,12 @@ fn the_supervisors_store_is_out_of_the_agents_sight() {
         !leak.contains("Iteration"),
         "an earlier prompt was read: {leak}"
     );
-    assert!(leak.contains("Permission denied"), "{leak}");
     assert!(leak.contains("the prompt is readable"), "{leak}");
-    assert_eq!(leak.matches("Permission denied").count(), 3, "{leak}");
+    // Each read is refused by Landlock, or finds nothing where the layered home masks the
+    // store with an empty mount (the listing then lists nothing of it).
+    let refused = leak.matches("Permission denied").count();
+    let empty = leak.matches("No such file").count();
+    assert!(refused == 3 || (empty == 2 && refused == 0), "{leak}");
     assert!(!leak.contains("runs\n"), "the store was listed: {leak}");
     // The records are there, for the supervisor and the user.
     let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
@@ -734,7 +758,8 @@ fn the_git_command_the_loop_runs_is_confined_like_an_agent() {
 
 #[test]
 fn settings_the_agent_writes_are_restored_as_an_unprivileged_user_too() {
-    // Unprivileged, nothing is bound read-only: the supervisor's check is what restores.
+    // Unprivileged, the file is bound read-only in the run's user namespace where the kernel
+    // allows one; elsewhere the supervisor's check is what restores.
     let t = TestHome::new();
     let env = attack(
         &t,
@@ -750,8 +775,17 @@ fn settings_the_agent_writes_are_restored_as_an_unprivileged_user_too() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     t.run_unprivileged(&args, &[]).code(0);
     let first = &t.runs("iteration")[0];
-    assert_eq!(first["outcome"], "rejected", "{first}");
-    assert_eq!(protected_changed(first), ["wiggum/wiggum.toml"]);
+    let sandbox = t.state()["harness"]["sandbox"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if sandbox.contains("read-only") {
+        let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+        assert!(log.contains("Read-only file system"), "{log}");
+    } else {
+        assert_eq!(first["outcome"], "rejected", "{first}");
+        assert_eq!(protected_changed(first), ["wiggum/wiggum.toml"]);
+    }
     let toml = std::fs::read_to_string(t.wiggum("wiggum.toml")).unwrap();
     assert!(!toml.contains("sandbox = \"off\""), "{toml}");
     assert!(
@@ -765,6 +799,10 @@ fn settings_the_agent_writes_are_restored_as_an_unprivileged_user_too() {
 #[test]
 fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_start() {
     let t = TestHome::new();
+    // The supervisor's own check, as where no mount namespace can be made: with one (as
+    // root, or in a user namespace) `.git` is read-only to the agent and the write fails
+    // (`doors::a_code_loops_agent_in_place_cannot_touch_git`).
+    fallback(&t);
     let env = format!(
         "FAKE_AT=1 FAKE_RELEASE={} FAKE_BLOCK_AT=1",
         t.release_file().display()
@@ -789,6 +827,17 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
             _ => Ok(()),
         },
     );
+    // With the sandbox off the run has no cgroup, so no watcher ends it with its supervisor:
+    // end the orphaned agent as the watcher does, before it holds the loop's lock any longer.
+    crate::support::procs::kill_all(&t.token);
+    wait_for(
+        "the orphaned run to end",
+        std::time::Duration::from_secs(10),
+        || match crate::support::procs::with_token(&t.token).len() {
+            0 => Ok(()),
+            n => Err(n),
+        },
+    );
     std::fs::write(t.release_file(), "").unwrap();
     let r = t.start_bg(
         "crashplant",
@@ -798,7 +847,8 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
     );
     assert!(
         !planted.exists(),
-        "the planted config.worktree is still there"
+        "the planted config.worktree is still there: {}",
+        r.stderr()
     );
     assert!(
         r.stderr()

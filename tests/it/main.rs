@@ -15,6 +15,8 @@ mod daemon;
 mod dashboard;
 mod delegate;
 mod deputy;
+#[cfg(target_os = "linux")]
+mod doors;
 mod events;
 mod example;
 mod exits;

@@ -193,10 +193,19 @@ fn a_killed_pod_loses_no_pushed_commit_and_the_next_run_resumes_from_the_branch(
         .nth(1)
         .and_then(|s| s.split('/').next())
         .unwrap();
+    // The page is the user's: the token of the address `serve` printed.
+    let token = line
+        .split("token=")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap();
     let mut c = std::net::TcpStream::connect(addr).unwrap();
     std::io::Write::write_all(
         &mut c,
-        format!("GET / HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes(),
+        format!(
+            "GET / HTTP/1.1\r\nhost: {addr}\r\nx-wiggum-token: {token}\r\nconnection: close\r\n\r\n"
+        )
+        .as_bytes(),
     )
     .unwrap();
     let mut page = String::new();

@@ -285,6 +285,23 @@ esac
 /// A loop with `cli`'s preset: planning, two iterations, a revision round in each (no draft
 /// passes a gate at 10), and what the user would check afterwards. `tokens`: the CLI reports
 /// its usage (opencode's plain output does not).
+/// The layer of the loop on the world's artifact: its home's writes (docs/agents.md), under
+/// the temp dir (`/tmp`: the command runs with no `TMPDIR`).
+fn layer(w: &World) -> PathBuf {
+    use md5::{Digest, Md5};
+    let art = w.art();
+    let digest = Md5::digest(art.as_os_str().as_encoded_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| {
+        use std::os::unix::fs::MetadataExt;
+        m.uid()
+    });
+    let name = art.file_name().unwrap().to_string_lossy().to_string();
+    std::env::temp_dir()
+        .join(format!("studio-agents-homes-{uid}"))
+        .join(format!("{name}-{hex}"))
+}
+
 fn a_whole_loop(
     cli: &str,
     tokens: bool,
@@ -358,6 +375,7 @@ fn a_whole_loop(
         .map(|d| d.count())
         .unwrap_or(0);
     assert!(written > 0, "nothing in {}", state_dir.display());
+    let _gone = std::fs::remove_dir_all(layer(&w));
     assert!(took < Duration::from_secs(240), "{took:?}");
 }
 
@@ -436,7 +454,17 @@ fn opencode_runs_a_whole_loop_in_the_harness() {
             .unwrap();
             vec![]
         },
-        |w| w.home().join(".local/share/opencode"),
+        // Under the home: what opencode writes there lands in the loop's layer, not the home.
+        |w| {
+            let real = w.home().join(".local/share/opencode");
+            let layered = layer(w).join("upper/.local/share/opencode");
+            assert_eq!(
+                std::fs::read_dir(&real).map(|d| d.count()).unwrap_or(0),
+                0,
+                "opencode wrote in the user's home"
+            );
+            layered
+        },
     );
 }
 

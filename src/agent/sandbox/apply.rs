@@ -1,40 +1,38 @@
-//! Applying a policy to the current process on Linux: read-only mounts of the protected files,
-//! no capabilities, and Landlock rules. Runs in the single-threaded `sandbox-exec` helper just
-//! before it executes the agent's shell, so every process of the run inherits them.
+//! Applying a policy to the current process on Linux, after its mount namespace
+//! (`sandbox::mounts`): no capabilities, and Landlock rules. Runs in the single-threaded
+//! `sandbox-exec` helper just before it executes the agent's shell, so every process of the run
+//! inherits them.
+
+use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
+use super::mounts::Mounts;
 use super::policy::{Enforcement, Policy};
 use crate::config::SandboxMode;
 
 /// The newest ABI this build knows; older kernels get what they offer (best effort).
 const TARGET: ABI = ABI::V6;
 
-/// Make the policy's protected paths read-only for this process and what it executes: a private
-/// mount namespace with read-only bind mounts (as bubblewrap does). Needs root; elsewhere the
-/// after-run check alone protects them. Returns whether it was done.
-pub fn read_only(p: &Policy) -> Result<bool, String> {
-    use nix::mount::{MsFlags, mount};
-    use nix::sched::{CloneFlags, unshare};
-    let paths: Vec<&std::path::PathBuf> = p.read_only.iter().filter(|r| r.exists()).collect();
-    if p.read_only.is_empty() || p.mode == SandboxMode::Off || !nix::unistd::geteuid().is_root() {
-        return Ok(false);
-    }
-    unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("mount namespace: {e}"))?;
-    let none: Option<&str> = None;
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
-        .map_err(|e| format!("private mounts: {e}"))?;
-    for path in paths {
-        mount(Some(path), path, none, MsFlags::MS_BIND, none)
-            .map_err(|e| format!("bind {}: {e}", path.display()))?;
-        let ro = MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY;
-        mount(none, path, none, ro, none)
-            .map_err(|e| format!("read-only {}: {e}", path.display()))?;
-    }
-    Ok(true)
+/// The terminals of the machine in `/dev` the run may not open (its own private `/dev/pts`
+/// aside), listed now.
+fn terminals(private_ptys: bool) -> Vec<PathBuf> {
+    let dev = Path::new("/dev");
+    let names: Vec<String> = std::fs::read_dir(dev)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names
+        .iter()
+        .filter(|n| super::policy::is_terminal(n) && !(private_ptys && n.as_str() == "pts"))
+        .map(|n| dev.join(n))
+        .collect()
 }
 
 /// No privilege inside: every capability leaves the bounding, ambient and inheritable sets, so
@@ -61,8 +59,10 @@ pub fn drop_capabilities() -> Result<bool, String> {
     Ok(true)
 }
 
-/// Confine this process (and what it executes) with Landlock. Returns what the kernel enforced.
-pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
+/// Confine this process (and what it executes) with Landlock; `mounts` is what the private
+/// mount namespace holds (a private `/dev/pts` is the run's own to use). Returns what the kernel
+/// enforced.
+pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
     let mut e = Enforcement {
         mode: p.mode.as_str().into(),
         ..Enforcement::default()
@@ -72,9 +72,20 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
     }
     let write = AccessFs::from_write(TARGET);
     let read = AccessFs::from_read(TARGET);
-    // Reads are handled when narrowed, or when a directory is hidden (then every other path
-    // is covered by a read rule).
-    let hide = p.readable.is_none() && !p.hidden.is_empty();
+    // Out of sight: the store, and every terminal of the machine (reading one is reading what
+    // its user types; writing one, typing into their screen).
+    let mut hidden = p.hidden.clone();
+    hidden.extend(terminals(mounts.ptys));
+    let mut writable = p.writable.clone();
+    if mounts.ptys {
+        writable.push("/dev/pts".into());
+    }
+    if let Some(h) = p.home_layer.as_ref().filter(|_| mounts.home_writable) {
+        writable.push(h.home.clone());
+    }
+    // Reads are handled when narrowed, or when something is hidden (then every other path is
+    // covered by a read rule).
+    let hide = !hidden.is_empty();
     let handled = if p.readable.is_some() || hide {
         write | read
     } else {
@@ -90,34 +101,42 @@ pub fn landlock(p: &Policy) -> Result<Enforcement, String> {
         .map_err(err("filesystem rules"))?
         .scope(Scope::from_all(TARGET))
         .map_err(err("scopes"))?;
-    if p.ports.is_some() {
+    // Any port but the closed ones: a rule per port, the closed ones left out.
+    let open_but = (p.ports.is_none() && !p.closed_ports.is_empty())
+        .then(|| super::policy::allowed_but(&p.closed_ports));
+    let ports = p.ports.as_ref().or(open_but.as_ref());
+    if ports.is_some() {
         ruleset = ruleset
             .handle_access(AccessNet::ConnectTcp)
             .map_err(err("network rules"))?;
     }
     let mut created = ruleset.create().map_err(err("ruleset"))?;
-    let existing = |v: &[std::path::PathBuf]| -> Vec<std::path::PathBuf> {
-        v.iter().filter(|w| w.exists()).cloned().collect()
+    let existing =
+        |v: &[PathBuf]| -> Vec<PathBuf> { v.iter().filter(|w| w.exists()).cloned().collect() };
+    // A link needs no rule of its own (what it names is covered where it lies); one into a
+    // pipe (`/dev/stdin`) could not have one.
+    let list = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| !t.is_symlink()))
+                    .map(|e| e.path())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     created = created
-        .add_rules(path_beneath_rules(existing(&p.writable), handled))
+        .add_rules(path_beneath_rules(existing(&writable), handled))
         .map_err(err("write roots"))?;
-    if let Some(r) = &p.readable {
-        created = created
-            .add_rules(path_beneath_rules(existing(r), read))
-            .map_err(err("read roots"))?;
-    }
-    if hide {
-        let cover = super::policy::cover_except(&p.hidden, |d| {
-            std::fs::read_dir(d)
-                .map(|rd| rd.flatten().map(|e| e.path()).collect())
-                .unwrap_or_default()
-        });
-        created = created
-            .add_rules(path_beneath_rules(cover, read))
-            .map_err(err("read cover"))?;
-    }
-    for port in p.ports.iter().flatten() {
+    let reads = match &p.readable {
+        Some(r) => super::policy::reads_without(&existing(r), &hidden, list),
+        None if hide => super::policy::cover_except(&hidden, list),
+        None => Vec::new(),
+    };
+    created = created
+        .add_rules(path_beneath_rules(reads, read))
+        .map_err(err("read roots"))?;
+    for port in ports.into_iter().flatten() {
         created = created
             .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
             .map_err(err("a port"))?;

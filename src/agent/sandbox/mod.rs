@@ -2,14 +2,19 @@
 //! allow-list, never inherited) and where it may write and connect (`policy`: filesystem rules,
 //! network ports, resource limits), applied by our own binary in a single-threaded helper
 //! (`studio-agents sandbox-exec`) that then executes the agent's shell, so the whole tree
-//! inherits it: on Linux Landlock, read-only mounts, no capabilities and a seccomp filter
-//! (`apply`, `seccomp`), on macOS a Seatbelt profile (`seatbelt`); `limits` on both. Decided in
+//! inherits it: on Linux a mount namespace of its own (`mounts`: read-only `.git` and control
+//! files, a private `/dev/shm` and `/dev/pts`, the home through the loop's layer), Landlock, no
+//! capabilities and a seccomp filter (`apply`, `seccomp`), on macOS a Seatbelt profile
+//! (`seatbelt`); `limits` on both; a running dashboard's port out of reach (`dashboard`). Decided in
 //! `agent::launch`, once for every agent run.
 
 #[cfg(target_os = "linux")]
 pub mod apply;
+pub mod dashboard;
 pub mod env;
 pub mod limits;
+#[cfg(target_os = "linux")]
+pub mod mounts;
 pub mod policy;
 #[cfg(any(target_os = "macos", test))]
 pub mod seatbelt;

@@ -41,6 +41,17 @@ pub struct Policy {
     /// force, and only where the environment has none (`IS_SANDBOX=1` for claude as root).
     #[serde(default)]
     pub when_enforced: Vec<(String, String)>,
+    /// The user's home seen through an overlay whose upper layer is the loop's own, where a
+    /// mount namespace can be made: what the run writes in its home (its CLI's state, caches)
+    /// lands in the layer, never in the user's files.
+    #[serde(default)]
+    pub home_layer: Option<HomeLayer>,
+    /// TCP ports it may never connect to, whatever `ports` says (a running dashboard's).
+    #[serde(default)]
+    pub closed_ports: Vec<u16>,
+    /// The size of the run's private `/dev/shm` (its memory ceiling; 0: the kernel's default).
+    #[serde(default)]
+    pub shm_bytes: u64,
 }
 
 impl Policy {
@@ -128,24 +139,110 @@ pub fn state_dirs(program: &str, home: &Path, env: &[(String, String)]) -> Vec<P
     out
 }
 
+/// The secret places under the home no agent reads unless `[safety] readable` names them: keys,
+/// cloud and registry credentials, and each known CLI's own credentials file (its own CLI's is
+/// left readable to it).
+const SECRETS: [&str; 10] = [
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".docker/config.json",
+    ".pgpass",
+];
+
+/// Each known CLI's credentials, as it keeps them under the home.
+const CLI_CREDENTIALS: [(&str, &str); 4] = [
+    ("claude", ".claude/.credentials.json"),
+    ("codex", ".codex/auth.json"),
+    ("gemini", ".gemini/oauth_creds.json"),
+    ("opencode", ".local/share/opencode/auth.json"),
+];
+
+/// The credentials file `program` keeps under the home, if it is a known CLI.
+#[must_use]
+pub fn credentials_of(program: &str) -> Option<&'static str> {
+    CLI_CREDENTIALS
+        .iter()
+        .find(|(cli, _)| *cli == program)
+        .map(|(_, path)| *path)
+}
+
+/// Whether `refreshed` may replace `current` as a CLI's credentials: both JSON objects with the
+/// same keys (a token rotated, not a file of another kind).
+#[must_use]
+pub fn same_kind_of_credentials(current: &[u8], refreshed: &[u8]) -> bool {
+    let keys = |b: &[u8]| -> Option<Vec<String>> {
+        let v: serde_json::Value = serde_json::from_slice(b).ok()?;
+        let mut k: Vec<String> = v.as_object()?.keys().cloned().collect();
+        k.sort();
+        Some(k)
+    };
+    matches!((keys(current), keys(refreshed)), (Some(a), Some(b)) if a == b && !a.is_empty())
+}
+
+/// The layer of the loop on `root`: under the temp dir when that lies outside the home (an
+/// overlay's upper layer cannot lie inside its lower one), else under `/var/tmp`.
+#[must_use]
+pub fn layer_dir(home: &Path, temp: &Path, key: &str, uid: u32) -> PathBuf {
+    let base = if temp.starts_with(home) {
+        PathBuf::from(format!("/var/tmp/studio-agents-homes-{uid}"))
+    } else {
+        temp.join(format!("studio-agents-homes-{uid}"))
+    };
+    base.join(key)
+}
+
+/// The secret places under `home` a run of `program` may not read: [`SECRETS`] and the other
+/// CLIs' credentials, less what `readable` names (the place, or a directory holding it).
+#[must_use]
+pub fn secret_places(home: &Path, program: &str, readable: &[PathBuf]) -> Vec<PathBuf> {
+    SECRETS
+        .iter()
+        .copied()
+        .chain(
+            CLI_CREDENTIALS
+                .iter()
+                .filter(|(cli, _)| *cli != program)
+                .map(|(_, path)| *path),
+        )
+        .map(|r| home.join(r))
+        .filter(|p| {
+            !readable
+                .iter()
+                .any(|r| p.starts_with(r) && r != Path::new("/"))
+        })
+        .collect()
+}
+
 /// Directories every process needs to read when reads are narrowed.
 const SYSTEM_READS: [&str; 10] = [
     "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/dev", "/proc", "/sys", "/opt",
 ];
 
-/// Devices an agent may write to.
-/// The devices an agent's tools write to: the null devices, terminals — `/dev/ptmx` makes a
-/// pseudo-terminal, as CLIs that run commands in one do (a pty's input cannot be injected:
-/// the seccomp filter refuses `TIOCSTI`) —, shared memory.
-const DEVICES: [&str; 7] = [
+/// The devices an agent's tools write to: the null devices, `/dev/ptmx` — it makes a
+/// pseudo-terminal, as CLIs that run commands in one do; the run's own `/dev/pts` is added
+/// where it has a private one, and no other terminal of the machine is in its sight
+/// ([`is_terminal`]) —, shared memory (the run's own where a mount namespace can be made).
+const DEVICES: [&str; 5] = [
     "/dev/null",
     "/dev/zero",
-    "/dev/tty",
     "/dev/ptmx",
-    "/dev/pts",
     "/dev/shm",
     "/dev/full",
 ];
+
+/// Whether the entry `name` of `/dev` is a terminal of the machine: the controlling terminal
+/// (`tty`), the consoles and virtual terminals (`console`, `tty1`, `vcs…`), serial lines
+/// (`ttyS0`, `ttyUSB0`) and every pseudo-terminal (`pts`).
+#[must_use]
+pub fn is_terminal(name: &str) -> bool {
+    name == "console" || name == "pts" || name.starts_with("tty") || name.starts_with("vcs")
+}
 
 /// The policy of one run: the work tree (or the artifact dir without a repository), its
 /// private temp dir, the devices, the CLI's state dirs and `[safety] writable`.
@@ -173,7 +270,39 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         unix_sockets: safety.unix_sockets == crate::config::UnixSockets::Allow,
         cgroup: None,
         when_enforced: Vec::new(),
+        shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
+        closed_ports: Vec::new(),
+        home_layer: None,
     }
+}
+
+/// A home seen through a layer of the loop's own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HomeLayer {
+    /// The user's home (the overlay's lower layer and where it is mounted).
+    pub home: PathBuf,
+    /// The loop's layer: `upper/` (what runs wrote, kept across its iterations) and `work/`.
+    pub layer: PathBuf,
+    /// The real directories under the home the run works in (the repository, its temp dir,
+    /// `[safety] writable`): bound back over the overlay, so they are the user's own.
+    pub pass_through: Vec<PathBuf>,
+}
+
+impl Policy {
+    /// Keep the run from `closed` ports: left out of a list of ports, and where any port was
+    /// open, every port but those (`allowed_but`).
+    pub fn close_ports(&mut self, closed: &[u16]) {
+        if let Some(p) = self.ports.as_mut() {
+            p.retain(|port| !closed.contains(port));
+        }
+        self.closed_ports = closed.to_vec();
+    }
+}
+
+/// Every TCP port but `closed`, for a run that may connect anywhere else.
+#[must_use]
+pub fn allowed_but(closed: &[u16]) -> Vec<u16> {
+    (1..=u16::MAX).filter(|p| !closed.contains(p)).collect()
 }
 
 /// Landlock grants, it cannot deny: to keep `hidden` out of sight, read rules go on every entry
@@ -198,17 +327,46 @@ pub fn cover_except(hidden: &[PathBuf], list: impl Fn(&Path) -> Vec<PathBuf>) ->
     out.into_iter().collect()
 }
 
-/// The protected paths of a loop that can be made read-only: the repository's hooks and config
-/// (with `config.worktree`; only what exists can be bound read-only, the rest is checked),
-/// and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`, `wiggum.toml`). The
+/// `roots` to read, less `hidden`: a root holding a hidden path is replaced by the cover of
+/// its part of the tree ([`cover_except`]); a root inside a hidden path is dropped.
+#[must_use]
+#[cfg(any(target_os = "linux", test))]
+pub fn reads_without(
+    roots: &[PathBuf],
+    hidden: &[PathBuf],
+    list: impl Fn(&Path) -> Vec<PathBuf>,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for root in roots {
+        if hidden.iter().any(|h| root.starts_with(h)) {
+            continue;
+        }
+        let inside: Vec<PathBuf> = hidden
+            .iter()
+            .filter(|h| h.starts_with(root))
+            .cloned()
+            .collect();
+        if inside.is_empty() {
+            out.push(root.clone());
+            continue;
+        }
+        out.extend(
+            cover_except(&inside, &list)
+                .into_iter()
+                .filter(|e| e.starts_with(root)),
+        );
+    }
+    out
+}
+
+/// The protected paths of a loop that can be made read-only: the repository's whole `.git`
+/// (objects, refs, `packed-refs`, `info/`, hooks, config: the supervisor commits, the agent
+/// reads; a gitfile of a linked worktree is bound read-only as it is), and the control files written in place (`runs.jsonl`, `control.json`, `daemon.log`, `wiggum.toml`). The
 /// supervisor replaces `state.json` and `.lock` by rename, which would undo a bind mount: those
 /// two are checked after each run instead (`state.json`) or re-established (`.lock`).
 #[must_use]
 pub fn protected(work_root: &Path, wiggum: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = [".git/hooks", ".git/config", ".git/config.worktree"]
-        .iter()
-        .map(|r| work_root.join(r))
-        .collect();
+    let mut out: Vec<PathBuf> = vec![work_root.join(".git")];
     if let Some(w) = wiggum {
         out.extend(
             ["runs.jsonl", "control.json", "daemon.log", "wiggum.toml"]
@@ -230,9 +388,19 @@ pub struct Enforcement {
     pub filesystem: bool,
     /// TCP connections confined (ABI ≥ 4), when a rule asked for it.
     pub network: bool,
-    /// Protected files made read-only (a private mount namespace; needs root).
+    /// Protected files made read-only (a private mount namespace: as root, or in a user
+    /// namespace of the run's own).
     #[serde(default)]
     pub read_only: bool,
+    /// `/dev/shm` the run's own (a private tmpfs, at most its memory ceiling, gone with it).
+    #[serde(default)]
+    pub private_shm: bool,
+    /// `/dev/pts` the run's own (a private devpts instance): only the terminals it made.
+    #[serde(default)]
+    pub private_ptys: bool,
+    /// The home seen through the loop's layer (an overlay): the user's files never change.
+    #[serde(default)]
+    pub home_layer: bool,
     /// Signals and abstract Unix sockets scoped to the run's own processes (Landlock ABI ≥ 6):
     /// it cannot signal its supervisor, nor reach an abstract socket outside.
     #[serde(default)]
@@ -261,7 +429,16 @@ impl Enforcement {
         }
         let mut s = format!("sandbox: landlock ABI {}, enforced", self.abi);
         if self.read_only {
-            s.push_str("; control files read-only");
+            s.push_str("; .git and control files read-only");
+        }
+        if self.private_shm {
+            s.push_str("; private /dev/shm");
+        }
+        if self.private_ptys {
+            s.push_str("; private terminals");
+        }
+        if self.home_layer {
+            s.push_str("; home through the loop's layer");
         }
         if self.scoped {
             s.push_str("; signals scoped");
@@ -308,6 +485,114 @@ mod tests {
         assert_eq!(got, want);
         assert!(cover_except(&[], tree).is_empty());
     }
+    #[test]
+    fn the_machines_terminals_are_named_and_the_null_devices_are_not() {
+        for name in [
+            "tty", "tty0", "tty63", "ttyS0", "ttyUSB1", "console", "pts", "vcs1", "vcsa",
+        ] {
+            assert!(is_terminal(name), "{name}");
+        }
+        for name in [
+            "null", "zero", "ptmx", "shm", "full", "urandom", "fd", "stdin",
+        ] {
+            assert!(!is_terminal(name), "{name}");
+        }
+        assert!(!DEVICES.iter().any(|d| is_terminal(&d["/dev/".len()..])));
+    }
+
+    #[test]
+    fn a_dashboards_port_is_closed_whatever_the_network_rule() {
+        let mut listed = build(
+            &Safety {
+                network: Network::Ports(vec![443, 8765]),
+                ..Safety::default()
+            },
+            Path::new("/r"),
+            Path::new("/t"),
+            &[],
+        );
+        listed.close_ports(&[8765]);
+        assert_eq!(listed.ports, Some(vec![443]));
+        let mut any = build(&Safety::default(), Path::new("/r"), Path::new("/t"), &[]);
+        any.close_ports(&[8765]);
+        assert_eq!((any.ports, any.closed_ports), (None, vec![8765]));
+        let open = allowed_but(&[8765, 1]);
+        assert_eq!(open.len(), usize::from(u16::MAX) - 2);
+        assert!(!open.contains(&8765) && open.contains(&8766) && open.contains(&443));
+    }
+
+    #[test]
+    fn only_a_rotated_token_of_the_same_kind_is_written_back() {
+        let cur = br#"{"claudeAiOauth":{"accessToken":"a"}}"#;
+        assert!(same_kind_of_credentials(
+            cur,
+            br#"{"claudeAiOauth":{"accessToken":"b"}}"#
+        ));
+        assert!(!same_kind_of_credentials(cur, br#"{"hooks":{}}"#));
+        assert!(!same_kind_of_credentials(cur, b"not json"));
+        assert!(!same_kind_of_credentials(b"{}", b"{}"));
+        assert_eq!(credentials_of("codex"), Some(".codex/auth.json"));
+        assert_eq!(credentials_of("sh"), None);
+        let home = Path::new("/home/u");
+        assert_eq!(
+            layer_dir(home, Path::new("/tmp"), "k", 7),
+            Path::new("/tmp/studio-agents-homes-7/k")
+        );
+        assert_eq!(
+            layer_dir(home, Path::new("/home/u/tmp"), "k", 7),
+            Path::new("/var/tmp/studio-agents-homes-7/k")
+        );
+    }
+
+    #[test]
+    fn secret_places_are_hidden_unless_readable_names_them() {
+        let home = Path::new("/home/u");
+        let s = secret_places(home, "claude", &[]);
+        for p in [
+            ".ssh",
+            ".aws",
+            ".netrc",
+            ".docker/config.json",
+            ".codex/auth.json",
+        ] {
+            assert!(s.contains(&home.join(p)), "{p}");
+        }
+        // Its own CLI's credentials stay readable to it.
+        assert!(!s.contains(&home.join(".claude/.credentials.json")));
+        assert!(
+            secret_places(home, "codex", &[]).contains(&home.join(".claude/.credentials.json"))
+        );
+        let named = secret_places(home, "sh", &[home.join(".aws"), home.join(".docker")]);
+        assert!(!named.contains(&home.join(".aws")));
+        assert!(!named.contains(&home.join(".docker/config.json")));
+        assert!(named.contains(&home.join(".ssh")));
+    }
+
+    #[test]
+    fn narrowed_reads_leave_out_what_is_hidden() {
+        let tree = |d: &Path| -> Vec<PathBuf> {
+            let names: &[&str] = match d.to_str().unwrap() {
+                "/" => &["dev", "usr", "home"],
+                "/dev" => &["null", "pts", "tty", "shm"],
+                "/home" => &["me"],
+                "/home/me" => &[".studio-agents", "src"],
+                _ => &[],
+            };
+            names.iter().map(|n| d.join(n)).collect()
+        };
+        let paths = |v: &[&str]| -> Vec<PathBuf> { v.iter().map(PathBuf::from).collect() };
+        let hidden = paths(&["/dev/pts", "/dev/tty", "/home/me/.studio-agents"]);
+        let got = reads_without(
+            &paths(&["/usr", "/dev", "/home/me", "/dev/pts/3"]),
+            &hidden,
+            tree,
+        );
+        assert_eq!(
+            got,
+            paths(&["/usr", "/dev/null", "/dev/shm", "/home/me/src"])
+        );
+    }
+
     use crate::config::{Network, NetworkRule};
 
     #[test]
@@ -386,6 +671,15 @@ mod tests {
         assert!(!p.writable.contains(&PathBuf::from("/home/u")));
         assert_eq!(p.ports, Some(vec![443]));
         assert_eq!(p.readable, None);
+        // No terminal of the machine is writable: the run makes its own through /dev/ptmx.
+        for t in ["/dev/tty", "/dev/pts", "/dev/console"] {
+            assert!(!p.writable.contains(&PathBuf::from(t)), "{t}");
+        }
+        assert!(p.writable.contains(&PathBuf::from("/dev/ptmx")));
+        // The whole .git is bound read-only, with the loop's control files.
+        let prot = protected(Path::new("/repo"), Some(Path::new("/repo/art/wiggum")));
+        assert!(prot.contains(&PathBuf::from("/repo/.git")));
+        assert!(prot.contains(&PathBuf::from("/repo/art/wiggum/runs.jsonl")));
         let none = Safety {
             network: Network::Rule(NetworkRule::None),
             readable: vec!["/data".into()],
@@ -412,6 +706,8 @@ mod tests {
         assert_eq!(e.line(), "sandbox: landlock ABI 7, enforced");
         let all = Enforcement {
             read_only: true,
+            private_shm: true,
+            private_ptys: true,
             scoped: true,
             seccomp: true,
             no_capabilities: true,
@@ -419,7 +715,7 @@ mod tests {
         };
         assert_eq!(
             all.line(),
-            "sandbox: landlock ABI 7, enforced; control files read-only; signals scoped; seccomp; no capabilities"
+            "sandbox: landlock ABI 7, enforced; .git and control files read-only; private /dev/shm; private terminals; signals scoped; seccomp; no capabilities"
         );
         let none = Enforcement {
             mode: "landlock".into(),

@@ -141,6 +141,9 @@ mod tests {
             unix_sockets: false,
             cgroup: None,
             when_enforced: Vec::new(),
+            shm_bytes: 0,
+            closed_ports: Vec::new(),
+            home_layer: None,
         }
     }
 

@@ -67,7 +67,8 @@ pub struct DelegateArgs {
     /// Any command as the agent (prompt on stdin).
     #[arg(long, value_name = "CMD")]
     pub agent_cmd: Option<String>,
-    /// Where the artifact goes (default: $STUDIO_AGENTS_HOME/artifacts/<date>-<topic>).
+    /// Where the artifact goes (default: ~/studio-agents/artifacts/<date>-<topic>, said at
+    /// start; never inside $STUDIO_AGENTS_HOME).
     #[arg(long, value_name = "DIR")]
     pub artifact_path: Option<PathBuf>,
     /// Run in the background; `delegate status|stop <topic>` control it.
@@ -114,13 +115,21 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     let dir = match &a.artifact_path {
         Some(p) => p.clone(),
         None => {
-            home.join("artifacts")
-                .join(format!("{}-{}", Utc::now().format("%Y-%m-%d"), a.topic))
+            let dir = default_dir(&home, &a.topic)?;
+            eprintln!("artifact folder: {}", dir.display());
+            dir
         }
     };
     let dir = std::path::absolute(&dir)
         .map_err(|e| Error::input(format!("--artifact-path {}: {e}", dir.display())))?;
     crate::disk::registry::check_path("--artifact-path", &dir)?;
+    if within(&dir, &home) {
+        return Err(Error::input(format!(
+            "--artifact-path {}: inside $STUDIO_AGENTS_HOME ({}), where the agent would see every loop's records and the copies of the user's work; choose a directory outside it",
+            dir.display(),
+            home.display()
+        )));
+    }
     let layout = Layout::for_loop(&home, &dir);
     if layout.original_artifact().exists() {
         return Err(Error::input(format!(
@@ -161,6 +170,44 @@ fn start(a: &DelegateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     };
     crate::supervisor::detach(&opts)?;
     Ok(0)
+}
+
+/// Where a delegation's artifact goes when no `--artifact-path` says: `~/studio-agents/artifacts/
+/// <date>-<topic>`, out of the store (the agent works there); the current directory's
+/// `<date>-<topic>` when the store is that folder or holds it.
+fn default_dir(home: &Path, topic: &str) -> Result<PathBuf> {
+    let name = format!("{}-{topic}", Utc::now().format("%Y-%m-%d"));
+    let user = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join("studio-agents").join("artifacts"));
+    match user {
+        Some(d) if !within(&d, home) && !within(home, &d) => Ok(d.join(name)),
+        _ => std::env::current_dir()
+            .map(|c| c.join(name))
+            .map_err(|e| Error::input(format!("the current directory: {e}"))),
+    }
+}
+
+/// Whether `path` is `dir` or lies inside it (both as they resolve, where they exist).
+fn within(path: &Path, dir: &Path) -> bool {
+    let real = |p: &Path| {
+        // The deepest existing ancestor resolved, the rest as it is.
+        let mut base = p.to_path_buf();
+        let mut rest = Vec::new();
+        while !base.exists() {
+            match (base.file_name().map(|n| n.to_os_string()), base.parent()) {
+                (Some(n), Some(parent)) => {
+                    rest.push(n);
+                    base = parent.to_path_buf();
+                }
+                _ => break,
+            }
+        }
+        let mut out = base.canonicalize().unwrap_or(base);
+        out.extend(rest.iter().rev());
+        out
+    };
+    real(path).starts_with(real(dir))
 }
 
 /// `--detach`: the same delegation in a process of its own session, its output in

@@ -6,6 +6,7 @@
 
 pub mod compare;
 pub mod detect;
+pub mod junit;
 pub mod parse;
 
 use std::fs::File;
@@ -37,6 +38,8 @@ pub struct Setting<'a> {
     pub workdir: &'a Path,
     /// The wall limit of one command.
     pub limit: Duration,
+    /// JUnit XML reports the commands write (relative to `workdir`).
+    pub junit: &'a [String],
 }
 
 /// Run every validation command once, in the repository, each with its time limit, appending
@@ -58,11 +61,12 @@ pub async fn run(
         )?;
         fsutil::append_line(log, &format!("$ {cmd}"))?;
         let from = std::fs::metadata(log).map_or(0, |m| m.len());
+        let started = std::time::SystemTime::now();
         let out = process::run(&job, stops, |_| {}).await;
         fsutil::remove_dir_all_opt(&tmp)?;
         let out = out?;
         let reader = read_from(log, from)?;
-        let tests = reader.tests();
+        let tests = reports(s.workdir, s.junit, started).or_else(|| reader.tests());
         // A command that exits 0 while its own output names failing tests is red.
         let named_failures = tests.as_ref().is_some_and(|t| t.failing() > 0);
         let ok = out.ending.success() && !named_failures;
@@ -84,6 +88,39 @@ pub async fn run(
         });
     }
     Ok(results)
+}
+
+/// The largest JUnit report read.
+const REPORT_CAP: u64 = 16 << 20;
+
+/// The tests of the JUnit reports written since `started` (none: `None`).
+fn reports(
+    workdir: &Path,
+    junit: &[String],
+    started: std::time::SystemTime,
+) -> Option<parse::Tests> {
+    let mut found: Option<parse::Tests> = None;
+    for rel in junit {
+        let path = workdir.join(rel);
+        let fresh = std::fs::metadata(&path)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= REPORT_CAP)
+            .and_then(|m| m.modified().ok())
+            .is_some_and(|at| at >= started);
+        let Some(t) = fresh
+            .then(|| fsutil::read_capped(&path, REPORT_CAP).ok())
+            .flatten()
+            .and_then(|xml| junit::read(&xml))
+        else {
+            continue;
+        };
+        let all = found.get_or_insert_with(parse::Tests::default);
+        all.failed.extend(t.failed);
+        all.passed.extend(t.passed);
+        all.failures = Some(all.failures.unwrap_or(0) + t.failures.unwrap_or(0));
+        all.ran = Some(all.ran.unwrap_or(0) + t.ran.unwrap_or(0));
+    }
+    found
 }
 
 /// Stream `log` from byte `from` through a runner-output reader.

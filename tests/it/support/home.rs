@@ -323,6 +323,19 @@ impl TestHome {
 impl Drop for TestHome {
     fn drop(&mut self) {
         super::procs::kill_all(&self.token);
+        // The home layer of a loop on the artifact dir: under `/var/tmp` when the temp dir is in
+        // the home, as the kit's is (docs/security.md).
+        if let Some(key) = self.records("").file_name() {
+            let uid = std::fs::metadata("/proc/self").map_or(0, |m| {
+                use std::os::unix::fs::MetadataExt;
+                m.uid()
+            });
+            // And as `nobody`, for a run through `setpriv`.
+            for uid in [uid, 65534] {
+                let layer = Path::new(&format!("/var/tmp/studio-agents-homes-{uid}")).join(key);
+                let _gone = std::fs::remove_dir_all(layer);
+            }
+        }
         if std::env::var_os("KEEP_TEST_DIRS").is_some() {
             let kept = self.dir.path().to_path_buf();
             eprintln!("kept {}", kept.display());
@@ -336,7 +349,7 @@ impl Drop for TestHome {
 
 /// Read a JSON file or panic naming it.
 /// Whether the tests run as root (CI does).
-fn nix_is_root() -> bool {
+pub fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
             .find(|l| l.starts_with("Uid:"))
