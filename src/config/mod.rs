@@ -4,6 +4,7 @@
 
 pub mod allow;
 mod entries;
+mod names;
 mod settings;
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
+pub use names::check_names;
 pub use settings::{
     GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS,
     OnGateFail, Price, PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind,
@@ -207,6 +209,18 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
             "gate",
             "weights",
             "must name at least one dimension, none negative".into(),
+        ));
+    }
+    let dims = settings::default_weights();
+    if let Some(k) = s.gate.weights.keys().find(|k| !dims.contains_key(*k)) {
+        let known: Vec<&str> = dims.keys().map(String::as_str).collect();
+        return Err(fail(
+            "gate.weights",
+            k,
+            format!(
+                "is not a dimension of the rubric (known: {})",
+                known.join(", ")
+            ),
         ));
     }
     for (name, e) in &s.evaluators {

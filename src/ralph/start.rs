@@ -180,11 +180,13 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     crate::sys::beneath::guard(layout.root());
     crate::sys::beneath::guard(&crate::agent::launch::work_root(layout.root()));
     check_allowed(&layout, &opts.topic)?;
-    let mut settings = config::load(&Sources {
+    let sources = Sources {
         home: Some(home.join("wiggum.toml")),
         loop_file: Some(layout.config()),
         explicit: opts.config.clone(),
-    })?;
+    };
+    let mut settings = config::load(&sources)?;
+    config::check_names(&settings, &sources, &spec::PRESETS)?;
     let d = &mut settings.defaults;
     if let Some(v) = opts.max_iterations {
         d.max_iterations = v;
