@@ -88,10 +88,17 @@ pub fn parse_layer(path: &Path, required: bool) -> Result<Option<toml::Table>> {
         }
         None => return Ok(None),
     };
-    let settings: Settings = toml::from_str(&text).map_err(|e| locate(path, &text, &e))?;
-    check(&settings, &path.display().to_string(), Some(&text))?;
+    parse_text(path, &text)?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| locate(path, &text, &e))?;
     Ok(Some(table))
+}
+
+/// Settings from one file's text alone (read from `path`, named in errors), checked as a layer
+/// is: what a process given just this file as its settings runs with.
+pub fn parse_text(path: &Path, text: &str) -> Result<Settings> {
+    let settings: Settings = toml::from_str(text).map_err(|e| locate(path, text, &e))?;
+    check(&settings, &path.display().to_string(), Some(text))?;
+    Ok(settings)
 }
 
 fn locate(path: &Path, text: &str, e: &toml::de::Error) -> Error {
