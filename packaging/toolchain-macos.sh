@@ -14,12 +14,31 @@ ZIG_VERSION=0.17.1
 ZIGBUILD_VERSION=0.24.1
 tools="$PWD/target/macos-tools"
 
-if [ ! -x /usr/bin/rustc ] || ! /usr/bin/rustc --version | grep -q '^rustc 1\.9[6-9]' \
-    || [ ! -d /usr/lib/rustlib/src/rust/library ]; then
+RUST_PACKAGES="rustc-web cargo-web rust-web-src libstd-rust-web-dev rust-web-clippy"
+
+# Every part the check uses, not just rustc: a machine with rustc-web and its std source but no
+# rust-web-clippy would run another clippy (rustup's, found later on PATH) against this rustc.
+rust_complete() {
+    local pkg minor
+    for pkg in $RUST_PACKAGES; do
+        [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || return 1
+    done
+    minor=$(/usr/bin/rustc --version 2>/dev/null | sed -n 's/^rustc 1\.\([0-9]*\)\..*/\1/p')
+    [ -n "$minor" ] && [ "$minor" -ge 96 ] || return 1
+    /usr/bin/cargo --version 2>/dev/null | grep -q "^cargo 1\.$minor\." || return 1
+    [ -x /usr/bin/cargo-clippy ] || return 1
+    /usr/bin/clippy-driver --version 2>/dev/null | grep -q "0\.1\.$minor\b" || return 1
+    [ -d /usr/lib/rustlib/src/rust/library ] || return 1
+}
+
+if ! rust_complete; then
     apt-get update -qq >&2
-    apt-get install -y -qq rustc-web cargo-web rust-web-src libstd-rust-web-dev rust-web-clippy >&2
+    # shellcheck disable=SC2086 # the list is words
+    apt-get install -y -qq $RUST_PACKAGES >&2
+    rust_complete || { echo "the Rust toolchain for macOS is incomplete after installing: $RUST_PACKAGES (need 1.96 or later, with clippy)" >&2; exit 1; }
 fi
 /usr/bin/rustc --version >&2
+/usr/bin/clippy-driver --version >&2
 
 if [ ! -x "$tools/venv/bin/cargo-zigbuild" ]; then
     python3 -m venv "$tools/venv" >&2

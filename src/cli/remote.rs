@@ -78,11 +78,18 @@ fn branch_of(topic: &str, b: Option<&String>) -> String {
 /// `manifest`.
 pub fn manifest(a: &ManifestArgs) -> Result<i32> {
     let h = Handle::open(&a.topic)?;
-    let settings = h.settings();
     let layout = &h.layout;
-    let settings_toml = match fsutil::read_opt(&layout.config())? {
-        Some(t) => t,
-        None => config::to_toml(&settings)?,
+    // The pod runs with the shipped file as its settings: the Job is built from that very text
+    // (one resolution), and a file changed since it was last allowed is refused as `start`
+    // refuses it.
+    crate::ralph::start::check_allowed(layout, &a.topic)?;
+    let (settings, settings_toml) = match fsutil::read_opt(&layout.config())? {
+        Some(t) => (config::parse_text(&layout.config(), &t)?, t),
+        None => {
+            let s = h.settings();
+            let t = config::to_toml(&s)?;
+            (s, t)
+        }
     };
     let mut files = Vec::new();
     let candidates = [

@@ -191,6 +191,20 @@ fn merge_one(
     into: Option<&str>,
 ) -> Result<(i32, String)> {
     let into = into.unwrap_or(&w.from).to_string();
+    let b = &w.branch;
+    if let Some(m) = &w.merged
+        && m.covers(&into, branch_head(&w.repo, b).as_deref())
+    {
+        let short: String = m.commit.chars().take(7).collect();
+        return Ok((
+            0,
+            format!(
+                "{b} was already merged into {into} ({}, {short}, {}); nothing to do",
+                m.how,
+                m.at.format("%Y-%m-%d %H:%M UTC")
+            ),
+        ));
+    }
     let iterations = crate::disk::state::read(
         &crate::disk::layout::Layout::for_loop(home, artifact_in(w)).state(),
     )
@@ -217,7 +231,6 @@ fn merge_one(
             left.join(", ")
         )
     };
-    let b = &w.branch;
     Ok(match wt::merge(&w.repo, b, &into, how, &message)? {
         Merged::Done {
             commit,
@@ -294,6 +307,7 @@ fn save_merged(
         commit: commit.to_string(),
         how: how.to_string(),
         at: chrono::Utc::now(),
+        tip: branch_head(&w.repo, &w.branch),
     });
     worktrees::write(home, topic, &w)
 }
@@ -304,7 +318,11 @@ fn merge_all(home: &Path, how: How, into: Option<&str>) -> Result<i32> {
     let mut any = false;
     for topic in worktrees::topics(home)? {
         let w = record(home, &topic)?;
-        if w.merged.is_some() {
+        let tip = branch_head(&w.repo, &w.branch);
+        if w.merged
+            .as_ref()
+            .is_some_and(|m| m.covers(into.unwrap_or(&w.from), tip.as_deref()))
+        {
             continue;
         }
         any = true;

@@ -4,6 +4,7 @@
 
 pub mod allow;
 mod entries;
+mod names;
 mod settings;
 
 use std::path::{Path, PathBuf};
@@ -11,13 +12,14 @@ use std::path::{Path, PathBuf};
 pub use entries::{
     AgentEntry, AgentTable, EvaluatorEntry, EvaluatorKind, OutputFormat, RevisionOutput,
 };
+pub use names::check_names;
 pub use settings::{
     GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS,
     OnGateFail, Price, PromiseCheck, QualityWeights, Safety, SandboxMode, Settings, SinkKind,
-    TypeDef, UnixSockets, code_weights, default_weights, price_of,
+    TypeDef, UnixSockets, code_weights, price_of,
 };
 #[cfg(test)]
-pub use settings::{Network, NetworkRule};
+pub use settings::{Network, NetworkRule, default_weights};
 
 use crate::error::{Error, Result};
 use crate::sys::fsutil;
@@ -86,10 +88,17 @@ pub fn parse_layer(path: &Path, required: bool) -> Result<Option<toml::Table>> {
         }
         None => return Ok(None),
     };
-    let settings: Settings = toml::from_str(&text).map_err(|e| locate(path, &text, &e))?;
-    check(&settings, &path.display().to_string(), Some(&text))?;
+    parse_text(path, &text)?;
     let table: toml::Table = toml::from_str(&text).map_err(|e| locate(path, &text, &e))?;
     Ok(Some(table))
+}
+
+/// Settings from one file's text alone (read from `path`, named in errors), checked as a layer
+/// is: what a process given just this file as its settings runs with.
+pub fn parse_text(path: &Path, text: &str) -> Result<Settings> {
+    let settings: Settings = toml::from_str(text).map_err(|e| locate(path, text, &e))?;
+    check(&settings, &path.display().to_string(), Some(text))?;
+    Ok(settings)
 }
 
 fn locate(path: &Path, text: &str, e: &toml::de::Error) -> Error {
@@ -207,6 +216,20 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
             "gate",
             "weights",
             "must name at least one dimension, none negative".into(),
+        ));
+    }
+    // The document rubric's dimensions, and a code loop's (docs/code-loops.md).
+    let mut dims = settings::default_weights();
+    dims.extend(settings::code_weights());
+    if let Some(k) = s.gate.weights.keys().find(|k| !dims.contains_key(*k)) {
+        let known: Vec<&str> = dims.keys().map(String::as_str).collect();
+        return Err(fail(
+            "gate.weights",
+            k,
+            format!(
+                "is not a dimension of the rubric (known: {})",
+                known.join(", ")
+            ),
         ));
     }
     for (name, e) in &s.evaluators {

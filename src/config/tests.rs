@@ -209,3 +209,26 @@ fn the_documented_settings_parse_as_written() {
     assert_eq!(s.safety, Settings::default().safety);
     assert_eq!(s.gate, Settings::default().gate);
 }
+
+#[test]
+fn a_weight_of_no_dimension_is_refused_naming_its_line() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "w.toml",
+        "[gate.weights]\ndepth = 0.5\ndepht = 0.5\n",
+    );
+    let e = load(&Sources {
+        explicit: Some(p.clone()),
+        ..Sources::default()
+    })
+    .unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:3: [gate.weights] depht is not a dimension of the rubric (known: completeness, correctness, depth, grounded, relevance, scope, specificity, structure, tests)",
+            p.display()
+        )
+    );
+}

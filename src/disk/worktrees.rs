@@ -41,6 +41,24 @@ pub struct MergeRecord {
     pub how: String,
     /// When.
     pub at: DateTime<Utc>,
+    /// The branch's head that was merged (absent in records written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tip: Option<String>,
+}
+
+impl MergeRecord {
+    /// Whether this merge already brought the branch, now at `tip`, into `into`: the same
+    /// target, and the branch not moved on since (a record that kept no head covers it). A
+    /// squash leaves the branch out of the target's history, so git alone cannot tell.
+    #[must_use]
+    pub fn covers(&self, into: &str, tip: Option<&str>) -> bool {
+        self.into == into
+            && match (&self.tip, tip) {
+                (Some(then), Some(now)) => then == now,
+                (None, _) => true,
+                (Some(_), None) => false,
+            }
+    }
 }
 
 fn path_of(home: &Path, topic: &str) -> PathBuf {
@@ -94,6 +112,29 @@ pub fn topics(home: &Path) -> Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recorded_merge_covers_the_same_target_while_the_branch_stays() {
+        let rec = |tip: Option<&str>| MergeRecord {
+            into: "main".into(),
+            commit: "c1".into(),
+            how: "squash".into(),
+            at: Utc::now(),
+            tip: tip.map(str::to_string),
+        };
+        // (record's tip, target asked, branch head now, covered)
+        let table = [
+            (Some("b1"), "main", Some("b1"), true),
+            (Some("b1"), "main", Some("b2"), false),
+            (Some("b1"), "release", Some("b1"), false),
+            (Some("b1"), "main", None, false),
+            (None, "main", Some("b2"), true),
+            (None, "release", Some("b2"), false),
+        ];
+        for (then, into, now, want) in table {
+            assert_eq!(rec(then).covers(into, now), want, "{then:?} {into} {now:?}");
+        }
+    }
 
     #[test]
     fn a_record_round_trips_and_unknown_keys_are_refused() {

@@ -1,7 +1,7 @@
 //! What a loop has spent and whether it may spend more: cost as the agents report it, else
 //! tokens × a price table, else `unknown` (never `$0`); and the budgets — cost, tokens, wall
 //! time — checked before every agent run and gate round, including the run about to start
-//! (a budget is a ceiling, not a suggestion). Pure.
+//! (a budget is a ceiling, not a suggestion), and the time left bounding the run itself. Pure.
 
 use crate::config::Price;
 pub use crate::disk::state::Spend;
@@ -60,9 +60,46 @@ pub fn exhausted(spend: &Spend, elapsed_secs: u64, b: Budget) -> Option<String> 
     None
 }
 
+/// The wall limit of a run about to start: its own (`[safety] max_time_per_iteration`), cut to
+/// what is left of the loop's time budget (`max_loop_secs`, 0: none) after `elapsed`; `None`
+/// when nothing is left, so the run must not start.
+#[must_use]
+pub fn run_limit(
+    own: std::time::Duration,
+    max_loop_secs: u64,
+    elapsed: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if max_loop_secs == 0 {
+        return Some(own);
+    }
+    let left = std::time::Duration::from_secs(max_loop_secs).checked_sub(elapsed)?;
+    (!left.is_zero()).then(|| own.min(left))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_ends_by_the_loops_time_budget_and_none_starts_past_it() {
+        let ms = std::time::Duration::from_millis;
+        // (own limit, loop budget s, elapsed, limit of the run)
+        let table = [
+            (ms(12_000), 0, ms(99_000), Some(ms(12_000))),
+            (ms(12_000), 60, ms(1_000), Some(ms(12_000))),
+            (ms(12_000), 5, ms(1_600), Some(ms(3_400))),
+            (ms(12_000), 5, ms(4_999), Some(ms(1))),
+            (ms(12_000), 5, ms(5_000), None),
+            (ms(12_000), 5, ms(13_600), None),
+        ];
+        for (own, budget, elapsed, want) in table {
+            assert_eq!(
+                run_limit(own, budget, elapsed),
+                want,
+                "{own:?} {budget} {elapsed:?}"
+            );
+        }
+    }
 
     fn spend(costs: &[Option<f64>]) -> Spend {
         let mut s = Spend::default();

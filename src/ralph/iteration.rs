@@ -244,6 +244,12 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
     let mut attempt = 0;
     loop {
         attempt += 1;
+        // A retry is an agent run like any other: none starts past a budget.
+        if attempt > 1
+            && let Some(why) = lp.budget_spent()
+        {
+            return Ok(IterationEnd::Stop(StopReason::Budget, why));
+        }
         lp.runner.state.current_iteration = n;
         if !lp.fallbacks.is_empty()
             && let Some(stop) = pick_agent(lp, n).await?

@@ -35,7 +35,22 @@ fn live_supervisor(s: &LoopState) -> Option<u32> {
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
 pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
-    // Temp files of writes a crash interrupted: their content never became the file's.
+    remove_interrupted_writes(layout)?;
+    let prev = previous_state(layout)?;
+    refuse_a_live_supervisor(layout, prev.as_ref())?;
+    stop_the_agent_left(prev.as_ref()).await;
+    // Before anything else reads the repository: what the protected files held before the
+    // dead supervisor's last run, put back where that run changed them.
+    restore_what_was_planted(layout)?;
+    remove_the_runs_leftovers(prev.as_ref())?;
+    refresh_the_records_copy(layout)?;
+    let completed = completed_iterations(layout)?;
+    put_the_interrupted_iteration_aside(layout, prev.as_ref(), completed)?;
+    Ok((prev, completed))
+}
+
+/// Temp files of writes a crash interrupted: their content never became the file's.
+fn remove_interrupted_writes(layout: &Layout) -> Result<()> {
     for dir in [layout.wiggum(), layout.final_dir()] {
         let n = fsutil::remove_stale_temps(&dir)?;
         if n > 0 {
@@ -45,7 +60,12 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             );
         }
     }
-    let prev = match state::load_for_start(&layout.state())? {
+    Ok(())
+}
+
+/// The state the predecessor left; one that does not parse is moved aside (and said).
+fn previous_state(layout: &Layout) -> Result<Option<LoopState>> {
+    Ok(match state::load_for_start(&layout.state())? {
         Loaded::Ok(s) => Some(*s),
         Loaded::Missing => None,
         Loaded::MovedAside(to, why) => {
@@ -59,11 +79,14 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             );
             None
         }
-    };
-    // The previous run's supervisor may be alive: its lock files are the agent's to delete
-    // (`wiggum/.lock`), and a start under another `$STUDIO_AGENTS_HOME` holds another home lock.
-    // Its agent is killed only when it is verifiably gone.
-    if let Some(s) = &prev
+    })
+}
+
+/// The previous run's supervisor may be alive: its lock files are the agent's to delete
+/// (`wiggum/.lock`), and a start under another `$STUDIO_AGENTS_HOME` holds another home lock.
+/// Its agent is killed only when it is verifiably gone.
+fn refuse_a_live_supervisor(layout: &Layout, prev: Option<&LoopState>) -> Result<()> {
+    if let Some(s) = prev
         && let Some(pid) = live_supervisor(s)
     {
         return Err(crate::error::Error::AlreadyRunning(format!(
@@ -72,36 +95,42 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
             layout.root().display()
         )));
     }
-    if let Some(s) = &prev
-        && let Some(run) = s.agent_run()
-        && let (Some(pgid), token) = (run.pgid, run.token.clone())
-    {
-        let found: Vec<i32> = kill::survivors(pgid, &token)
-            .iter()
-            .map(|p| p.pid)
-            .collect();
-        if found.is_empty() {
-            tracing::info!("nothing of the previous run's agent (group {pgid}) is left");
-        } else {
-            tracing::warn!(
-                "stopping what the previous run left behind (group {pgid}): pids {found:?}"
-            );
-        }
-        let left = kill::terminate(
-            pgid,
-            &token,
-            std::time::Duration::from_secs(2),
-            || false,
-            std::future::pending(),
-            || {},
-        )
-        .await;
-        if !left.is_empty() {
-            tracing::warn!("killed (SIGKILL) what ignored SIGTERM: pids {left:?}");
-        }
+    Ok(())
+}
+
+/// Stop what the dead supervisor's agent left running (its process group, by its token).
+async fn stop_the_agent_left(prev: Option<&LoopState>) {
+    let Some(run) = prev.and_then(LoopState::agent_run) else {
+        return;
+    };
+    let (Some(pgid), token) = (run.pgid, run.token.clone()) else {
+        return;
+    };
+    let found: Vec<i32> = kill::survivors(pgid, &token)
+        .iter()
+        .map(|p| p.pid)
+        .collect();
+    if found.is_empty() {
+        tracing::info!("nothing of the previous run's agent (group {pgid}) is left");
+    } else {
+        tracing::warn!("stopping what the previous run left behind (group {pgid}): pids {found:?}");
     }
-    // Before anything else reads the repository: what the protected files held before the
-    // dead supervisor's last run, put back where that run changed them.
+    let left = kill::terminate(
+        pgid,
+        &token,
+        std::time::Duration::from_secs(2),
+        || false,
+        std::future::pending(),
+        || {},
+    )
+    .await;
+    if !left.is_empty() {
+        tracing::warn!("killed (SIGKILL) what ignored SIGTERM: pids {left:?}");
+    }
+}
+
+/// Put back the protected files the dead supervisor's last run changed, and say which.
+fn restore_what_was_planted(layout: &Layout) -> Result<()> {
     let planted = super::guard::persist::restore_after_crash(layout.records())?;
     if !planted.is_empty() {
         let what = format!(
@@ -111,35 +140,48 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         tracing::warn!("{what}");
         eprintln!("warning: {what}");
     }
-    // Its private temp dir too (its token is on disk before its spawn, its group only after),
-    // and its cgroup with whatever escaped the nets above.
-    if let Some(token) = prev
-        .as_ref()
-        .and_then(|s| s.agent_run())
+    Ok(())
+}
+
+/// The previous run's private temp dir (its token is on disk before its spawn, its group only
+/// after), and its cgroup with whatever escaped the nets above.
+fn remove_the_runs_leftovers(prev: Option<&LoopState>) -> Result<()> {
+    let Some(token) = prev
+        .and_then(LoopState::agent_run)
         .map(|r| r.token.as_str())
-        && !token.is_empty()
-    {
-        if let Some(base) = crate::sys::cgroup::base() {
-            let left = crate::sys::cgroup::kill_and_remove(
-                &crate::sys::cgroup::group_path(base, token),
-                std::time::Duration::from_secs(2),
-            );
-            if !left.is_empty() {
-                tracing::warn!("killed what was left in the previous run's cgroup: pids {left:?}");
-            }
-        }
-        fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(token))?;
-    }
-    // The records' copy of the run log starts from the loop's own (which a stopped loop's
-    // users may have kept, moved or trimmed).
-    if layout.runs_copy() != layout.runs() {
-        fsutil::create_dir_all(layout.records())?;
-        if layout.runs().exists() {
-            fsutil::copy_file(&layout.runs(), &layout.runs_copy())?;
-        } else {
-            fsutil::remove_file_opt(&layout.runs_copy())?;
+        .filter(|t| !t.is_empty())
+    else {
+        return Ok(());
+    };
+    if let Some(base) = crate::sys::cgroup::base() {
+        let left = crate::sys::cgroup::kill_and_remove(
+            &crate::sys::cgroup::group_path(base, token),
+            std::time::Duration::from_secs(2),
+        );
+        if !left.is_empty() {
+            tracing::warn!("killed what was left in the previous run's cgroup: pids {left:?}");
         }
     }
+    fsutil::remove_dir_all_opt(&crate::agent::launch::tmp_dir(token))
+}
+
+/// The records' copy of the run log starts from the loop's own (which a stopped loop's users
+/// may have kept, moved or trimmed).
+fn refresh_the_records_copy(layout: &Layout) -> Result<()> {
+    if layout.runs_copy() == layout.runs() {
+        return Ok(());
+    }
+    fsutil::create_dir_all(layout.records())?;
+    if layout.runs().exists() {
+        fsutil::copy_file(&layout.runs(), &layout.runs_copy())
+    } else {
+        fsutil::remove_file_opt(&layout.runs_copy())
+    }
+}
+
+/// The last iteration the run log or git shows completed; a commit whose run record the
+/// supervisor died before writing is recorded now (it is not interrupted).
+fn completed_iterations(layout: &Layout) -> Result<u32> {
     let runs = runlog::read(&layout.runs())?;
     let mut completed = runs
         .iter()
@@ -147,36 +189,36 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
         .map(|r| r.iteration)
         .max()
         .unwrap_or(0);
-    // Committed, but the supervisor died before its run record was written: not interrupted.
     if let Some((n, sha)) = crate::git::head_iteration(layout.root())
         && n > completed
     {
         runlog::record(layout, &RunRecord::recovered(n, Utc::now(), Some(sha)))?;
         completed = n;
     }
-    let interrupted = prev
-        .as_ref()
-        .is_some_and(|s| s.status().is_live() && s.current_iteration > completed);
-    if interrupted {
-        // The plan goes back to what it was when the discarded attempt began.
+    Ok(completed)
+}
+
+/// An iteration the predecessor was in when it died: the plan goes back to what it was when the
+/// discarded attempt began, the interruption is recorded, and any iteration directory past the
+/// last completed one is moved aside as a partial leftover.
+fn put_the_interrupted_iteration_aside(
+    layout: &Layout,
+    prev: Option<&LoopState>,
+    completed: u32,
+) -> Result<()> {
+    let interrupted = prev.filter(|s| s.status().is_live() && s.current_iteration > completed);
+    if interrupted.is_some() {
         super::iteration::restore_plan(layout)?;
     } else {
         fsutil::remove_file_opt(&layout.plan_backup())?;
     }
-    if let Some(s) = &prev
-        && interrupted
-    {
+    if let Some(s) = interrupted {
         let rec = RunRecord::recovered(s.current_iteration, s.updated_at, None);
         runlog::record(layout, &rec)?;
     }
-    // Any iteration directory past the last completed one is a partial leftover.
-    for n in completed + 1
-        ..=prev
-            .as_ref()
-            .map_or(0, |s| s.current_iteration)
-            .max(completed + 1)
-    {
+    let last = prev.map_or(0, |s| s.current_iteration).max(completed + 1);
+    for n in completed + 1..=last {
         super::iteration::move_aside(layout, n, "interrupted")?;
     }
-    Ok((prev, completed))
+    Ok(())
 }

@@ -156,6 +156,22 @@ impl Runner {
         Ok(())
     }
 
+    /// The wall limit of the run about to start: `own`, cut to what is left of the loop's
+    /// `[safety] max_time_per_loop`. Spent already (a wait for a call slot ran past it): the run
+    /// does not start.
+    fn wall_limit(&self, own: Duration) -> Result<Duration> {
+        let max = self.safety.max_time_per_loop;
+        let elapsed = (chrono::Utc::now() - self.state.started_at)
+            .to_std()
+            .unwrap_or_default();
+        super::budget::run_limit(own, max, elapsed).ok_or_else(|| {
+            crate::error::Error::runtime(format!(
+                "time budget: {} s of {max} s spent before the run could start",
+                elapsed.as_secs()
+            ))
+        })
+    }
+
     /// Why the loop cannot go on when `wiggum/` or the prompt in it is gone (an agent deleted
     /// them, or the branch was switched under the loop), after putting back what the supervisor
     /// owns; `None` while they are there.
@@ -255,7 +271,7 @@ impl Runner {
         phase: &RunSpec<'_>,
         prompt: &str,
     ) -> Result<AgentRun> {
-        let launch = Launch {
+        let mut launch = Launch {
             iteration: phase.iteration,
             wiggum_dir: Some(self.layout.wiggum()),
             work_dir: phase.work.to_path_buf(),
@@ -274,6 +290,7 @@ impl Runner {
             )
         };
         self.take_call_slot().await?;
+        launch.limit = self.wall_limit(launch.limit)?;
         // The token is on disk before the spawn and the process group before the job's gate
         // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
         let starting = Step::AgentStarting(launch.token.clone());

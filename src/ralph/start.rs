@@ -251,13 +251,15 @@ fn loop_layout(opts: &StartOpts, home: &Path) -> Result<Layout> {
     Ok(layout)
 }
 
-/// The layered settings with the flags applied.
+/// The layered settings with the flags applied, every name they refer to resolved.
 fn load_settings(opts: &StartOpts, home: &Path, layout: &Layout) -> Result<Settings> {
-    let mut settings = config::load(&Sources {
+    let sources = Sources {
         home: Some(home.join("wiggum.toml")),
         loop_file: Some(layout.config()),
         explicit: opts.config.clone(),
-    })?;
+    };
+    let mut settings = config::load(&sources)?;
+    config::check_names(&settings, &sources, &spec::PRESETS)?;
     let d = &mut settings.defaults;
     if let Some(v) = opts.max_iterations {
         d.max_iterations = v;

@@ -252,3 +252,32 @@ fn a_long_topic_is_too_long_and_config_is_checked_by_every_command() {
     refused(&t, &["wiggum", "list", "--config", &bad], "not_a_key");
     refused(&t, &["wiggum", "status", "--config", &bad], "not_a_key");
 }
+
+#[test]
+fn names_and_keys_the_settings_refer_to_are_resolved_before_any_agent_runs() {
+    let t = TestHome::new();
+    let cfg = t.root().join("names.toml");
+    let c = cfg.display().to_string();
+    // An agent that leaves a mark: none may appear.
+    let mark = t.root().join("agent-ran");
+    let agent = format!("touch {}", mark.display());
+    let run = |text: &str, needle: &str| {
+        std::fs::write(&cfg, text).unwrap();
+        let a = t.start_args("names", &t.art(), &agent, &["--foreground", "--config", &c]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        refused(&t, &a, needle);
+        assert!(!mark.exists(), "an agent ran");
+    };
+    run(
+        "[gate]\npool = [\"nosuch\"]\n",
+        &format!("{c}:2: [gate] pool names an unknown evaluator `nosuch`"),
+    );
+    run(
+        "[gate.weights]\ndepth = 0.5\ndepht = 0.5\n",
+        &format!("{c}:3: [gate.weights] depht is not a dimension of the rubric"),
+    );
+    run(
+        "[types.notes]\nsections = [\"Notes\"]\nagent = \"cluade\"\n",
+        &format!("{c}:3: [types.notes] agent names an unknown agent `cluade`"),
+    );
+}

@@ -847,7 +847,7 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
     );
     assert!(
         !planted.exists(),
-        "the planted config.worktree is still there: {}",
+        "the planted config.worktree is still there; the start said:\n{}",
         r.stderr()
     );
     assert!(

@@ -501,3 +501,46 @@ fn completions_for_three_shells_and_a_man_page() {
     );
     assert!(r.stdout().contains("Exit codes"));
 }
+
+#[test]
+fn the_time_budget_ends_an_agent_run_in_progress_and_no_retry_starts_past_it() {
+    let t = TestHome::new();
+    // Each run may take a minute; the whole loop 8 s. Iteration 2's agent hangs.
+    t.write_home_config(
+        "[safety]\nmax_time_per_loop = 8\nmax_time_per_iteration = 60\nkill_grace_secs = 1\n",
+    );
+    let env = format!(
+        "FAKE_RELEASE={} FAKE_BLOCK_AT=2",
+        t.root().join("never").display()
+    );
+    let began = std::time::Instant::now();
+    t.start_with_env("late", "block", &env, &["--max-iterations", "5"])
+        .code(0);
+    let took = began.elapsed();
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "budget", "{st}");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("time budget"),
+        "{st}"
+    );
+    let pids = std::fs::read_to_string(t.pids_file()).unwrap_or_default();
+    assert!(pids.contains("blocked "), "iteration 2 never ran: {pids}");
+    // Cut at the budget, not at its own minute; and not started again.
+    assert!(
+        took < std::time::Duration::from_secs(40),
+        "the loop took {took:?}"
+    );
+    let second: Vec<_> = t
+        .runs("iteration")
+        .into_iter()
+        .filter(|r| r["iteration"] == 2)
+        .collect();
+    assert!(
+        second.len() <= 1,
+        "a retry started past the budget: {second:?}"
+    );
+    assert_eq!(pids.matches("blocked ").count(), 1, "{pids}");
+}

@@ -310,3 +310,43 @@ fn a_manifest_names_the_entrypoint_limits_and_secret_and_never_a_key() {
     t.run(&["wiggum", "manifest", "nope", "--kubernetes"])
         .code(2);
 }
+
+#[test]
+fn a_manifest_is_built_from_the_settings_it_ships_and_an_unallowed_change_is_refused() {
+    let t = TestHome::new();
+    t.start_fg("notes", "", &["--max-iterations", "1"]).code(0);
+    let manifest = || t.run(&["wiggum", "manifest", "notes", "--kubernetes"]);
+    assert!(
+        !manifest()
+            .code(0)
+            .stdout()
+            .contains("activeDeadlineSeconds")
+    );
+    // The user gives the loop a time budget in its own settings file.
+    let file = t.wiggum("wiggum.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text.replace("max_time_per_loop = 0", "max_time_per_loop = 7200");
+    assert!(text.contains("max_time_per_loop = 7200"), "{text}");
+    std::fs::write(&file, &text).unwrap();
+    // Not allowed yet: refused as `start` refuses it, nothing printed.
+    let r = manifest();
+    r.code(2);
+    assert!(
+        r.stderr().contains("changed since it was last allowed"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().is_empty(), "{}", r.stdout());
+    t.run(&["wiggum", "allow", "notes"]).code(0);
+    let r = manifest();
+    r.code(0);
+    let yaml = r.stdout();
+    assert!(
+        yaml.contains("max_time_per_loop = 7200"),
+        "the ConfigMap:\n{yaml}"
+    );
+    assert!(
+        yaml.contains("activeDeadlineSeconds: 7200"),
+        "the Job:\n{yaml}"
+    );
+}

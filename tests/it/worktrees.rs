@@ -439,3 +439,40 @@ fn isolation_worktree_in_the_settings_does_what_the_flag_does() {
     );
     assert_eq!(subjects(&root, "main"), ["base"]);
 }
+
+#[test]
+fn a_loop_merged_once_is_not_merged_again_into_the_same_branch() {
+    let t = TestHome::new();
+    let root = repo_with(&t, &["ta"]);
+    start(&t, "ta", "", "", &["--foreground"]).code(0);
+    t.run(&["wiggum", "merge", "ta", "--squash"]).code(0);
+    let squashed = git(&root, &["rev-parse", "main"]);
+    // Again, by name and with --all: nothing happens, and it says so on one line.
+    let r = t.run(&["wiggum", "merge", "ta"]);
+    r.code(0);
+    assert_eq!(r.stdout().lines().count(), 1, "{}", r.stdout());
+    assert!(
+        r.stdout()
+            .starts_with("wiggum/ta was already merged into main (squash, "),
+        "{}",
+        r.stdout()
+    );
+    let r = t.run(&["wiggum", "merge", "--all"]);
+    r.code(0);
+    assert!(r.stdout().contains("no unmerged loop"), "{}", r.stdout());
+    assert_eq!(git(&root, &["rev-parse", "main"]), squashed);
+    let log = subjects(&root, "main");
+    assert!(
+        !log.iter().any(|s| s.starts_with("Wiggum iteration")),
+        "the iterations came into main beside their squash: {log:?}"
+    );
+    // Into another branch, it is merged.
+    git(&root, &["branch", "release", "main~1"]);
+    let r = t.run(&["wiggum", "merge", "ta", "--into", "release"]);
+    r.code(0);
+    assert!(
+        r.stdout().starts_with("merged wiggum/ta into release"),
+        "{}",
+        r.stdout()
+    );
+}

@@ -62,8 +62,12 @@ pub fn apply(
     if settings.gate.target == GateTarget::Artifact {
         settings.gate.target = GateTarget::Diff;
     }
-    if settings.gate.weights == config::default_weights() {
-        settings.gate.weights = config::code_weights();
+    // The code rubric, unless the settings weigh its dimensions themselves (then only those).
+    let code = config::code_weights();
+    if settings.gate.weights.keys().any(|k| code.contains_key(k)) {
+        settings.gate.weights.retain(|k, _| code.contains_key(k));
+    } else {
+        settings.gate.weights = code;
     }
     Ok(validation(settings, repo).into_iter().collect())
 }

@@ -7,7 +7,7 @@ pub mod yaml;
 
 use serde_json::{Value, json};
 
-use crate::config::Settings;
+use crate::config::{Safety, Settings};
 
 /// What the user asked for.
 #[derive(Debug, Clone)]
@@ -62,6 +62,21 @@ pub fn documents(
         "app.kubernetes.io/component": "wiggum-loop",
         "studio-agents/topic": name.trim_start_matches("wiggum-"),
     });
+    let config_map = config_map(r, &name, &labels, settings_toml, files)?;
+    let container = container(r, &settings.safety);
+    let job = job(r, &name, &labels, &settings.safety, container);
+    Ok(vec![config_map, job])
+}
+
+/// The ConfigMap: the settings file and the loop's files, refused when over the API server's
+/// limit.
+fn config_map(
+    r: &Request,
+    name: &str,
+    labels: &Value,
+    settings_toml: &str,
+    files: &[(String, String)],
+) -> Result<Value, String> {
     let mut data = serde_json::Map::new();
     data.insert(
         "wiggum.toml".into(),
@@ -79,13 +94,17 @@ pub fn documents(
             "the loop's files are {size} bytes, over a ConfigMap's {CONFIG_MAP_MAX}: give --remote so the pod clones them instead"
         ));
     }
-    let config_map = json!({
+    Ok(json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": name, "namespace": r.namespace, "labels": labels},
         "data": data,
-    });
-    let s = &settings.safety;
+    }))
+}
+
+/// The entrypoint's arguments: `wiggum run-remote <topic>` with the mounted files, and the
+/// repository, branch and path when there is one.
+fn entrypoint(r: &Request) -> Vec<String> {
     let mut args = vec![
         "wiggum".to_string(),
         "run-remote".into(),
@@ -106,6 +125,12 @@ pub fn documents(
     if r.path != "." {
         args.extend(["--path".into(), r.path.clone()]);
     }
+    args
+}
+
+/// The loop's container: non-root, read-only root, no capabilities, its memory from the harness
+/// ceiling, the Secret as its environment.
+fn container(r: &Request, s: &Safety) -> Value {
     // The agent's tree is bounded by the harness ceiling; the supervisor and git need a little.
     let memory = if s.max_memory_mb > 0 {
         format!("{}Mi", s.max_memory_mb + 256)
@@ -117,7 +142,7 @@ pub fn documents(
         "image": r.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["studio-agents"],
-        "args": args,
+        "args": entrypoint(r),
         "env": [
             {"name": "STUDIO_AGENTS_HOME", "value": format!("{WORK}/home")},
             {"name": "HOME", "value": format!("{WORK}/home")},
@@ -140,6 +165,12 @@ pub fn documents(
     if let Some(secret) = &r.secret {
         container["envFrom"] = json!([{"secretRef": {"name": secret}}]);
     }
+    container
+}
+
+/// The Job around `container`: retries resume from the branch, the grace from the harness, the
+/// deadline from the loop's time budget.
+fn job(r: &Request, name: &str, labels: &Value, s: &Safety, container: Value) -> Value {
     let mut job_spec = json!({
         // A new pod resumes from the branch like `start` after a crash.
         "backoffLimit": 3,
@@ -169,13 +200,12 @@ pub fn documents(
     if s.max_time_per_loop > 0 {
         job_spec["activeDeadlineSeconds"] = json!(s.max_time_per_loop);
     }
-    let job = json!({
+    json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name, "namespace": r.namespace, "labels": labels},
         "spec": job_spec,
-    });
-    Ok(vec![config_map, job])
+    })
 }
 
 /// The documents as one YAML stream.

@@ -126,14 +126,21 @@ impl TestHome {
 
     /// [`Self::run_with`] as an unprivileged user: as root, the test's directory is handed to
     /// `nobody` and the command runs through `setpriv` (no capabilities, no groups); otherwise
-    /// the test already runs unprivileged.
+    /// the test already runs unprivileged. `nobody` may not be able to enter the checkout (a
+    /// clone in a private directory, root's home): the binary and the scripted agents it runs
+    /// are copied into the test's directory first, and the arguments name the copies.
     #[allow(dead_code)]
     pub fn run_unprivileged(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         if !nix_is_root() {
             return self.run_with(args, env);
         }
         // Everything the command will use exists before it changes hands.
-        let plain = self.cmd(args);
+        let (bin, agents) = self.reachable_copies();
+        let theirs = fake_agent().parent().unwrap().display().to_string();
+        let ours = agents.display().to_string();
+        let args: Vec<String> = args.iter().map(|a| a.replace(&theirs, &ours)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let plain = self.cmd(&args);
         let ok = Command::new("chown")
             .args(["-R", "65534:65534"])
             .arg(self.dir.path())
@@ -149,14 +156,29 @@ impl TestHome {
             "--bounding-set=-all",
             "--",
         ])
-        .arg(plain.get_program())
+        .arg(&bin)
         .args(plain.get_args())
         .env_clear()
         .envs(plain.get_envs().filter_map(|(k, v)| Some((k, v?))))
         .envs(env.iter().copied())
         .current_dir(self.root())
         .stdin(Stdio::null());
-        self.finish(cmd, args)
+        self.finish(cmd, &args)
+    }
+
+    /// Copies of the binary and of `tests/agents/` under the test's directory (copies, not
+    /// links: the directory changes owner and the originals must not).
+    fn reachable_copies(&self) -> (PathBuf, PathBuf) {
+        let dir = self.root().join("reachable");
+        let agents = dir.join("agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        let bin = dir.join("studio-agents");
+        std::fs::copy(env!("CARGO_BIN_EXE_studio-agents"), &bin).expect("copy the binary");
+        for e in std::fs::read_dir(fake_agent().parent().unwrap()).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), agents.join(e.file_name())).expect("copy a scripted agent");
+        }
+        (bin, agents)
     }
 
     fn finish(&self, mut cmd: Command, args: &[&str]) -> Run {
