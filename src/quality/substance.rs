@@ -366,11 +366,19 @@ fn strip_code_and_links(t: &str) -> String {
         .join(" ")
 }
 
+/// Where the first `http://` or `https://` begins (one pass: a document of many links is read
+/// once, not once per link).
 fn find_url(s: &str) -> Option<usize> {
-    match (s.find("http://"), s.find("https://")) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    let mut from = 0;
+    while let Some(i) = s[from..].find("http") {
+        let at = from + i;
+        let rest = &s[at + 4..];
+        if rest.starts_with("://") || rest.starts_with("s://") {
+            return Some(at);
+        }
+        from = at + 4;
     }
+    None
 }
 
 fn url_len(s: &str) -> usize {
