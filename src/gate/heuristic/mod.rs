@@ -4,9 +4,11 @@
 //! Relevance is coverage of the task's specific terms (`topic`); depth counts what a reader can
 //! run or check, fenced or inline (`depth`); evidence counts beside the task's terms. A document
 //! that names none of the task's names is about something else: every dimension is scaled down
-//! with its relevance, as with form without substance (`quality::substance`).
+//! with its relevance, as with form without substance (`quality::substance`). A diff (a code
+//! loop's gate on its changes) is judged as before (`diff`).
 
 mod depth;
+mod diff;
 mod topic;
 
 use super::Evaluation;
@@ -34,6 +36,9 @@ fn to10(v: f64) -> f64 {
 #[must_use]
 #[allow(clippy::cast_precision_loss)]
 pub fn evaluate(task: &str, output: &str) -> Evaluation {
+    if diff::is_diff(output) {
+        return diff::evaluate(task, output);
+    }
     let found = substance::analyse(task, output);
     let real = substance::without_placeholder_links(output);
     let m = metrics::compute(&real, &QualityWeights::default());
