@@ -43,6 +43,13 @@ fn a_word_swapped_document_names_none_of_the_tasks_terms_and_fails() {
 }
 
 #[test]
+fn a_report_that_names_the_tasks_terms_passes_where_the_swapped_ones_fail() {
+    let (s, e) = score(HTTP_TASK, &fixture("http-caching/good.md"));
+    assert!(s >= 8.0, "{s} {e:?}");
+    assert!(e.dims["relevance"] >= 9.0, "{e:?}");
+}
+
+#[test]
 fn commands_inline_in_numbered_steps_are_depth() {
     let (s, e) = score(RESEARCH_TASK, &fixture("research-good-inline.md"));
     assert!(e.dims["depth"] >= 8.0, "{e:?}");
