@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The loop's costs against their floors: benches/bench.py after a release build.
-# Usage: benches/run.sh [--smoke] [--only overhead|growth|control|report]
+# Usage: benches/run.sh [--smoke] [--only overhead|growth|control|report|judge]
 # The full run takes 6–15 minutes on 2 cores (the disk decides); --smoke (CI) under a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."

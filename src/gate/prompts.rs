@@ -128,6 +128,18 @@ mod tests {
     }
 
     #[test]
+    fn the_evaluator_asks_what_the_task_names_and_what_a_reader_can_run() {
+        let p = evaluator(DEFAULT_EVALUATOR, "T", "research", "O", &["depth".into()]);
+        for question in [
+            "Which of the task's specific terms does the output address",
+            "What can a reader run or check?",
+            "whether\n  in code blocks or inline",
+        ] {
+            assert!(p.contains(question), "{question}: {p}");
+        }
+    }
+
+    #[test]
     fn contaminated_templates_are_refused_with_line() {
         for sig in CONTAMINATION_SIGNALS {
             let t = format!("Score this.\nContext: {sig}\n{{{{output}}}}");

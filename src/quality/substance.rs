@@ -253,7 +253,7 @@ pub fn without_placeholder_links(text: &str) -> String {
 }
 
 fn templated(texts: &[&str], s: &mut Substance) {
-    let sets: Vec<BTreeSet<String>> = texts.iter().map(|t| shape(t)).collect();
+    let sets: Vec<Vec<u64>> = texts.iter().map(|t| shape(t)).collect();
     let mut marked = vec![false; sets.len()];
     for i in 0..sets.len() {
         if sets[i].len() < 6 {
@@ -275,38 +275,61 @@ fn templated(texts: &[&str], s: &mut Substance) {
     }
 }
 
-/// A block's words with every run of digits made one: lines from one template look alike.
-fn shape(t: &str) -> BTreeSet<String> {
-    t.split(|c: char| !c.is_alphanumeric())
+/// A block's distinct words with every run of digits made one (lines from one template look
+/// alike), each as a 64-bit FNV-1a hash, sorted: blocks are compared pairwise, so cheaply.
+fn shape(t: &str) -> Vec<u64> {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0100_0000_01b3;
+    let mut out: Vec<u64> = t
+        .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(|w| {
-            let mut out = String::new();
+            let mut h = OFFSET;
             let mut digit = false;
             for c in w.chars().flat_map(char::to_lowercase) {
-                if c.is_ascii_digit() {
-                    if !digit {
-                        out.push('0');
+                let c = if c.is_ascii_digit() {
+                    if digit {
+                        continue;
                     }
                     digit = true;
+                    '0'
                 } else {
-                    out.push(c);
                     digit = false;
+                    c
+                };
+                let mut buf = [0u8; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    h = (h ^ u64::from(b)).wrapping_mul(PRIME);
                 }
             }
-            out
+            h
         })
-        .collect()
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
+/// The Jaccard similarity of two sorted sets (0 when their sizes alone rule out a template).
 #[allow(clippy::cast_precision_loss)]
-fn jaccard(a: &BTreeSet<String>, b: &BTreeSet<String>) -> f64 {
-    let inter = a.intersection(b).count();
-    let union = a.len() + b.len() - inter;
-    if union == 0 {
-        0.0
-    } else {
-        inter as f64 / union as f64
+fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let (small, large) = (a.len().min(b.len()), a.len().max(b.len()));
+    if large == 0 || (small as f64) < TEMPLATE_SIMILARITY * large as f64 {
+        return 0.0;
     }
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    inter as f64 / (a.len() + b.len() - inter) as f64
 }
 
 /// The words of prose: code spans and links taken out, letters only, lowercased.
@@ -343,11 +366,19 @@ fn strip_code_and_links(t: &str) -> String {
         .join(" ")
 }
 
+/// Where the first `http://` or `https://` begins (one pass: a document of many links is read
+/// once, not once per link).
 fn find_url(s: &str) -> Option<usize> {
-    match (s.find("http://"), s.find("https://")) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    let mut from = 0;
+    while let Some(i) = s[from..].find("http") {
+        let at = from + i;
+        let rest = &s[at + 4..];
+        if rest.starts_with("://") || rest.starts_with("s://") {
+            return Some(at);
+        }
+        from = at + 4;
     }
+    None
 }
 
 fn url_len(s: &str) -> usize {

@@ -425,9 +425,9 @@ fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records
     r.code(0);
     insta::assert_snapshot!(redact(&r.stdout(), &t), @r#"
     Planning ✓ planned · <time> · 3 items in fix_plan.md
-    Iteration 1/10 ✓ accepted · gate 4.7 FAIL (r1 4.7, 1 round) · <time> · <sha> "Improve part 1"
-    Iteration 2/10 ✓ accepted · gate 5.6 FAIL (r1 5.6, 1 round) · <time> · <sha> "Improve part 2"
-    Iteration 3/10 ✓ accepted · gate 6.0 FAIL (r1 6.0, 1 round) · <time> · <sha> "Improve part 3"
+    Iteration 1/10 ✓ accepted · gate 4.9 FAIL (r1 4.9, 1 round) · <time> · <sha> "Improve part 1"
+    Iteration 2/10 ✓ accepted · gate 6.0 FAIL (r1 6.0, 1 round) · <time> · <sha> "Improve part 2"
+    Iteration 3/10 ✓ accepted · gate 6.6 FAIL (r1 6.6, 1 round) · <time> · <sha> "Improve part 3"
     Loop `progress` ended: every item in fix_plan.md is done
       iterations  3/10
       quality     0.22 → 0.60 (+178%)

@@ -406,7 +406,7 @@ fn the_evaluator_prompt_scores_every_document_of_the_judges_corpus() {
     let scored = score_corpus(&w, &cfg);
     // A small model is no judge of substance; the prompt must still get a score for every type
     // and label out of it (the ranking is the opt-in test below, on a larger model).
-    assert_eq!(scored.len(), 15, "{scored:?}");
+    assert_eq!(scored.len(), 23, "{scored:?}");
     for (kind, label, file, s) in &scored {
         eprintln!("{s:>5.2} {kind:8} {label:8} {file}");
         assert!((0.0..=10.0).contains(s), "{file}: {s}");
@@ -433,6 +433,19 @@ fn a_model_evaluator_ranks_the_corpus_good_above_gamed() {
     assert!(
         good > gamed + 1.0,
         "good {good:.2} vs gamed {gamed:.2}: {scored:#?}"
+    );
+    // The word-swapped documents (another real text with the task's common words put in) are
+    // well written about something else: the prompt asks which of the task's terms they address.
+    let swapped: Vec<f64> = scored
+        .iter()
+        .filter(|(_, _, file, _)| file.contains("-swapped"))
+        .map(|(.., s)| *s)
+        .collect();
+    assert_eq!(swapped.len(), 4, "{scored:#?}");
+    let swapped = swapped.iter().sum::<f64>() / 4.0;
+    assert!(
+        good > swapped + 1.0,
+        "good {good:.2} vs word-swapped {swapped:.2}: {scored:#?}"
     );
 }
 

@@ -1,5 +1,6 @@
-//! The labelled corpus (`tests/fixtures/judge/`): per artifact type a good document, a mediocre
-//! draft and gamed ones. The built-in judge must score good at or above the default pass
+//! The labelled corpus (`tests/fixtures/judge/`): per artifact type good documents (one with its
+//! commands inline), a mediocre draft and gamed ones (one another text with the task's common
+//! words swapped in). The built-in judge must score good at or above the default pass
 //! threshold, mediocre below it, and every gamed document below the mediocre draft of its type.
 
 use std::collections::BTreeMap;
@@ -111,6 +112,16 @@ fn substance_passes_and_form_without_it_does_not() {
                 "{} ({}) scores {s} with no issue named\n{report}",
                 d.file,
                 d.tactic
+            );
+        }
+        if d.file.contains("-swapped") {
+            assert!(
+                e.issues
+                    .iter()
+                    .any(|i| i.starts_with("relevance") && i.contains("names none of")),
+                "{} does not say which of the task's terms it misses: {:?}",
+                d.file,
+                e.issues
             );
         }
     }
