@@ -71,7 +71,7 @@ pub async fn run_validation(
             changed.join(", ")
         );
         tracing::warn!("{what}");
-        lp.runner.state.last_event = Some(what);
+        lp.runner.note_event(what);
     }
     Ok((results?, changed))
 }
@@ -99,12 +99,11 @@ async fn validate(
     let layout = lp.runner.layout.clone();
     let limits = super::decide::TrendLimits::of(&lp.settings.safety);
     if let Some(why) = missing_required(lp, n) {
-        let trends = &mut lp.runner.state.trends;
-        let tripped = super::decide::record_validation(trends, true, limits);
+        let tripped = super::decide::record_validation(lp.runner.trends(), true, limits);
         return Ok((Some(why), tripped));
     }
     if lp.settings.validation.commands.is_empty() {
-        super::decide::record_validation(&mut lp.runner.state.trends, false, limits);
+        super::decide::record_validation(lp.runner.trends(), false, limits);
         return Ok((None, None));
     }
     let (results, tampered) = run_validation(lp, &layout.validation_log(n), n).await?;
@@ -114,8 +113,7 @@ async fn validate(
             "the validation run (the code under test) changed {}; they were restored",
             tampered.join(", ")
         );
-        let trends = &mut lp.runner.state.trends;
-        let tripped = super::decide::record_validation(trends, true, limits);
+        let tripped = super::decide::record_validation(lp.runner.trends(), true, limits);
         return Ok((Some(why), tripped));
     }
     let judgement = lp
@@ -130,9 +128,8 @@ async fn validate(
         validation::Judgement::Accept => None,
         validation::Judgement::Reject(why) => Some(why),
     };
-    let tripped =
-        super::decide::record_validation(&mut lp.runner.state.trends, why.is_some(), limits)
-            .map(|t| format!("{t}; the last: {summary}"));
+    let tripped = super::decide::record_validation(lp.runner.trends(), why.is_some(), limits)
+        .map(|t| format!("{t}; the last: {summary}"));
     Ok((why, tripped))
 }
 
@@ -313,11 +310,7 @@ fn meter(lp: &mut Loop, judge: &evaluator::Evaluator, record: &mut GateRecord) {
     let cost = (m.unmetered == 0)
         .then(|| super::budget::price(price, Some(m.tokens_in), Some(m.tokens_out)))
         .flatten();
-    lp.runner
-        .state
-        .spend
-        .add(cost, (tokens > 0).then_some(tokens), false);
-    lp.runner.state.cost_usd = lp.runner.state.spend.cost_usd;
+    lp.runner.spent(cost, (tokens > 0).then_some(tokens));
     record.tokens_in = (tokens > 0).then_some(m.tokens_in);
     record.tokens_out = (tokens > 0).then_some(m.tokens_out);
     record.cost_usd = cost;
@@ -507,8 +500,7 @@ pub async fn accept(
         });
     }
     if let Some(g) = &gate {
-        lp.runner.state.last_scores = g.wiggum_scores.values().last().cloned().unwrap_or_default();
-        lp.runner.state.last_gate_score = g.final_score;
+        lp.runner.gate_scored(g);
     }
     rec.gate = gate;
     if let Some(why) = failed_review(lp, rec.gate.as_ref()) {
@@ -544,7 +536,7 @@ pub async fn accept(
             rec.lines = Some(super::work::line_counts(&lp.repo.commit_patch(sha)?));
         }
         crate::sys::failpoint::hit("after-commit")?;
-        lp.runner.state.last_committed_iteration = n;
+        lp.runner.committed_iteration(n);
         rec.outcome = Outcome::Accepted;
     } else {
         commit::carry(lp, changed);
@@ -556,8 +548,7 @@ pub async fn accept(
     }
     let (open, optional) =
         fix_plan::open_counts(&plan_after, &lp.settings.defaults.optional_sections);
-    lp.runner.state.items_remaining = Some(open);
-    lp.runner.state.items_optional = Some(optional);
+    lp.runner.plan_counts(open, Some(optional));
     lp.runner.save()?;
     rec.ended_at = Utc::now();
     rec.duration_ms =

@@ -104,7 +104,7 @@ fn facts(lp: &Loop, rec: &RunRecord) -> Result<Facts> {
 pub fn check(lp: &mut Loop, rec: &mut RunRecord) -> Result<()> {
     lp.promise_taken = None;
     // The note was for this iteration's agent; a new one is written if this claim fails too.
-    lp.runner.state.promise_note = None;
+    lp.runner.promise_note_told();
     if !rec.promise_seen {
         return Ok(());
     }
@@ -116,27 +116,18 @@ pub fn check(lp: &mut Loop, rec: &mut RunRecord) -> Result<()> {
         return Ok(());
     }
     let f = facts(lp, rec)?;
-    let st = &mut lp.runner.state;
     match judge(&f) {
         Ok(grounds) => {
-            st.premature_promises = 0;
+            lp.runner.claim_taken();
             lp.promise_taken = Some(grounds);
         }
         Err(why) => {
-            st.premature_promises += 1;
-            let max = lp.settings.safety.max_premature_promises;
             rec.premature_promise = Some(why.clone());
-            st.last_event = Some(format!(
-                "iteration {}: the completion promise was not taken: {why}",
-                rec.iteration
-            ));
-            st.promise_note = Some(format!(
-                "An earlier agent printed the completion promise, but the loop did not take it: {why}. Work on what is open; print the promise only when the plan has no open item and the work is done."
-            ));
-            if max > 0 && st.premature_promises >= max {
+            let in_a_row = lp.runner.claim_not_taken(rec.iteration, &why);
+            let max = lp.settings.safety.max_premature_promises;
+            if max > 0 && in_a_row >= max {
                 lp.promise_rejected = Some(format!(
-                    "{} completion claims in a row were not taken; the last: {why}",
-                    st.premature_promises
+                    "{in_a_row} completion claims in a row were not taken; the last: {why}"
                 ));
             }
         }

@@ -183,7 +183,7 @@ pub async fn commit(
         );
     }
     let Some(mut pending) = lp.repo.stage_tree(&paths)? else {
-        lp.runner.state.carried_paths.clear();
+        lp.runner.carried_committed();
         return Ok(Committed::Nothing);
     };
     let mut message = message.to_string();
@@ -204,14 +204,13 @@ pub async fn commit(
     if n.is_multiple_of(100) {
         lp.repo.reopen()?;
     }
-    lp.runner.state.carried_paths.clear();
+    lp.runner.carried_committed();
     Ok(Committed::Sha(sha))
 }
 
 /// Remember paths an attempt changed but no commit took, for the next commit.
 pub fn carry(lp: &mut Loop, changed: &[PathBuf]) {
-    let carried = &mut lp.runner.state.carried_paths;
-    for p in changed {
+    let kept = changed.iter().filter(|p| {
         // The state file is JSON: a name that is no UTF-8 cannot be written there (it stays in
         // the work tree, and is committed when an iteration that changes it is accepted).
         if p.to_str().is_none() {
@@ -219,12 +218,11 @@ pub fn carry(lp: &mut Loop, changed: &[PathBuf]) {
                 "{}: a file name that is not UTF-8 is not carried to the next commit",
                 p.display()
             );
-            continue;
+            return false;
         }
-        if !carried.contains(p) && !Layout::is_runtime_path(p) {
-            carried.push(p.clone());
-        }
-    }
+        !Layout::is_runtime_path(p)
+    });
+    lp.runner.carry(kept.cloned());
 }
 
 /// `pre-commit` with an index holding exactly the commit's tree, then `commit-msg` on the

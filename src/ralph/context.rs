@@ -74,7 +74,7 @@ impl Loop {
         {
             tracing::info!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
         }
-        self.runner.state.last_quality = Some(m.overall);
+        self.runner.quality_measured(m.overall);
         m
     }
 }

@@ -161,11 +161,11 @@ impl Loop {
         {
             return self.finish(r.0, &r.1).await;
         }
-        self.runner.state.step(Step::Run, chrono::Utc::now())?;
+        self.runner.step(Step::Run)?;
         self.runner.save()?;
         loop {
             let facts = self.facts()?;
-            self.runner.state.items_remaining = Some(facts.plan_remaining);
+            self.runner.plan_counts(facts.plan_remaining, None);
             if let Some((reason, why)) = decide::exit_reason(&facts) {
                 return self.finish(reason, &why).await;
             }
@@ -202,7 +202,7 @@ impl Loop {
                 r.pause = true;
                 r.pause_reason = Some(why.clone());
             })?;
-            self.runner.state.reviewed = true;
+            self.runner.reviewed();
             let fields = Fields::NeedsHuman {
                 resume: format!("studio-agents wiggum resume {}", self.runner.topic),
             };
@@ -211,7 +211,7 @@ impl Loop {
         if !requests::read(&ctl).pause {
             return Ok(false);
         }
-        self.runner.state.step(Step::Pause, chrono::Utc::now())?;
+        self.runner.step(Step::Pause)?;
         self.runner.save()?;
         tracing::info!("paused before iteration {n}");
         while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
@@ -220,7 +220,7 @@ impl Loop {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        self.runner.state.step(Step::Resume, chrono::Utc::now())?;
+        self.runner.step(Step::Resume)?;
         self.runner.save()?;
         tracing::info!("resumed");
         Ok(true)
@@ -230,7 +230,7 @@ impl Loop {
     /// is (`decide::after_attempt`, then `dispose` for planning) and carried out here. Returns a
     /// stop when it cannot go on.
     async fn plan(&mut self) -> Result<Option<(StopReason, String)>> {
-        self.runner.state.step(Step::Plan, chrono::Utc::now())?;
+        self.runner.step(Step::Plan)?;
         self.runner.save()?;
         let layout = self.runner.layout.clone();
         let template = fsutil::read(&layout.memory("PLANNING_PROMPT.md"))?;
@@ -268,7 +268,7 @@ impl Loop {
                         }
                     } else {
                         let name = self.agent.name.clone();
-                        self.runner.state.limited_agents.insert(name, until);
+                        self.runner.limited(name, until);
                     }
                 }
                 Then::Stop(reason, why) => {
@@ -341,7 +341,7 @@ impl Loop {
             ceilings,
         );
         if run.outcome.ending.success() {
-            self.runner.state.limit_waits = 0;
+            self.runner.limit_waits_over();
         }
         let failure = super::failure::describe(run.outcome.ending, &tail);
         let ended = run.outcome.ending.to_string();
@@ -414,7 +414,7 @@ impl Loop {
             }
         }
         let end = Step::End(reason, why.to_string());
-        self.runner.state.step(end, chrono::Utc::now())?;
+        self.runner.step(end)?;
         self.runner.save()?;
         tracing::info!("loop ended: {} ({why})", reason.as_str());
         let st = &self.runner.state;

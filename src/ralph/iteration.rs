@@ -136,10 +136,10 @@ fn discard(lp: &Loop, n: u32, attempt: u32) -> Result<()> {
 /// earliest reset. `Some`: the loop was stopped while waiting.
 pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Result<Option<IterationEnd>> {
     let now = Utc::now();
-    let st = &mut lp.runner.state;
-    st.limited_agents = fallback::in_force(&st.limited_agents, now);
+    lp.runner.limits_in_force(|l| fallback::in_force(l, now));
     let names: Vec<String> = lp.fallbacks.iter().map(|a| a.name.clone()).collect();
-    let name = match fallback::choose(&lp.primary.name, &names, &st.limited_agents, now) {
+    let limited = &lp.runner.state.limited_agents;
+    let name = match fallback::choose(&lp.primary.name, &names, limited, now) {
         fallback::Choice::Run(name) => name,
         fallback::Choice::Wait(until, name) => {
             let reason = format!("every agent waits on a usage limit; `{name}` resets first");
@@ -185,12 +185,12 @@ pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Result<Option<Iteration
         )
     };
     tracing::warn!("{what}");
-    lp.runner.state.last_event = Some(what);
+    lp.runner.note_event(what);
     // The producer of revisions follows the loop's agent unless [gate] producer names one.
     if lp.settings.gate.producer.is_none() {
         lp.producer = next.clone();
     }
-    lp.runner.state.agent.clone_from(&next.name);
+    lp.runner.agent_runs(&next.name);
     lp.agent = next;
     Ok(None)
 }
@@ -250,7 +250,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         {
             return Ok(IterationEnd::Stop(StopReason::Budget, why));
         }
-        lp.runner.state.current_iteration = n;
+        lp.runner.at_iteration(n);
         if !lp.fallbacks.is_empty()
             && let Some(stop) = pick_agent(lp, n).await?
         {
@@ -373,7 +373,7 @@ fn put_back_spec(lp: &mut Loop) -> Result<Option<String>> {
         names.join(", ")
     );
     tracing::warn!("{what}");
-    lp.runner.state.last_event = Some(what.clone());
+    lp.runner.note_event(what.clone());
     Ok(Some(what))
 }
 
@@ -407,14 +407,9 @@ fn weigh(lp: &mut Loop, seen: &Seen) -> decide::Verdict {
         max_retries: safety.max_crash_retries,
     };
     if run.outcome.ending.success() {
-        lp.runner.state.limit_waits = 0;
+        lp.runner.limit_waits_over();
     }
-    decide::after_attempt(
-        &facts,
-        &mut lp.breaker,
-        &mut lp.runner.state.trends,
-        ceilings,
-    )
+    decide::after_attempt(&facts, &mut lp.breaker, lp.runner.trends(), ceilings)
 }
 
 /// Carry out a disposition: carry the changes, record the run, put the attempt aside, then
@@ -488,10 +483,7 @@ async fn settle(
 async fn wait_out(lp: &mut Loop, until: Option<chrono::DateTime<Utc>>, what: &str) -> Result<Flow> {
     let until = lp.runner.limit_until(until);
     if !lp.fallbacks.is_empty() {
-        lp.runner
-            .state
-            .limited_agents
-            .insert(lp.agent.name.clone(), until);
+        lp.runner.limited(lp.agent.name.clone(), until);
         return Ok(Flow::Again);
     }
     let reason = format!("{what}, {}", lp.agent.name);

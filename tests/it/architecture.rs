@@ -266,3 +266,31 @@ fn only_the_supervisor_and_the_agent_send_signals() {
     }
     assert!(found.is_empty(), "signals sent from {found:?}");
 }
+
+/// The loop's state changes through its owner's methods (`ralph/books.rs`), named for what
+/// happened, never by field writes from the modules that hold the loop.
+#[test]
+fn the_loops_state_is_written_only_by_its_owner() {
+    let write = regex::Regex::new(
+        r"runner\s*\.state\s*\.[a-z_]+(\s*\.[a-z_]+)*\s*(=[^=]|\.(insert|push|clear|extend|clone_from|add|remove|step)\()|&mut\s+[a-z_.]*runner\.state\b",
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    for (rel, code) in sources() {
+        for m in write.find_iter(&code) {
+            found.push(format!("{}: {}", rel.display(), m.as_str()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "state written outside its owner: {found:#?}"
+    );
+    // The check sees a write where there is one.
+    assert!(write.is_match("lp.runner.state.last_event = Some(x);"));
+    assert!(
+        write.is_match(
+            "self.runner\n        .state\n        .limited_agents\n        .insert(a, b);"
+        )
+    );
+    assert!(!write.is_match("let n = lp.runner.state.current_iteration;"));
+}
