@@ -164,6 +164,10 @@ pub async fn commit(
             .into_iter()
             .filter(|p| now.holds(p) || Layout::is_supervisor_path(p) || lp.repo.is_ignored(p)),
     );
+    // Never what an agent planted in the loop's own tree: a link there, or an entry where
+    // another iteration's directory belongs (that iteration makes its directory again).
+    let root = lp.runner.layout.root().to_path_buf();
+    paths.retain(|p| !planted(&root, p, n));
     // Never a file past [safety] max_file_mb, whoever carried it here.
     let oversized: Vec<PathBuf> = lp
         .repo
@@ -206,6 +210,30 @@ pub async fn commit(
     }
     lp.runner.carried_committed();
     Ok(Committed::Sha(sha))
+}
+
+/// Whether `rel` (relative to the artifact dir) is something an agent planted in the loop's own
+/// tree: a link on the way under `wiggum/`, or anything in the directory of an iteration that
+/// has not run yet (after `n`, the one committing; 0: planning).
+fn planted(root: &Path, rel: &Path, n: u32) -> bool {
+    if rel
+        .components()
+        .next()
+        .is_none_or(|c| c.as_os_str() != "wiggum")
+    {
+        return false;
+    }
+    let linked = rel
+        .ancestors()
+        .take_while(|a| !a.as_os_str().is_empty())
+        .any(|a| std::fs::symlink_metadata(root.join(a)).is_ok_and(|m| m.file_type().is_symlink()));
+    let ahead = rel.ancestors().any(|a| {
+        a.file_name()
+            .and_then(|f| f.to_str())
+            .and_then(crate::disk::layout::iteration_number)
+            .is_some_and(|i| i > n)
+    });
+    linked || ahead
 }
 
 /// Remember paths an attempt changed but no commit took, for the next commit.

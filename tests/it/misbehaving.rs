@@ -240,3 +240,67 @@ fn a_runaway_evaluator_answer_is_an_error_not_a_memory_blowup() {
     let err = it["gate"]["error"].as_str().unwrap();
     assert!(err.contains("larger than 4194304 bytes"), "{err}");
 }
+
+/// A link or a file an agent plants where a later iteration's directory belongs (a directory
+/// outside, a file) never ends the loop `failed`: the iteration that planted it is committed
+/// without it, and the next makes its directory again. The link is planted during the run, or
+/// by the validation after it (between the run and the commit).
+#[test]
+fn a_linked_or_replaced_next_iteration_directory_is_made_again_not_a_failure() {
+    for (when, validate) in [
+        ("during the run", false),
+        ("by the validation, before the commit", true),
+    ] {
+        let t = TestHome::new();
+        let outside = t.root().join("outside-dir");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("artifact.md"), "# planted\n").unwrap();
+        let plant = format!(
+            "d=\"$WIGGUM_DIR/iterations/001-100\"; mkdir -p \"$d\"; n=$((ITERATION + 1)); ln -sfn {} \"$d/iteration-$(printf %03d $n)\"",
+            outside.display()
+        );
+        let script = t.root().join("plant.sh");
+        std::fs::write(
+            &script,
+            format!("[ \"$ITERATION\" = 1 ] || exit 0\n{plant}\n"),
+        )
+        .unwrap();
+        let config = if validate {
+            format!(
+                "[validation]\ncommands = [\"ITERATION=1 WIGGUM_DIR=$PWD/wiggum sh {}\"]\n",
+                script.display()
+            )
+        } else {
+            String::new()
+        };
+        t.write_home_config(&config);
+        let attack = if validate {
+            String::new()
+        } else {
+            format!("FAKE_ATTACK={}", script.display())
+        };
+        let r = t.start_with_env(
+            "ln",
+            if validate { "" } else { "attack" },
+            &attack,
+            &["--max-iterations", "3"],
+        );
+        let st = t.state();
+        assert_ne!(st["status"], "failed", "{when}: {st}\n{}", r.stderr());
+        assert_eq!(st["stop_reason"], "plan_empty", "{when}: {st}");
+        // Nothing outside was written, and the planted directory's file is in no commit.
+        assert_eq!(
+            std::fs::read_to_string(outside.join("artifact.md")).unwrap(),
+            "# planted\n",
+            "{when}"
+        );
+        let log = crate::support::git(&t.art(), &["log", "-p", "--format=%s"]);
+        assert!(!log.contains("# planted"), "{when}: {log}");
+        assert!(
+            t.runs("iteration")
+                .iter()
+                .any(|r| r["iteration"] == 2 && r["outcome"] == "accepted"),
+            "{when}"
+        );
+    }
+}
