@@ -839,6 +839,16 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
         },
     );
     std::fs::write(t.release_file(), "").unwrap();
+    // The killed supervisor's lock goes with its last open file: wait for the kernel to say
+    // so (a loaded machine reaps late), not for a time.
+    wait_for(
+        "the killed supervisor's lock to be free",
+        std::time::Duration::from_secs(30),
+        || {
+            let v = t.status_json("crashplant");
+            if v["pid"].is_null() { Ok(()) } else { Err(v) }
+        },
+    );
     let r = t.start_bg(
         "crashplant",
         "",

@@ -379,9 +379,13 @@ fn the_users_home_never_sees_a_run_change_it() {
         // The agent is `claude` (its state under ~/.claude is its own to write).
         let bin = t.root().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
+        // A copy of the scripted agent beside it: an ordinary user may not reach the checkout
+        // (a clone in a 0700 directory).
+        let fake = bin.join("fake-agent.sh");
+        std::fs::copy(fake_agent(), &fake).unwrap();
         std::fs::write(
             bin.join("claude"),
-            format!("#!/bin/sh\nexec sh {} \"$@\"\n", fake_agent().display()),
+            format!("#!/bin/sh\nexec sh {} \"$@\"\n", fake.display()),
         )
         .unwrap();
         std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755))

@@ -204,6 +204,6 @@ fn a_quality_that_did_not_move_says_which_metric_held_it() {
         .collect();
     insta::assert_snapshot!(block.join("\n"), @"
       quality     0.22 → 0.22 (+0%)
-                  no built-in metric moved: completeness 0.07 (required sections missing or under 25 words), verification 0.00 (few claims backed by a link, a citation or a quoted command), clarity 1.00, actionability 0.00 (no concrete steps under a Recommendations or Next steps heading); the gate's last score 1.6
+                  no built-in metric moved: completeness 0.07 (required sections missing or under 25 words), verification 0.00 (few claims backed by a link, a citation or a quoted command), clarity 1.00, actionability 0.00 (no concrete steps under a Recommendations or Next steps heading); the gate's last score 0.2
     ");
 }
