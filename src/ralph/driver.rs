@@ -305,44 +305,10 @@ impl Loop {
         let before = self.tracker.snapshot(&self.repo)?;
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
-        let stopped = self.runner.stop_level() >= StopLevel::Now;
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
-        let limit = (!run.outcome.ending.success() && !stopped)
-            .then(|| {
-                super::limits::recognise(
-                    &tail,
-                    &self.settings.safety.limit_patterns,
-                    &self.settings.safety.fatal_patterns,
-                    chrono::Utc::now(),
-                )
-            })
-            .flatten();
-        let facts = decide::Attempt {
-            protected_changed: !run.protected_changed.is_empty(),
-            ending: run.outcome.ending,
-            tail: &tail,
-            stopped,
-            limit,
-            output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
-            progress: fix_plan::has_items(&plan),
-        };
-        let safety = &self.settings.safety;
-        let ceilings = decide::AttemptLimits {
-            trends: decide::TrendLimits::of(safety),
-            max_no_change: safety.max_no_change_iterations,
-            max_retries: safety.max_crash_retries,
-        };
-        // Planning's attempts are counted here; the iterations' breakers start afresh.
-        let verdict = decide::after_attempt(
-            &facts,
-            &mut decide::Breaker::default(),
-            &mut crate::disk::state::Trends::default(),
-            ceilings,
-        );
-        if run.outcome.ending.success() {
-            self.runner.limit_waits_over();
-        }
+        let progress = fix_plan::has_items(&plan);
+        let verdict = super::iteration::weigh(self, &run, &tail, progress, true);
         let failure = super::failure::describe(run.outcome.ending, &tail);
         let ended = run.outcome.ending.to_string();
         let ctx = Context {

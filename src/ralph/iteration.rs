@@ -261,7 +261,8 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let plan_before = fsutil::read_opt(&lp.runner.layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&lp.runner.layout.plan_backup(), plan_before.as_bytes())?;
         let seen = attempt_run(lp, n, &prompt, &plan_before).await?;
-        let verdict = weigh(lp, &seen);
+        let progress = !seen.changed.is_empty() || seen.run.committed;
+        let verdict = weigh(lp, &seen.run, &seen.tail, progress, false);
         let mut rec = record(&seen.run, seen.by.as_deref(), n, attempt, verdict.outcome());
         if matches!(verdict, decide::Verdict::Then(_)) {
             rec.files_changed.clone_from(&seen.changed);
@@ -377,14 +378,21 @@ fn put_back_spec(lp: &mut Loop) -> Result<Option<String>> {
     Ok(Some(what))
 }
 
-/// The one decision after the attempt (`decide::after_attempt`), from what it saw.
-fn weigh(lp: &mut Loop, seen: &Seen) -> decide::Verdict {
-    let run = &seen.run;
+/// The one decision after any agent run (`decide::after_attempt`): what its process and the
+/// end of its log say, and whether it made `progress`. Planning counts its own attempts, so its
+/// breakers start afresh (`planning`); an iteration's are the loop's.
+pub(super) fn weigh(
+    lp: &mut Loop,
+    run: &AgentRun,
+    tail: &str,
+    progress: bool,
+    planning: bool,
+) -> decide::Verdict {
     let stopped = stopped_now(lp);
     let limit = (!run.outcome.ending.success() && !stopped)
         .then(|| {
             limits::recognise(
-                &seen.tail,
+                tail,
                 &lp.settings.safety.limit_patterns,
                 &lp.settings.safety.fatal_patterns,
                 chrono::Utc::now(),
@@ -394,11 +402,11 @@ fn weigh(lp: &mut Loop, seen: &Seen) -> decide::Verdict {
     let facts = decide::Attempt {
         protected_changed: !run.protected_changed.is_empty(),
         ending: run.outcome.ending,
-        tail: &seen.tail,
+        tail,
         stopped,
         limit,
         output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
-        progress: !seen.changed.is_empty() || run.committed,
+        progress,
     };
     let safety = &lp.settings.safety;
     let ceilings = decide::AttemptLimits {
@@ -408,6 +416,15 @@ fn weigh(lp: &mut Loop, seen: &Seen) -> decide::Verdict {
     };
     if run.outcome.ending.success() {
         lp.runner.limit_waits_over();
+    }
+    if planning {
+        let mut trends = crate::disk::state::Trends::default();
+        return decide::after_attempt(
+            &facts,
+            &mut decide::Breaker::default(),
+            &mut trends,
+            ceilings,
+        );
     }
     decide::after_attempt(&facts, &mut lp.breaker, lp.runner.trends(), ceilings)
 }
