@@ -63,9 +63,14 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
         home_writable,
         ..Mounts::default()
     };
-    done.shm = private_shm(p.shm_bytes)
-        .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; /dev/shm is shared"))
-        .is_ok();
+    // A repository (or another place the run writes) inside /dev/shm stays in sight: a tmpfs
+    // over it would hide the work itself.
+    let shm = Path::new("/dev/shm");
+    let works_in_shm = p.writable.iter().any(|w| w.starts_with(shm) && w != shm);
+    done.shm = !works_in_shm
+        && private_shm(p.shm_bytes)
+            .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; /dev/shm is shared"))
+            .is_ok();
     done.ptys = private_ptys()
         .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; other terminals are hidden"))
         .is_ok();
