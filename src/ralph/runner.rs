@@ -362,7 +362,7 @@ impl Runner {
         // watch, and the run is interrupted anyway.)
         if crate::sys::resumed::count() != continued && self.stop_level() == StopLevel::None {
             // Stopped (SIGSTOP, Ctrl-Z) while the agent ran: it went on unwatched.
-            changed.push("the supervisor (stopped during the run)".into());
+            changed.push(super::decide::dispose::SUPERVISOR_STOPPED.into());
         }
         run.protected_changed = changed;
         run.committed = committed;

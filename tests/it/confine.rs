@@ -510,4 +510,11 @@ fn a_stopped_supervisors_run_keeps_its_wall_limit_and_is_rejected() {
             .contains("the supervisor (stopped during the run)"),
         "{first}"
     );
+    // Said as what it was, not as the agent's doing.
+    let why = first["validation_failed"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("the supervisor was stopped while the run went on unwatched")
+            && !why.starts_with("the agent changed"),
+        "{why}"
+    );
 }

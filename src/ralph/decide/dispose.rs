@@ -86,6 +86,33 @@ pub struct Context<'a> {
     pub protected: &'a [String],
 }
 
+/// What the supervisor pushes among a run's protected changes when it was itself stopped
+/// (SIGSTOP, Ctrl-Z) while the run went on unwatched.
+pub const SUPERVISOR_STOPPED: &str = "the supervisor (stopped during the run)";
+
+/// Why a run with protected changes is rejected: the files the agent changed (restored), and
+/// whether the supervisor was stopped while it ran — not the agent's doing, said as such.
+fn protected_words(protected: &[String]) -> String {
+    let files: Vec<&str> = protected
+        .iter()
+        .map(String::as_str)
+        .filter(|p| *p != SUPERVISOR_STOPPED)
+        .collect();
+    let stopped = files.len() < protected.len();
+    let unwatched = "the supervisor was stopped while the run went on unwatched";
+    match (files.is_empty(), stopped) {
+        (true, _) => format!("{unwatched}; nothing of the run is trusted"),
+        (false, false) => format!(
+            "the agent changed protected files ({}); they were restored",
+            files.join(", ")
+        ),
+        (false, true) => format!(
+            "the agent changed protected files ({}); they were restored; and {unwatched}",
+            files.join(", ")
+        ),
+    }
+}
+
 fn disposition(
     outcome: Outcome,
     note: Option<String>,
@@ -126,10 +153,7 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
     };
     match (v, phase) {
         (Verdict::Rejected, _) => {
-            let why = format!(
-                "the agent changed protected files ({}); they were restored",
-                c.protected.join(", ")
-            );
+            let why = protected_words(c.protected);
             let then = match phase {
                 RunPhase::Planning { attempt, attempts } if attempt >= attempts => Then::Stop(
                     StopReason::Breaker,
@@ -231,6 +255,23 @@ mod tests {
             ended: "exited with code 1",
             protected: &[],
         }
+    }
+
+    #[test]
+    fn a_stopped_supervisor_is_not_the_agents_doing() {
+        let words = |p: &[&str]| {
+            let p: Vec<String> = p.iter().map(|s| (*s).to_string()).collect();
+            protected_words(&p)
+        };
+        assert_eq!(
+            words(&[SUPERVISOR_STOPPED]),
+            "the supervisor was stopped while the run went on unwatched; nothing of the run is trusted"
+        );
+        assert_eq!(
+            words(&[".git/config"]),
+            "the agent changed protected files (.git/config); they were restored"
+        );
+        assert!(words(&[".git/config", SUPERVISOR_STOPPED]).ends_with("went on unwatched"));
     }
 
     #[test]
