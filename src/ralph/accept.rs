@@ -168,7 +168,13 @@ impl Reviser for LoopReviser<'_> {
             stdout: Some(self.lp.runner.layout.revision_answer(self.iteration, round)),
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
-        self.lp.runner.run_agent(spec, &phase, prompt).await
+        let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
+        // One rule for every run: a revision that changed protected files (restored by the
+        // runner) rejects its iteration, as the iteration's own run would.
+        self.lp
+            .revision_tampered
+            .extend(run.protected_changed.iter().cloned());
+        Ok(run)
     }
 }
 
@@ -486,7 +492,20 @@ pub async fn accept(
     } else {
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
+    lp.revision_tampered.clear();
     let (gate, keep) = gate(lp, n, &task, changed).await?;
+    if !lp.revision_tampered.is_empty() {
+        let mut protected = std::mem::take(&mut lp.revision_tampered);
+        protected.dedup();
+        rec.protected_changed.clone_from(&protected);
+        rec.gate = gate;
+        let why = format!(
+            "in a revision round, the agent changed protected files ({}); they were restored",
+            protected.join(", ")
+        );
+        reject(lp, rec, why, changed, plan_before)?;
+        return Ok(None);
+    }
     // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
     // the iteration's own run left it (else the next iteration would end the loop as done).
     if gate.is_some()

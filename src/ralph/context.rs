@@ -53,6 +53,9 @@ pub struct Loop {
     pub validation: super::work::Tracked,
     /// A code loop's spec as the loop found it, put back when an agent edits it.
     pub spec: super::work::SpecCopy,
+    /// Protected files a revision round of the gate changed (restored): the iteration is
+    /// rejected as its own run's would be.
+    pub revision_tampered: Vec<String>,
     /// What the last commit left out (build output and caches the repository does not track).
     pub left_out: Vec<String>,
 }

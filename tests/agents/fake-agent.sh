@@ -20,6 +20,7 @@
 #   reshape      iteration 1: a new nested directory written at once, a tracked directory
 #                renamed, a tracked file deleted, an exec bit set; iteration 2: edit inside
 #                the new directory (now watched)
+#   tamper-revision  in a revision round, append an alias to the repository's .git/config
 #   delete-plan  delete fix_plan.md instead of ticking an item (iteration $FAKE_AT, default all)
 #   bloat-plan   append 17 MB to fix_plan.md instead of ticking an item (iteration $FAKE_AT)
 #   fifo-plan    put a FIFO in fix_plan.md's place instead of ticking an item (iteration $FAKE_AT)
@@ -216,6 +217,7 @@ revision)
     has delete-plan-revision && rm -f "$plan"
     has rm-iteration-revision && rm -rf "$ITERATION_DIR"
     has rm-wiggum-revision && rm -rf "$WIGGUM_DIR"
+    has tamper-revision && printf '[alias]\n\tst = !touch planted\n' >> "$ARTIFACT_PATH/.git/config"
     if has revise-in-place; then
         printf '\nChecked again in revision round %s: the permission is the only one missing.\n' "$$" >> "$ITERATION_DIR/artifact.md"
         echo "I updated artifact.md in place."

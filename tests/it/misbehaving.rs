@@ -304,3 +304,33 @@ fn a_linked_or_replaced_next_iteration_directory_is_made_again_not_a_failure() {
         );
     }
 }
+
+/// One rule for every run: a revision round that changes a protected file (restored) rejects
+/// its iteration, as the iteration's own run would. (As where no mount namespace can be made:
+/// with one, `.git` is read-only to every run and the write fails.)
+#[test]
+fn a_revision_round_that_changes_a_protected_file_rejects_its_iteration() {
+    let t = TestHome::new();
+    t.write_home_config("[safety]\nsandbox = \"off\"\n");
+    let r = t.start_fg(
+        "revtamper",
+        "tamper-revision",
+        &[
+            "--max-iterations",
+            "1",
+            "--max-rounds",
+            "2",
+            "--pass-threshold",
+            "10",
+        ],
+    );
+    let it = &t.runs("iteration")[0];
+    assert_eq!(it["outcome"], "rejected", "{it}\n{}", r.stdout());
+    let why = it["validation_failed"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("in a revision round, the agent changed protected files (.git/config"),
+        "{why}"
+    );
+    let config = std::fs::read_to_string(t.art().join(".git/config")).unwrap();
+    assert!(!config.contains("planted"), "{config}");
+}
