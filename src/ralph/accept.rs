@@ -170,10 +170,27 @@ impl Reviser for LoopReviser<'_> {
         };
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
         // One rule for every run: a revision that changed protected files (restored by the
-        // runner) rejects its iteration, as the iteration's own run would.
-        self.lp
-            .revision_tampered
-            .extend(run.protected_changed.iter().cloned());
+        // runner) rejects its iteration, as the iteration's own run would. The iteration's own
+        // directory is the revision's to work in (what it deletes there is written again from
+        // the gate's rounds).
+        let layout = &self.lp.runner.layout;
+        let own = layout
+            .iteration_dir(self.iteration)
+            .strip_prefix(layout.root())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let foreign: Vec<String> = run
+            .protected_changed
+            .iter()
+            .filter(|p| {
+                own.is_empty()
+                    || !p.starts_with(&own)
+                        && !p.starts_with("review.md")
+                        && !p.starts_with("artifact.md")
+            })
+            .cloned()
+            .collect();
+        self.lp.revision_tampered.extend(foreign);
         Ok(run)
     }
 }
