@@ -1,8 +1,8 @@
 //! The built-in judge of a code change: its diff's hygiene, since the tests already judged its
 //! correctness (validation runs before the gate). Three dimensions — `correctness` (no
 //! placeholder or conflict marker added), `tests` (tests changed with the code; none deleted or
-//! skipped), `scope` (the size of one plan item) — from the patch alone; the loop's own files
-//! (`wiggum/`) are not the change. Offline and pure.
+//! skipped), `scope` (the size of one plan item) — from the patch alone (the loop leaves its own
+//! files out of it). Offline and pure.
 
 use super::Evaluation;
 use super::rubric::Dims;
@@ -40,7 +40,6 @@ fn files(patch: &str) -> Vec<FilePatch> {
             f.removed.push(l.to_string());
         }
     }
-    out.retain(|f| !f.path.split('/').any(|c| c == "wiggum"));
     out
 }
 
@@ -214,7 +213,11 @@ mod tests {
             "+    def test_add(self):\n+        self.assertEqual(add(2, 2), 4)\n",
             false,
         );
-        let plan = ("wiggum/fix_plan.md", "-- [ ] add\n+- [x] add\n", false);
+        let planted = (
+            "lib/wiggum/__init__.py",
+            "+unittest.TestCase.__str__ = name\n",
+            false,
+        );
         // (what, files, correctness, tests, scope, issue)
         type Case<'a> = (
             &'a str,
@@ -225,7 +228,7 @@ mod tests {
         let cases: [Case<'_>; 8] = [
             (
                 "code with its test",
-                vec![code, test, plan],
+                vec![code, test],
                 [10.0, 10.0, 10.0],
                 None,
             ),
@@ -272,10 +275,10 @@ mod tests {
                 Some("placeholder"),
             ),
             (
-                "only the loop's files",
-                vec![plan],
-                [10.0, 10.0, 10.0],
-                None,
+                "code in a folder of any name is code",
+                vec![planted],
+                [10.0, 8.0, 10.0],
+                Some("no test changed"),
             ),
         ];
         for (what, fs, want, issue) in cases {

@@ -207,19 +207,46 @@ pub async fn gate(
     if target == GateTarget::Off {
         return Ok((None, true));
     }
+    let (content, max_rounds) = gate_input(lp, n, target, changed)?;
+    let judge = judge_of(lp, n)?;
+    let opts = rounds::Opts::from_settings(&lp.settings, max_rounds)?;
+    let outcome = judge_rounds(lp, n, task, &content, &judge, &opts).await?;
+    let mut record = outcome.record.clone();
+    record.contamination_warning = judge.same_model_as(&lp.producer.table.command);
+    meter(lp, &judge, &mut record);
+    let keep = matches!(
+        (record.verdict, lp.settings.gate.on_gate_fail),
+        (Verdict::Pass, _) | (_, OnGateFail::KeepBest)
+    );
+    write_gate_outcome(lp, n, target, keep, &outcome, &record)?;
+    Ok((Some(record), keep))
+}
+
+/// What the gate reads, and how many rounds it may take: the iteration's change as a diff (one
+/// round: nothing revises a diff), the loop's own files left out; or the iteration's artifact.
+fn gate_input(lp: &Loop, n: u32, target: GateTarget, changed: &[PathBuf]) -> Result<(String, u32)> {
+    if target == GateTarget::Diff {
+        let paths: Vec<PathBuf> = changed
+            .iter()
+            .chain(lp.runner.state.carried_paths.iter())
+            .filter(|p| {
+                p.components()
+                    .next()
+                    .is_none_or(|c| c.as_os_str() != "wiggum")
+            })
+            .cloned()
+            .collect();
+        return Ok((lp.repo.worktree_patch(&paths)?, 1));
+    }
     let artifact = lp.runner.layout.iteration_artifact(n);
-    let records = lp.runner.layout.run_dir(n);
-    let (content, max_rounds) = match target {
-        GateTarget::Diff => {
-            let mut paths = changed.to_vec();
-            paths.extend(lp.runner.state.carried_paths.iter().cloned());
-            (lp.repo.worktree_patch(&paths)?, 1)
-        }
-        _ => (
-            fsutil::read_opt(&artifact)?.unwrap_or_default(),
-            lp.settings.defaults.max_rounds,
-        ),
-    };
+    Ok((
+        fsutil::read_opt(&artifact)?.unwrap_or_default(),
+        lp.settings.defaults.max_rounds,
+    ))
+}
+
+/// The run's evaluator (a pool member, or the loop's), with its panel when asked.
+fn judge_of(lp: &Loop, n: u32) -> Result<evaluator::Evaluator> {
     let ev_name = lp.evaluator_for_run();
     let mut judge = evaluator::resolve(
         &lp.settings,
@@ -228,16 +255,29 @@ pub async fn gate(
         lp.runner.layout.run_dir(n),
         lp.runner.stops.clone(),
     )?;
-
     if lp.settings.defaults.panel {
         judge.enable_panel(&lp.settings, "[defaults] panel")?;
     }
-    let opts = rounds::Opts::from_settings(&lp.settings, max_rounds)?;
+    Ok(judge)
+}
+
+/// The gate's rounds, each recorded as it ends; the evaluation retried once when the evaluator
+/// (not the producer) failed.
+async fn judge_rounds(
+    lp: &mut Loop,
+    n: u32,
+    task: &str,
+    content: &str,
+    judge: &evaluator::Evaluator,
+    opts: &rounds::Opts,
+) -> Result<rounds::GateOutcome> {
+    let records = lp.runner.layout.run_dir(n);
+    let artifact = lp.runner.layout.iteration_artifact(n);
     let task_type = lp.task_type.clone();
     let layout = lp.runner.layout.clone();
     let spec = lp.producer.clone();
     let mut attempts = 0;
-    let outcome = loop {
+    loop {
         attempts += 1;
         let mut producer = AgentProducer {
             reviser: LoopReviser {
@@ -248,20 +288,12 @@ pub async fn gate(
             spec: spec.clone(),
             edited_file: artifact.clone(),
         };
-        let out = rounds::run(
-            task,
-            &task_type,
-            &content,
-            &judge,
-            &mut producer,
-            &opts,
-            |r| {
-                let rec = runlog::GateRoundRecord::new(n, r.clone());
-                if let Err(e) = runlog::record(&layout, &rec) {
-                    tracing::error!("{e}");
-                }
-            },
-        )
+        let out = rounds::run(task, &task_type, content, judge, &mut producer, opts, |r| {
+            let rec = runlog::GateRoundRecord::new(n, r.clone());
+            if let Err(e) = runlog::record(&layout, &rec) {
+                tracing::error!("{e}");
+            }
+        })
         .await;
         // A revision round that took the loop's memory (`wiggum/`, its prompt) ends the loop as
         // an iteration's run that did so would: no retry, nothing committed.
@@ -277,23 +309,27 @@ pub async fn gate(
             .as_deref()
             .is_some_and(|e| e.starts_with("evaluator:"));
         if out.record.verdict != Verdict::Error || !evaluator_failed || attempts >= 2 || stopping {
-            break out;
+            return Ok(out);
         }
         tracing::warn!(
             "gate ERROR ({}); retrying the evaluation once",
             out.record.error.as_deref().unwrap_or("unknown")
         );
-    };
-    let mut record = outcome.record.clone();
-    record.contamination_warning = judge.same_model_as(&lp.producer.table.command);
-    meter(lp, &judge, &mut record);
-    let keep = match (record.verdict, lp.settings.gate.on_gate_fail) {
-        (Verdict::Pass, _) | (_, OnGateFail::KeepBest) => true,
-        (_, OnGateFail::Revert) => false,
-    };
-    // An agent in a revision round may have deleted the iteration's directory: what the loop
-    // writes there next (the kept round, the gate's record) is in memory; the directory is made
-    // again rather than the loop failing on it.
+    }
+}
+
+/// Write what the gate decided: the kept artifact (or the seed, when reverted) and the gate's
+/// record beside it. An agent in a revision round may have deleted the iteration's directory:
+/// what is written there is in memory, and the directory is made again rather than the loop
+/// failing on it.
+fn write_gate_outcome(
+    lp: &Loop,
+    n: u32,
+    target: GateTarget,
+    keep: bool,
+    outcome: &rounds::GateOutcome,
+    record: &GateRecord,
+) -> Result<()> {
     let dir = lp.runner.layout.iteration_dir(n);
     if !dir.is_dir() {
         tracing::warn!(
@@ -303,6 +339,7 @@ pub async fn gate(
         fsutil::create_dir_all(&dir)?;
     }
     if target == GateTarget::Artifact {
+        let artifact = lp.runner.layout.iteration_artifact(n);
         let content = if keep {
             outcome.best.clone()
         } else {
@@ -317,8 +354,7 @@ pub async fn gate(
         rounds: outcome.rounds.clone(),
     };
     let json = serde_json::to_string_pretty(&eval).unwrap_or_default();
-    fsutil::atomic_write(&lp.runner.layout.eval_record(n), json.as_bytes())?;
-    Ok((Some(record), keep))
+    fsutil::atomic_write(&lp.runner.layout.eval_record(n), json.as_bytes())
 }
 
 /// Add what the evaluator's calls used to the loop's spend and the gate's record: priced by
