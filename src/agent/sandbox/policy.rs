@@ -240,6 +240,10 @@ const DEVICES: [&str; 5] = [
 /// (`tty`), the consoles and virtual terminals (`console`, `tty1`, `vcs…`), serial lines
 /// (`ttyS0`, `ttyUSB0`) and every pseudo-terminal (`pts`).
 #[must_use]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "Landlock's device rules use it; macOS's profile has its own")
+)]
 pub fn is_terminal(name: &str) -> bool {
     name == "console" || name == "pts" || name.starts_with("tty") || name.starts_with("vcs")
 }
@@ -301,6 +305,10 @@ impl Policy {
 
 /// Every TCP port but `closed`, for a run that may connect anywhere else.
 #[must_use]
+#[cfg_attr(
+    not(target_os = "linux"),
+    allow(dead_code, reason = "Landlock's port rules use it; macOS's profile has its own")
+)]
 pub fn allowed_but(closed: &[u16]) -> Vec<u16> {
     (1..=u16::MAX).filter(|p| !closed.contains(p)).collect()
 }
