@@ -242,7 +242,10 @@ const DEVICES: [&str; 5] = [
 #[must_use]
 #[cfg_attr(
     not(target_os = "linux"),
-    allow(dead_code, reason = "Landlock's device rules use it; macOS's profile has its own")
+    allow(
+        dead_code,
+        reason = "Landlock's device rules use it; macOS's profile has its own"
+    )
 )]
 pub fn is_terminal(name: &str) -> bool {
     name == "console" || name == "pts" || name.starts_with("tty") || name.starts_with("vcs")
@@ -307,7 +310,10 @@ impl Policy {
 #[must_use]
 #[cfg_attr(
     not(target_os = "linux"),
-    allow(dead_code, reason = "Landlock's port rules use it; macOS's profile has its own")
+    allow(
+        dead_code,
+        reason = "Landlock's port rules use it; macOS's profile has its own"
+    )
 )]
 pub fn allowed_but(closed: &[u16]) -> Vec<u16> {
     (1..=u16::MAX).filter(|p| !closed.contains(p)).collect()

@@ -6,6 +6,8 @@ pub mod http;
 pub mod procs;
 pub mod wait;
 
-pub use home::{TestHome, git, nix_is_root};
+#[cfg(target_os = "linux")]
+pub use home::nix_is_root;
+pub use home::{TestHome, git};
 pub use procs::assert_no_survivors;
 pub use wait::wait_for;
