@@ -142,12 +142,60 @@ pub fn on_path(program: &str) -> bool {
 
 /// Refuse a preset whose CLI is not installed, naming where the choice came from.
 pub fn check_installed(settings: &Settings, spec: &AgentSpec, from_flag: bool) -> Result<()> {
+    // Nobody chose the default: say that no agent was given, not that a setting is wrong.
+    let default = crate::config::Settings::default().defaults.agent;
+    let nobody_chose =
+        !from_flag && settings.defaults.agent == default && !settings.agents.contains_key(&default);
+    if nobody_chose && let Some(program) = preset_program(settings, spec).filter(|p| !on_path(p)) {
+        return Err(Error::input(format!(
+            "no agent was given (--agent NAME or --agent-cmd CMD), and the default, `{program}`, is not installed: its CLI is not on PATH"
+        )));
+    }
     let origin = if from_flag {
         "--agent"
     } else {
         "[defaults] agent"
     };
     check_installed_for(settings, spec, origin)
+}
+
+/// Words a shell runs without a program on `PATH`.
+const SHELL_WORDS: [&str; 14] = [
+    ":", "cd", "exec", "export", "eval", "set", "trap", "wait", "read", "command", ".", "[", "if",
+    "for",
+];
+
+/// Refuse an `--agent-cmd` whose program is not there: a path that names no file, or a plain
+/// name that is not on `PATH` (found now, not by the daemon after `start` returned). A command
+/// that opens with shell syntax is the shell's to judge.
+pub fn check_command(cmd: &str) -> Result<()> {
+    let Some(word) = cmd
+        .split_whitespace()
+        .find(|w| !w.contains('=') && *w != "env")
+    else {
+        return Ok(());
+    };
+    let plain = word
+        .chars()
+        .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '+'));
+    if !plain || SHELL_WORDS.contains(&word) {
+        return Ok(());
+    }
+    let found = if word.contains('/') {
+        Path::new(word).is_file()
+    } else {
+        on_path(word)
+    };
+    if found {
+        return Ok(());
+    }
+    Err(Error::input(if word.contains('/') {
+        format!("--agent-cmd: `{word}` is no file")
+    } else if Path::new(word).is_file() {
+        format!("--agent-cmd: `{word}` is not on PATH; the file beside you is `./{word}`")
+    } else {
+        format!("--agent-cmd: `{word}` is not found on PATH")
+    }))
 }
 
 /// The fallback agents of `[defaults] fallback_agents`, resolved and installed; an unknown or

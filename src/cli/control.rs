@@ -93,8 +93,14 @@ pub fn pause(topic: &str, on: bool) -> Result<i32> {
             h.pid
         )));
     }
+    let already = on && crate::disk::requests::read(&lp.layout.requests()).pause;
     let h = lp.set_pause(on)?;
-    if on {
+    if already {
+        println!(
+            "loop `{topic}` (pid {}) is already paused (or pausing at the next iteration boundary); `resume` goes on",
+            h.pid
+        );
+    } else if on {
         println!(
             "loop `{topic}` (pid {}) will pause at the next iteration boundary",
             h.pid

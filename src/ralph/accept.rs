@@ -590,7 +590,10 @@ pub async fn accept(
         let fallback = claimed
             .first()
             .cloned()
-            .unwrap_or_else(|| format!("{} files changed", rec.files_changed.len()));
+            .unwrap_or_else(|| match rec.files_changed.len() {
+                1 => "1 file changed".to_string(),
+                n => format!("{n} files changed"),
+            });
         let msg = commit_message(n, review.as_deref(), &fallback);
         what = msg.split_once(": ").map(|(_, w)| w.to_string());
         crate::sys::failpoint::hit("before-commit")?;

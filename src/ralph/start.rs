@@ -382,6 +382,9 @@ fn resolve_agents(
         settings.defaults.agent.clone_from(&agent.name);
     }
     spec::check_installed(settings, &agent, opts.agent.is_some())?;
+    if let Some(cmd) = &agent_cmd {
+        spec::check_command(cmd)?;
+    }
     let fallbacks = spec::fallbacks(settings, &agent)?;
     let producer = match &settings.gate.producer {
         Some(name) => spec::named(settings, name)

@@ -117,7 +117,7 @@ fn missing_paths_topics_and_agents_are_refused() {
         &t.art(),
         "",
         &[],
-        "[defaults] agent: the `claude` CLI is not on PATH",
+        "no agent was given (--agent NAME or --agent-cmd CMD), and the default, `claude`, is not installed: its CLI is not on PATH",
     );
     // The directory that holds the loop's own home (here the test's root, as `~` would).
     refuse("x", &t.root(), "true", &[], "holds $STUDIO_AGENTS_HOME");
@@ -280,4 +280,39 @@ fn names_and_keys_the_settings_refer_to_are_resolved_before_any_agent_runs() {
         "[types.notes]\nsections = [\"Notes\"]\nagent = \"cluade\"\n",
         &format!("{c}:3: [types.notes] agent names an unknown agent `cluade`"),
     );
+}
+
+/// An agent command that is not there is refused by `start` (and its dry run), not found by
+/// the daemon after `start` said it started.
+#[test]
+fn an_agent_command_that_is_not_there_is_refused_before_anything_starts() {
+    let t = TestHome::new();
+    let art = t.art().display().to_string();
+    for (cmd, said) in [
+        (
+            "my-agent.sh --yes",
+            "--agent-cmd: `my-agent.sh` is not found on PATH",
+        ),
+        (
+            "/nowhere/agent.sh",
+            "--agent-cmd: `/nowhere/agent.sh` is no file",
+        ),
+    ] {
+        for extra in [&[][..], &["--dry-run"][..]] {
+            let mut args = vec![
+                "wiggum",
+                "start",
+                "x",
+                "--artifact-path",
+                &art,
+                "--agent-cmd",
+                cmd,
+            ];
+            args.extend_from_slice(extra);
+            let r = t.run(&args);
+            r.code(2);
+            assert!(r.stderr().contains(said), "{cmd} {extra:?}: {}", r.stderr());
+            assert!(!t.wiggum("").exists(), "{cmd}: something was written");
+        }
+    }
 }

@@ -267,6 +267,14 @@ fn pause_and_resume_take_effect_at_the_iteration_boundary() {
     assert!(st["agent_pid"].is_null());
     assert_eq!(t.runs("iteration").len(), 1);
     assert_eq!(t.status_json("pz")["pause_reason"], "paused by the user");
+    // Pausing a paused loop says so, not that it will pause.
+    let again = t.run(&["wiggum", "pause", "pz"]);
+    again.code(0);
+    assert!(
+        again.stdout().contains("is already paused"),
+        "{}",
+        again.stdout()
+    );
     t.run(&["wiggum", "resume", "pz"]).code(0);
     t.wait_stopped("pz");
     assert_eq!(t.state()["stop_reason"], "plan_empty");

@@ -277,10 +277,12 @@ fn optional_items_do_not_hold_the_loop_open() {
 #[test]
 fn an_agent_command_that_cannot_run_ends_the_loop_at_once_naming_it() {
     let t = TestHome::new();
+    // Through a shell, so `start` cannot tell before it runs (a bare missing program is refused
+    // by `start` itself: `bad_input::an_agent_command_that_is_not_there_is_refused…`).
     let args = t.start_args(
         "missing",
         &t.art(),
-        "definitely-not-an-agent --yolo",
+        "sh -c 'definitely-not-an-agent --yolo'",
         &["--foreground"],
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
