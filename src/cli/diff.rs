@@ -64,24 +64,13 @@ fn commits_patch(
 
 /// `calc.py | +3 -1` per file, then the totals.
 fn patch_stat(patch: &str) -> String {
-    let mut files: Vec<(String, usize, usize)> = Vec::new();
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, b)| b);
-            files.push((path.to_string(), 0, 0));
-        } else if let Some(f) = files.last_mut() {
-            if line.starts_with("+++ ") || line.starts_with("--- ") {
-            } else if line.starts_with('+') {
-                f.1 += 1;
-            } else if line.starts_with('-') {
-                f.2 += 1;
-            }
-        }
-    }
-    let (add, del) = files.iter().fold((0, 0), |(a, d), f| (a + f.1, d + f.2));
+    let files = crate::git::patch::files(patch);
+    let (add, del) = files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.added.len(), d + f.removed.len()));
     let mut out: String = files
         .iter()
-        .map(|(p, a, d)| format!(" {p} | +{a} -{d}\n"))
+        .map(|f| format!(" {} | +{} -{}\n", f.path, f.added.len(), f.removed.len()))
         .collect();
     let n = files.len();
     out.push_str(&format!(

@@ -6,42 +6,10 @@
 
 use super::Evaluation;
 use super::rubric::Dims;
+use crate::git::patch::{FilePatch, files};
 
 /// The task type the `code` artifact type tells the gate.
 pub const CODE_TASK: &str = "code change";
-
-/// One file of a patch: its path, lines added and removed, whether it was deleted.
-#[derive(Debug, Default)]
-struct FilePatch {
-    path: String,
-    added: Vec<String>,
-    removed: Vec<String>,
-    deleted: bool,
-}
-
-fn files(patch: &str) -> Vec<FilePatch> {
-    let mut out: Vec<FilePatch> = Vec::new();
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, b)| b).to_string();
-            out.push(FilePatch {
-                path,
-                ..FilePatch::default()
-            });
-            continue;
-        }
-        let Some(f) = out.last_mut() else { continue };
-        if line.starts_with("deleted file mode") {
-            f.deleted = true;
-        } else if line.starts_with("+++ ") || line.starts_with("--- ") {
-        } else if let Some(l) = line.strip_prefix('+') {
-            f.added.push(l.to_string());
-        } else if let Some(l) = line.strip_prefix('-') {
-            f.removed.push(l.to_string());
-        }
-    }
-    out
-}
 
 /// A test file by the usual names (`test_x.py`, `x_test.go`, `x.test.ts`, `tests/…`, `spec/…`).
 fn is_test(path: &str) -> bool {

@@ -7,6 +7,7 @@ mod commit;
 pub mod filters;
 pub mod generated;
 pub mod history;
+pub mod patch;
 mod pathstatus;
 pub mod preflight;
 pub mod remote;

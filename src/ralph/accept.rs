@@ -608,7 +608,18 @@ pub async fn accept(
         if lp.work == super::work::Kind::Code
             && let Some(sha) = &rec.commit
         {
-            rec.lines = Some(super::work::line_counts(&lp.repo.commit_patch(sha)?));
+            // The loop's own directory, as the repository names it.
+            let loop_dir = lp
+                .runner
+                .layout
+                .wiggum()
+                .strip_prefix(lp.repo.workdir())
+                .map(|p| format!("{}/", p.display()))
+                .unwrap_or_else(|_| "wiggum/".into());
+            rec.lines = Some(super::work::line_counts(
+                &lp.repo.commit_patch(sha)?,
+                &loop_dir,
+            ));
         }
         crate::sys::failpoint::hit("after-commit")?;
         lp.runner.committed_iteration(n);

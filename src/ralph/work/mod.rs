@@ -62,25 +62,18 @@ impl Kind {
     }
 }
 
-/// The files a patch changes and its lines added and removed, the loop's own files
-/// (`wiggum/`) left out.
+/// The files a patch changes and its lines added and removed, the loop's own directory
+/// (`loop_dir`, as the repository names it: `wiggum/`, `docs/wiggum/`) left out.
 #[must_use]
-pub fn line_counts(patch: &str) -> LineCounts {
-    let mut c = LineCounts::default();
-    let mut counted = false;
-    for line in patch.lines() {
-        if let Some(rest) = line.strip_prefix("diff --git ") {
-            let path = rest.rsplit_once(" b/").map_or(rest, |(_, b)| b);
-            counted = !path.split('/').any(|p| p == "wiggum");
-            c.files += usize::from(counted);
-        } else if !counted || line.starts_with("+++ ") || line.starts_with("--- ") {
-        } else if line.starts_with('+') {
-            c.added += 1;
-        } else if line.starts_with('-') {
-            c.removed += 1;
-        }
-    }
-    c
+pub fn line_counts(patch: &str, loop_dir: &str) -> LineCounts {
+    crate::git::patch::files(patch)
+        .iter()
+        .filter(|f| !f.path.starts_with(loop_dir))
+        .fold(LineCounts::default(), |c, f| LineCounts {
+            files: c.files + 1,
+            added: c.added + f.added.len(),
+            removed: c.removed + f.removed.len(),
+        })
 }
 
 /// How many failing names a record keeps.
@@ -275,7 +268,7 @@ mod tests {
     fn a_patch_s_lines_are_counted_without_the_loop_s_own_files() {
         let patch = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1,2 @@\n-a\n+b\n+c\ndiff --git a/wiggum/fix_plan.md b/wiggum/fix_plan.md\n--- a/wiggum/fix_plan.md\n+++ b/wiggum/fix_plan.md\n-x\n+y\n";
         assert_eq!(
-            line_counts(patch),
+            line_counts(patch, "wiggum/"),
             LineCounts {
                 files: 1,
                 added: 2,
