@@ -461,6 +461,69 @@ fn reject(
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
+/// The protected files a revision round changed (restored), and why that rejects the
+/// iteration; taken from the loop's books.
+fn revision_tampered(lp: &mut Loop) -> Option<(Vec<String>, String)> {
+    if lp.revision_tampered.is_empty() {
+        return None;
+    }
+    let mut protected = std::mem::take(&mut lp.revision_tampered);
+    protected.dedup();
+    let why = format!(
+        "in a revision round, the agent changed protected files ({}); they were restored",
+        protected.join(", ")
+    );
+    Some((protected, why))
+}
+
+/// Commit a kept iteration: its subject from `review.md` (or the item it ticked, or its file
+/// count), what the commit left out, a code loop's line counts. `Ok(what it did)`, or `Err(why)`
+/// when a hook refused the commit (the iteration is then rejected).
+async fn commit_kept(
+    lp: &mut Loop,
+    n: u32,
+    rec: &mut RunRecord,
+    changed: &[PathBuf],
+    claimed: &[String],
+) -> Res<std::result::Result<Option<String>, String>> {
+    let review = fsutil::read_opt(&lp.runner.layout.review(n))?;
+    let fallback = claimed
+        .first()
+        .cloned()
+        .unwrap_or_else(|| match rec.files_changed.len() {
+            1 => "1 file changed".to_string(),
+            n => format!("{n} files changed"),
+        });
+    let msg = commit_message(n, review.as_deref(), &fallback);
+    let what = msg.split_once(": ").map(|(_, w)| w.to_string());
+    crate::sys::failpoint::hit("before-commit")?;
+    match commit::commit(lp, &msg, changed, n).await? {
+        commit::Committed::Rejected(why) => return Ok(Err(why)),
+        done => rec.commit = done.sha(),
+    }
+    rec.left_out = std::mem::take(&mut lp.left_out);
+    if lp.work == super::work::Kind::Code
+        && let Some(sha) = &rec.commit
+    {
+        // The loop's own directory, as the repository names it.
+        let loop_dir = lp
+            .runner
+            .layout
+            .wiggum()
+            .strip_prefix(lp.repo.workdir())
+            .map(|p| format!("{}/", p.display()))
+            .unwrap_or_else(|_| "wiggum/".into());
+        rec.lines = Some(super::work::line_counts(
+            &lp.repo.commit_patch(sha)?,
+            &loop_dir,
+        ));
+    }
+    crate::sys::failpoint::hit("after-commit")?;
+    lp.runner.committed_iteration(n);
+    rec.outcome = Outcome::Accepted;
+    Ok(Ok(what))
+}
+
 /// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one
 /// item's size) is not committed, whatever `on_gate_fail` keeps of a document: its first issue.
 fn failed_review(lp: &Loop, gate: Option<&GateRecord>) -> Option<String> {
@@ -547,15 +610,9 @@ pub async fn accept(
     };
     lp.revision_tampered.clear();
     let (gate, keep) = gate(lp, n, &task, changed).await?;
-    if !lp.revision_tampered.is_empty() {
-        let mut protected = std::mem::take(&mut lp.revision_tampered);
-        protected.dedup();
-        rec.protected_changed.clone_from(&protected);
+    if let Some((protected, why)) = revision_tampered(lp) {
+        rec.protected_changed = protected;
         rec.gate = gate;
-        let why = format!(
-            "in a revision round, the agent changed protected files ({}); they were restored",
-            protected.join(", ")
-        );
         reject(lp, rec, why, changed, plan_before)?;
         return Ok(None);
     }
@@ -586,44 +643,13 @@ pub async fn accept(
     }
     let mut what = None;
     if keep {
-        let review = fsutil::read_opt(&layout.review(n))?;
-        let fallback = claimed
-            .first()
-            .cloned()
-            .unwrap_or_else(|| match rec.files_changed.len() {
-                1 => "1 file changed".to_string(),
-                n => format!("{n} files changed"),
-            });
-        let msg = commit_message(n, review.as_deref(), &fallback);
-        what = msg.split_once(": ").map(|(_, w)| w.to_string());
-        crate::sys::failpoint::hit("before-commit")?;
-        match commit::commit(lp, &msg, changed, n).await? {
-            commit::Committed::Rejected(why) => {
+        match commit_kept(lp, n, &mut rec, changed, &claimed).await? {
+            Ok(said) => what = said,
+            Err(why) => {
                 reject(lp, rec, why, changed, plan_before)?;
                 return Ok(None);
             }
-            done => rec.commit = done.sha(),
         }
-        rec.left_out = std::mem::take(&mut lp.left_out);
-        if lp.work == super::work::Kind::Code
-            && let Some(sha) = &rec.commit
-        {
-            // The loop's own directory, as the repository names it.
-            let loop_dir = lp
-                .runner
-                .layout
-                .wiggum()
-                .strip_prefix(lp.repo.workdir())
-                .map(|p| format!("{}/", p.display()))
-                .unwrap_or_else(|_| "wiggum/".into());
-            rec.lines = Some(super::work::line_counts(
-                &lp.repo.commit_patch(sha)?,
-                &loop_dir,
-            ));
-        }
-        crate::sys::failpoint::hit("after-commit")?;
-        lp.runner.committed_iteration(n);
-        rec.outcome = Outcome::Accepted;
     } else {
         commit::carry(lp, changed);
         commit::carry(
