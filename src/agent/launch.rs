@@ -267,7 +267,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
 /// The home through the loop's own layer (keyed by its artifact directory), unless there is no
 /// home to lay it on or `[safety] writable` grants the home itself (then writes land in it, as
 /// asked). `tmp`: the run's temp dir, bound back as itself like the repository.
-fn home_layer(
+pub(crate) fn home_layer(
     home: &Path,
     root: &Path,
     artifact_root: &Path,
@@ -293,7 +293,7 @@ fn home_layer(
     })
 }
 
-/// After a run through the home's layer: its CLI's credentials, when the run refreshed them
+/// After a run through the home's layer (or its seeded home): its CLI's credentials, when the run refreshed them
 /// (an OAuth token rotates) and they still parse as the same kind, are written back to the
 /// user's file — the one thing of the layer that ever is.
 fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
@@ -303,7 +303,20 @@ fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
     let Some(rel) = sandbox::policy::credentials_of(program) else {
         return;
     };
-    let (layered, real) = (h.layer.join("upper").join(rel), h.home.join(rel));
+    // Written in the layer, or in the seeded home where no layer could be laid: the newer.
+    let written = [
+        h.layer.join("upper").join(rel),
+        sandbox::seeded::dir(&h.layer).join(rel),
+    ];
+    let Some(layered) = written
+        .into_iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max()
+        .map(|(_, p)| p)
+    else {
+        return;
+    };
+    let real = h.home.join(rel);
     let (Ok(new), Ok(old)) = (
         fsutil::read_capped(&layered, 1 << 20),
         fsutil::read_capped(&real, 1 << 20),
@@ -384,27 +397,44 @@ fn hidden_store(root: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Refuse a run that would work, read or write inside the store (`$STUDIO_AGENTS_HOME`: every
-/// loop's records, the copies of the user's work, the registry): the store is hidden from a run
-/// only when none of its roots lies inside it.
-fn out_of_the_store(job: &Job, store: &Path) -> Result<()> {
-    let inside = |p: &Path| {
-        let p = p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
-        p.starts_with(store)
-    };
-    let mut reached: Vec<(&Path, &str)> = vec![(job.cwd.as_path(), "works in")];
-    if let Some(p) = job.sandbox.as_ref().filter(|p| p.mode != SandboxMode::Off) {
-        reached.extend(p.writable.iter().map(|w| (w.as_path(), "writes")));
-        reached.extend(p.readable.iter().flatten().map(|r| (r.as_path(), "reads")));
+/// Refuse a run that would work, read or write inside the store (`$STUDIO_AGENTS_HOME`), or —
+/// `holding`: where no mount namespace can mask it — write or read a directory that holds it
+/// (`sandbox::store`).
+fn out_of_the_store(
+    cwd: &Path,
+    policy: Option<&sandbox::Policy>,
+    store: &Path,
+    holding: bool,
+) -> Result<()> {
+    let mut roots: Vec<(&Path, &'static str)> = vec![(cwd, "works in")];
+    if let Some(p) = policy.filter(|p| p.mode != SandboxMode::Off) {
+        roots.extend(p.writable.iter().map(|w| (w.as_path(), "writes")));
+        roots.extend(p.readable.iter().flatten().map(|r| (r.as_path(), "reads")));
     }
-    match reached.into_iter().find(|(path, _)| inside(path)) {
+    match sandbox::store::reached(&roots, store, holding, real_path) {
         None => Ok(()),
-        Some((path, how)) => Err(crate::error::Error::input(format!(
-            "an agent run {how} {}, inside the store {} (every loop's records and the copies of the user's work): choose a directory outside it (--artifact-path, [safety] writable, [safety] readable)",
-            path.display(),
-            store.display()
+        Some((path, how, holds)) => Err(crate::error::Error::input(sandbox::store::refusal(
+            path, how, holds, store,
         ))),
     }
+}
+
+/// The same refusal for a loop about to start, from the policy its runs will get (the store
+/// as `$STUDIO_AGENTS_HOME` names it); `namespace`: whether the probe made a mount namespace.
+///
+/// # Errors
+/// When a writable or readable root of `policy` lies inside the store, or holds it where no
+/// namespace can mask it (exit 2).
+pub fn check_store_reach(policy: &sandbox::Policy, namespace: bool) -> Result<()> {
+    let Ok(store) = crate::config::home_dir() else {
+        return Ok(());
+    };
+    out_of_the_store(Path::new("/"), Some(policy), &real_path(&store), !namespace)
+}
+
+/// A path as the kernel resolves it (links followed), or as it is when it does not exist.
+fn real_path(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// A wrapper's program and arguments, and the whole environment of what it runs.
@@ -469,7 +499,7 @@ pub async fn run(
 ) -> Result<AgentRun> {
     let mut job = job(agent, l);
     if let Ok(store) = crate::config::home_dir() {
-        out_of_the_store(&job, &store.canonicalize().unwrap_or(store))?;
+        out_of_the_store(&job.cwd, job.sandbox.as_ref(), &real_path(&store), false)?;
     }
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
@@ -761,20 +791,41 @@ mod tests {
         };
         let store = Path::new("/home/u/.studio-agents");
         let mut l = launch(AgentPhase::Iteration);
-        assert!(out_of_the_store(&job(&agent, &l), store).is_ok());
+        assert!(
+            out_of_the_store(
+                &job(&agent, &l).cwd,
+                job(&agent, &l).sandbox.as_ref(),
+                store,
+                true
+            )
+            .is_ok()
+        );
         // An artifact inside the store: its work dir is there.
         l.root = store.join("artifacts/x");
-        let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+        let err = out_of_the_store(
+            &job(&agent, &l).cwd,
+            job(&agent, &l).sandbox.as_ref(),
+            store,
+            true,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("works in"), "{err}");
         // A writable or readable entry inside it.
         for (writable, readable, how) in [
             (vec![store.join("kept")], vec![], "writes"),
             (vec![], vec![store.join("runs")], "reads"),
+            (vec!["/home/u".into()], vec![], "holds the store"),
         ] {
             let mut l = launch(AgentPhase::Iteration);
             l.safety.writable = writable;
             l.safety.readable = readable;
-            let err = out_of_the_store(&job(&agent, &l), store).unwrap_err();
+            let err = out_of_the_store(
+                &job(&agent, &l).cwd,
+                job(&agent, &l).sandbox.as_ref(),
+                store,
+                true,
+            )
+            .unwrap_err();
             assert!(err.to_string().contains(how), "{err}");
         }
     }

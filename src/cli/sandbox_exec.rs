@@ -6,6 +6,8 @@
 //! what was enforced, as JSON, instead.
 
 use std::os::unix::process::CommandExt;
+#[cfg(target_os = "linux")]
+use std::path::Path;
 
 use clap::Args;
 
@@ -34,8 +36,8 @@ pub struct SandboxArgs {
 enum Confined {
     /// The policy cannot be honoured as asked (`required`): refuse to run.
     Refused,
-    /// What was enforced, and the program and arguments to execute.
-    Run(Enforcement, Vec<String>),
+    /// What was enforced, the program and arguments to execute, and variables to set for it.
+    Run(Enforcement, Vec<String>, Vec<(String, String)>),
 }
 
 /// Apply, then execute (never returns on success).
@@ -55,9 +57,9 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
         eprintln!("studio-agents sandbox: {e}");
         return Ok(REFUSED);
     }
-    let (enforced, argv) = match confine(&policy, &a.command, a.probe) {
+    let (enforced, argv, env) = match confine(&policy, &a.command, a.probe) {
         Confined::Refused => return Ok(REFUSED),
-        Confined::Run(e, argv) => (e, argv),
+        Confined::Run(e, argv, env) => (e, argv, env),
     };
     if a.probe {
         println!("{}", serde_json::to_string(&enforced).unwrap_or_default());
@@ -75,6 +77,7 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
     };
     let mut command = std::process::Command::new(program);
     command.args(args);
+    command.envs(env);
     if enforced.filesystem {
         for (k, v) in &policy.when_enforced {
             if std::env::var_os(k).is_none() {
@@ -95,6 +98,17 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     // Before Landlock (which forbids mount changes once enforced).
     let mounts = match crate::agent::sandbox::mounts::private_mounts(policy) {
         Ok(done) => done,
+        Err(e)
+            if policy.mode != SandboxMode::Off
+                && !crate::agent::sandbox::mounts::beneath_grants(policy).is_empty() =>
+        {
+            let hidden = crate::agent::sandbox::mounts::beneath_grants(policy);
+            eprintln!(
+                "studio-agents sandbox: {e}; {} lies beneath a directory the run may write or read and only a mount could hide it: refusing to run",
+                hidden[0].display()
+            );
+            return Confined::Refused;
+        }
         Err(e) => {
             eprintln!(
                 "studio-agents sandbox: {e}; protected files are checked after the run, /dev/shm and other terminals' devices are shared"
@@ -102,6 +116,14 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             crate::agent::sandbox::mounts::Mounts::default()
         }
     };
+    // No layer on the home: a home of the loop's own, seeded from the user's, instead.
+    let seeded = (policy.mode != SandboxMode::Off && !mounts.home)
+        .then_some(policy.home_layer.as_ref())
+        .flatten()
+        .and_then(|h| seeded_home(policy, h));
+    let policy = &seeded
+        .as_ref()
+        .map_or_else(|| policy.clone(), |(p, _)| p.clone());
     let mut enforced = match apply::landlock(policy, mounts) {
         Ok(e) => e,
         Err(e) if policy.mode == SandboxMode::Required => {
@@ -118,6 +140,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     enforced.private_shm = mounts.shm;
     enforced.private_ptys = mounts.ptys;
     enforced.home_layer = mounts.home;
+    enforced.home_seeded = seeded.is_some();
     if policy.mode != SandboxMode::Off {
         // After the mounts (they need the capabilities), before the filter (it needs none).
         match apply::drop_capabilities() {
@@ -137,7 +160,27 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             Err(e) => eprintln!("studio-agents sandbox: {e}"),
         }
     }
-    Confined::Run(enforced, command.to_vec())
+    let env = seeded.map(|(_, s)| s.env).unwrap_or_default();
+    Confined::Run(enforced, command.to_vec(), env)
+}
+
+/// The seeded home for a run whose home could not be layered: the policy that grants it and the
+/// variables that point the run at it (`None`, said once, when it cannot be made: the run then
+/// writes its CLI's state where the policy allows, as before).
+#[cfg(target_os = "linux")]
+fn seeded_home(
+    policy: &Policy,
+    h: &crate::agent::sandbox::policy::HomeLayer,
+) -> Option<(Policy, crate::agent::sandbox::seeded::Seeded)> {
+    use crate::agent::sandbox::seeded;
+    let plan = seeded::plan(policy, h, Path::exists);
+    match seeded::seed(h, &plan) {
+        Ok(()) => Some((seeded::confine(policy, &plan), plan)),
+        Err(e) => {
+            eprintln!("studio-agents sandbox: {e}; the run writes its CLI's state in the home");
+            None
+        }
+    }
 }
 
 /// macOS: the command runs under `sandbox-exec` with the policy's Seatbelt profile (the
@@ -151,7 +194,7 @@ fn confine(policy: &Policy, command: &[String], probe: bool) -> Confined {
         ..Default::default()
     };
     if policy.mode == SandboxMode::Off {
-        return Confined::Run(enforced, command.to_vec());
+        return Confined::Run(enforced, command.to_vec(), Vec::new());
     }
     let profile = seatbelt::profile(policy, |p| {
         std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
@@ -178,12 +221,12 @@ fn confine(policy: &Policy, command: &[String], probe: bool) -> Confined {
             );
             return Confined::Refused;
         }
-        return Confined::Run(enforced, command.to_vec());
+        return Confined::Run(enforced, command.to_vec(), Vec::new());
     }
     if probe {
-        return Confined::Run(enforced, Vec::new());
+        return Confined::Run(enforced, Vec::new(), Vec::new());
     }
     let mut argv = vec![seatbelt::SANDBOX_EXEC.to_string()];
     argv.extend(profile.args(command));
-    Confined::Run(enforced, argv)
+    Confined::Run(enforced, argv, Vec::new())
 }

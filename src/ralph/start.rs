@@ -487,10 +487,11 @@ fn harness(
     } else {
         layout.root().to_path_buf()
     };
+    let tmp = std::env::temp_dir().join("studio-agents-<run>");
     let mut p = policy::build(
         safety,
         &root,
-        &std::env::temp_dir().join("studio-agents-<run>"),
+        &tmp,
         &policy::state_dirs(
             &program,
             &home,
@@ -498,7 +499,9 @@ fn harness(
         ),
     );
     p.read_only = policy::protected(&root, Some(&layout.wiggum()));
+    p.home_layer = crate::agent::launch::home_layer(&home, &root, layout.root(), &tmp, safety);
     let enforced = sandbox::probe(&p);
+    crate::agent::launch::check_store_reach(&p, enforced.read_only)?;
     if safety.sandbox == config::SandboxMode::Required && !enforced.filesystem {
         return Err(Error::input(format!(
             "[safety] sandbox = \"required\": {}; set sandbox = \"landlock\" to run with what the kernel offers",

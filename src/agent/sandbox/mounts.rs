@@ -34,6 +34,12 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     if p.mode == SandboxMode::Off {
         return Ok(Mounts::default());
     }
+    if p.no_namespace {
+        return Err(format!(
+            "mount namespaces are switched off ({})",
+            super::policy::NO_NAMESPACE
+        ));
+    }
     enter_namespace()?;
     let none: Option<&str> = None;
     use nix::mount::{MsFlags, mount};
@@ -57,6 +63,9 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
         && mask_hidden(p)
             .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; the home stays read-only"))
             .is_ok();
+    // What a grant above it would open (`[safety] writable = ["~"]` holding the store) is
+    // masked whether or not the home is layered: Landlock cannot narrow a grant.
+    mask_beneath_grants(p)?;
     let mut done = Mounts {
         read_only: !p.read_only.is_empty(),
         home,
@@ -180,6 +189,38 @@ fn mask_hidden(p: &Policy) -> Result<(), String> {
             ));
         };
         done.map_err(|e| format!("mask {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The hidden places that lie beneath a root the run may write or read (`sandbox::store`):
+/// Landlock's rules only add, so only a mount can keep them out of its sight.
+#[must_use]
+pub fn beneath_grants(p: &Policy) -> Vec<&PathBuf> {
+    let grants: Vec<&PathBuf> = p
+        .writable
+        .iter()
+        .chain(p.readable.iter().flatten())
+        .collect();
+    p.hidden
+        .iter()
+        .filter(|h| grants.iter().any(|g| h.starts_with(g) && h != g))
+        .collect()
+}
+
+/// Mask each hidden place beneath a grant with an empty tmpfs (refused when that cannot be
+/// done: the run would see what is hidden).
+fn mask_beneath_grants(p: &Policy) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    for path in beneath_grants(p).into_iter().filter(|h| h.is_dir()) {
+        mount(
+            Some("tmpfs"),
+            path.as_path(),
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_RDONLY,
+            Some("mode=0500,size=4k"),
+        )
+        .map_err(|e| format!("mask {} beneath a grant: {e}", path.display()))?;
     }
     Ok(())
 }

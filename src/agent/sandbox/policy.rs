@@ -52,6 +52,10 @@ pub struct Policy {
     /// The size of the run's private `/dev/shm` (its memory ceiling; 0: the kernel's default).
     #[serde(default)]
     pub shm_bytes: u64,
+    /// Make no mount namespace (`STUDIO_AGENTS_NO_NAMESPACE` set): the run gets what a machine
+    /// without them gets — to see it, and to test it.
+    #[serde(default)]
+    pub no_namespace: bool,
 }
 
 impl Policy {
@@ -280,8 +284,12 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
         closed_ports: Vec::new(),
         home_layer: None,
+        no_namespace: std::env::var_os(NO_NAMESPACE).is_some_and(|v| !v.is_empty()),
     }
 }
+
+/// The variable that switches mount namespaces off (docs/security.md).
+pub const NO_NAMESPACE: &str = "STUDIO_AGENTS_NO_NAMESPACE";
 
 /// A home seen through a layer of the loop's own.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -415,6 +423,10 @@ pub struct Enforcement {
     /// The home seen through the loop's layer (an overlay): the user's files never change.
     #[serde(default)]
     pub home_layer: bool,
+    /// Where no layer could be laid: the run's home is the loop's own, seeded from the user's
+    /// (`seeded`); the user's home is read-only to it.
+    #[serde(default)]
+    pub home_seeded: bool,
     /// Signals and abstract Unix sockets scoped to the run's own processes (Landlock ABI ≥ 6):
     /// it cannot signal its supervisor, nor reach an abstract socket outside.
     #[serde(default)]
@@ -453,6 +465,8 @@ impl Enforcement {
         }
         if self.home_layer {
             s.push_str("; home through the loop's layer");
+        } else if self.home_seeded {
+            s.push_str("; a home of the loop's own, seeded from yours");
         }
         if self.scoped {
             s.push_str("; signals scoped");
