@@ -260,6 +260,8 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
             max_log: safety.max_log_mb.saturating_mul(1 << 20),
             promise: None,
+            #[cfg(target_os = "linux")]
+            shm: None,
         }),
     }
 }
@@ -432,6 +434,26 @@ pub fn check_store_reach(policy: &sandbox::Policy, namespace: bool) -> Result<()
     out_of_the_store(Path::new("/"), Some(policy), &real_path(&store), !namespace)
 }
 
+/// A ledger of the machine's `/dev/shm` for a confined run that will not get one of its own
+/// (mount namespaces switched off, or not to be made here: asked once per process).
+#[cfg(target_os = "linux")]
+fn shared_shm(policy: Option<&sandbox::Policy>) -> Option<crate::sys::shm::ShmLedger> {
+    static PRIVATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let policy = policy.filter(|p| p.mode != SandboxMode::Off)?;
+    let private = !policy.no_namespace
+        && *PRIVATE.get_or_init(|| {
+            let mut probe = policy.clone();
+            probe.home_layer = None;
+            probe.cgroup = None;
+            probe.writable.clear();
+            sandbox::probe(&probe).private_shm
+        });
+    if private {
+        return None;
+    }
+    crate::sys::shm::ShmLedger::open(Path::new("/dev/shm"), nix::unistd::geteuid().as_raw())
+}
+
 /// A path as the kernel resolves it (links followed), or as it is when it does not exist.
 fn real_path(p: &Path) -> PathBuf {
     p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
@@ -498,6 +520,10 @@ pub async fn run(
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
     let mut job = job(agent, l);
+    #[cfg(target_os = "linux")]
+    if let Some(watch) = job.liveness.as_mut() {
+        watch.shm = shared_shm(job.sandbox.as_ref()).map(std::sync::Arc::new);
+    }
     if let Ok(store) = crate::config::home_dir() {
         out_of_the_store(&job.cwd, job.sandbox.as_ref(), &real_path(&store), false)?;
     }
@@ -659,6 +685,8 @@ pub fn validation_job(
         max_memory: safety.max_memory_mb.saturating_mul(1 << 20),
         max_log: safety.max_log_mb.saturating_mul(1 << 20),
         promise: None,
+        #[cfg(target_os = "linux")]
+        shm: None,
     });
     if safety.sandbox == crate::config::SandboxMode::Off {
         return Ok((job, tmp));
@@ -790,27 +818,17 @@ mod tests {
             table: crate::agent::spec::preset("claude").unwrap(),
         };
         let store = Path::new("/home/u/.studio-agents");
+        let check = |l: &Launch| {
+            let j = job(&agent, l);
+            out_of_the_store(&j.cwd, j.sandbox.as_ref(), store, true)
+        };
         let mut l = launch(AgentPhase::Iteration);
-        assert!(
-            out_of_the_store(
-                &job(&agent, &l).cwd,
-                job(&agent, &l).sandbox.as_ref(),
-                store,
-                true
-            )
-            .is_ok()
-        );
+        assert!(check(&l).is_ok());
         // An artifact inside the store: its work dir is there.
         l.root = store.join("artifacts/x");
-        let err = out_of_the_store(
-            &job(&agent, &l).cwd,
-            job(&agent, &l).sandbox.as_ref(),
-            store,
-            true,
-        )
-        .unwrap_err();
+        let err = check(&l).unwrap_err();
         assert!(err.to_string().contains("works in"), "{err}");
-        // A writable or readable entry inside it.
+        // A writable or readable entry inside it, or one that holds it.
         for (writable, readable, how) in [
             (vec![store.join("kept")], vec![], "writes"),
             (vec![], vec![store.join("runs")], "reads"),
@@ -819,13 +837,7 @@ mod tests {
             let mut l = launch(AgentPhase::Iteration);
             l.safety.writable = writable;
             l.safety.readable = readable;
-            let err = out_of_the_store(
-                &job(&agent, &l).cwd,
-                job(&agent, &l).sandbox.as_ref(),
-                store,
-                true,
-            )
-            .unwrap_err();
+            let err = check(&l).unwrap_err();
             assert!(err.to_string().contains(how), "{err}");
         }
     }

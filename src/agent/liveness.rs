@@ -30,6 +30,10 @@ pub struct Liveness {
     /// The completion promise, how often the prompt itself holds it (an echo is not the
     /// agent's word), and how long an agent may linger after printing it.
     pub promise: Option<PromiseWatch>,
+    /// The machine's `/dev/shm` where the run has none of its own: what it adds there counts
+    /// towards `max_memory`, and is removed when it ends.
+    #[cfg(target_os = "linux")]
+    pub shm: Option<Arc<crate::sys::shm::ShmLedger>>,
 }
 
 /// Watching the log for the completion promise.
@@ -66,6 +70,14 @@ pub fn tree_rss(pgid: i32, token: &str) -> u64 {
         .iter()
         .map(|s| procs::rss_bytes(s.pid))
         .sum()
+}
+
+/// The memory the run's files hold in a shared `/dev/shm`.
+fn shm_bytes(l: &Liveness) -> u64 {
+    #[cfg(target_os = "linux")]
+    return l.shm.as_ref().map_or(0, |s| s.bytes());
+    #[cfg(not(target_os = "linux"))]
+    return 0;
 }
 
 /// Resolve when the job should end for being idle or too big; pending otherwise.
@@ -112,7 +124,7 @@ pub async fn watch(
             return Ending::Finished;
         }
         if l.max_memory > 0 {
-            let rss = tree_rss(pgid, token);
+            let rss = tree_rss(pgid, token) + shm_bytes(l);
             if rss > l.max_memory {
                 tracing::warn!(
                     "the agent's tree uses {} MB, over the {} MB ceiling",

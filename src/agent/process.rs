@@ -207,6 +207,22 @@ pub fn helper(policy: &crate::agent::sandbox::Policy) -> Result<(PathBuf, Vec<St
     ))
 }
 
+/// Once every process of the run is gone: remove what it left in a shared `/dev/shm`.
+fn sweep_shm(job: &Job) {
+    #[cfg(target_os = "linux")]
+    if let Some(ledger) = job.liveness.as_ref().and_then(|l| l.shm.as_ref()) {
+        for (path, bytes) in ledger.sweep() {
+            tracing::warn!(
+                "removed {} ({} KB) the run left in the machine's shared memory",
+                path.display(),
+                bytes >> 10
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = job;
+}
+
 /// The exit code of a job whose gate never opened (its supervisor died before recording it).
 pub const GATE_CLOSED: i32 = 125;
 
@@ -321,6 +337,7 @@ pub async fn run(
     if let Err(e) = reap {
         tracing::debug!("reaping {pid}: {e}");
     }
+    sweep_shm(job);
     Ok(ProcessEnd {
         ending,
         pid,

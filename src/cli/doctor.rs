@@ -254,6 +254,8 @@ fn namespace_line(r: &Findings) -> String {
     let e = &r.sandbox;
     let home = if e.home_layer {
         "the home through a layer of the loop's own (only the CLI's refreshed credentials written back)"
+    } else if e.home_seeded {
+        "a home of the loop's own seeded from yours (yours read-only; only the CLI's refreshed credentials written back)"
     } else {
         "NOT the home: a run's CLI state and caches are written in the user's home"
     };
@@ -272,12 +274,14 @@ fn namespace_line(r: &Findings) -> String {
         missing.push(".git and the control files are checked after each run, not read-only");
     }
     if !e.private_shm {
-        missing.push("/dev/shm is the machine's (an agent's files there outlive its run)");
+        missing.push("/dev/shm is the machine's (what a run adds there counts towards max_memory_mb and is removed when it ends)");
     }
     if !e.private_ptys {
         missing.push("no terminals of its own (Landlock hides the machine's)");
     }
-    if !e.home_layer {
+    if e.home_seeded {
+        missing.push("the home is a home of the loop's own seeded from yours (yours read-only)");
+    } else if !e.home_layer {
         missing.push("the CLI's state and caches are written in the user's home");
     }
     format!("NO  no mount namespace per run: {}", missing.join("; "))

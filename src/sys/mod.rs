@@ -15,5 +15,7 @@ pub mod procargs;
 pub mod procs;
 pub mod resumed;
 pub mod runtime;
+#[cfg(target_os = "linux")]
+pub mod shm;
 pub mod term;
 pub mod watch;

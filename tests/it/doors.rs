@@ -287,6 +287,59 @@ fn shared_memory_is_the_runs_and_goes_with_it() {
 }
 
 #[test]
+fn without_a_namespace_shared_memory_is_counted_and_removed() {
+    for user in [false, true] {
+        let t = TestHome::new();
+        // Without the test kit's grant of its root (it holds the store: refused without a
+        // namespace, `a_grant_above_the_store_does_not_open_it`).
+        t.write_home_config_raw("[safety]\nmax_memory_mb = 64\n");
+        let name = format!("agent-shm-shared-{}-{user}", std::process::id());
+        let kept = format!("agent-shm-kept-{}-{user}", std::process::id());
+        // One file over the ceiling (then the agent lingers, as if still working); beside it
+        // a file that was there before the run.
+        let outside = Path::new("/dev/shm").join(&kept);
+        std::fs::write(&outside, "theirs").unwrap();
+        let script =
+            format!("head -c 100000000 /dev/zero > /dev/shm/{name}; echo \"shm $?\"\nsleep 60");
+        let env_line = attack(
+            &t,
+            &format!("{{\n{script}\n}} > \"$ARTIFACT_PATH/out.txt\" 2>&1\nexit 0\n"),
+        );
+        let cmd = t.agent_cmd("attack", &format!("{env_line} FAKE_AT=1"));
+        let args = t.start_args(
+            "shm",
+            &t.art(),
+            &cmd,
+            &["--foreground", "--max-iterations", "1"],
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let env = [("STUDIO_AGENTS_NO_NAMESPACE", "1")];
+        let r = if user {
+            t.run_unprivileged(&args, &env)
+        } else {
+            t.run_with(&args, &env)
+        };
+        let who = if user { "user" } else { "root" };
+        let said = r.stderr();
+        let runs = t.runs("iteration");
+        let theirs = std::fs::read_to_string(&outside);
+        std::fs::remove_file(&outside).ok();
+        // Ended at the ceiling (the file counted as the run's memory), and gone with the run.
+        assert_eq!(runs.len(), 1, "{who}: {said}");
+        assert_eq!(
+            runs[0]["agent_exit"]["kind"], "memory_limit",
+            "{who}: {runs:?}"
+        );
+        assert!(
+            !Path::new("/dev/shm").join(&name).exists(),
+            "{who}: the agent's file outlived its run"
+        );
+        // What was there before the run is not the run's.
+        assert_eq!(theirs.unwrap(), "theirs", "{who}");
+    }
+}
+
+#[test]
 fn an_agent_cannot_reach_the_dashboard() {
     use std::io::BufRead;
     let t = TestHome::new();
@@ -498,5 +551,21 @@ fn a_grant_above_the_store_does_not_open_it() {
         assert!(out.contains("read 1"), "{who}: {out}");
         assert!(!out.contains("wrote 0"), "{who}: {out}");
         assert!(!store.join("loops/evil.toml").exists(), "{who}");
+        // Where no mount namespace can be made, no mask can hide the store: start refuses.
+        let art2 = t.root().join("art2");
+        std::fs::create_dir_all(&art2).unwrap();
+        std::fs::write(art2.join("artifact.md"), "# Notes\n").unwrap();
+        let args = t.start_args("grant2", &art2, "true", &["--foreground"]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = t.run_with(&args, &[("STUDIO_AGENTS_NO_NAMESPACE", "1")]);
+        r.code(2);
+        assert_eq!(
+            r.stderr().trim(),
+            format!(
+                "error: [safety] writable: {} holds the store {} (every loop's records and the copies of the user's work), and with no mount namespace to mask it an agent writes it through that: name the directories the agent needs beside it",
+                t.root().display(),
+                store.display()
+            )
+        );
     }
 }
