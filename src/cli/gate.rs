@@ -91,15 +91,7 @@ impl Reviser for AloneReviser {
 
 /// Run `gate`.
 pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
-    let mut settings = common::settings(config_file)?;
-    if let Some(v) = a.pass_threshold {
-        config::check_score(v).map_err(|m| Error::input(format!("--pass-threshold {m}")))?;
-        settings.defaults.pass_threshold = v;
-    }
-    if let Some(v) = a.max_rounds {
-        config::check_positive(v.into()).map_err(|m| Error::input(format!("--max-rounds {m}")))?;
-        settings.defaults.max_rounds = v;
-    }
+    let settings = settings(a, config_file)?;
     let content = common::read_document(&a.file)?;
     // Kept whole: it owns the scratch dir and the stop channel's sender.
     let mut judging = common::judging(&settings, a.evaluator.as_ref(), "--evaluator")?;
@@ -107,17 +99,7 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     if a.panel || settings.defaults.panel || std::env::var("WIGGUM_PANEL").is_ok_and(|v| v == "1") {
         judge.enable_panel(&settings, "--panel")?;
     }
-    let producer_name = a
-        .producer
-        .clone()
-        .or_else(|| settings.gate.producer.clone());
-    let spec = match &producer_name {
-        Some(n) => Some(
-            spec::named(&settings, n)
-                .ok_or_else(|| Error::input(format!("--producer: unknown agent `{n}`")))?,
-        ),
-        None => None,
-    };
+    let spec = producer_spec(a, &settings)?;
     if let Some(w) = spec
         .as_ref()
         .and_then(|s| judge.same_model_as(&s.table.command))
@@ -166,27 +148,60 @@ pub fn run(a: &GateArgs, config_file: Option<PathBuf>) -> Result<i32> {
     if out.record.verdict != Verdict::Error && out.best != content {
         fsutil::atomic_write(&a.file, out.best.as_bytes())?;
     }
-    if json {
+    report(a, &out);
+    Ok(i32::from(out.record.verdict != Verdict::Pass))
+}
+
+/// The settings, with the flags that override them checked.
+fn settings(a: &GateArgs, config_file: Option<PathBuf>) -> Result<config::Settings> {
+    let mut settings = common::settings(config_file)?;
+    if let Some(v) = a.pass_threshold {
+        config::check_score(v).map_err(|m| Error::input(format!("--pass-threshold {m}")))?;
+        settings.defaults.pass_threshold = v;
+    }
+    if let Some(v) = a.max_rounds {
+        config::check_positive(v.into()).map_err(|m| Error::input(format!("--max-rounds {m}")))?;
+        settings.defaults.max_rounds = v;
+    }
+    Ok(settings)
+}
+
+/// The agent that revises between rounds, if one is named (`--producer`, `[gate] producer`).
+fn producer_spec(a: &GateArgs, settings: &config::Settings) -> Result<Option<spec::AgentSpec>> {
+    let Some(n) = a
+        .producer
+        .clone()
+        .or_else(|| settings.gate.producer.clone())
+    else {
+        return Ok(None);
+    };
+    spec::named(settings, &n)
+        .map(Some)
+        .ok_or_else(|| Error::input(format!("--producer: unknown agent `{n}`")))
+}
+
+/// What the gate decided: JSON, or a line.
+fn report(a: &GateArgs, out: &rounds::GateOutcome) {
+    if a.json {
         let v = crate::disk::records::GateReport {
             record: out.record.clone(),
             rounds: out.rounds.clone(),
             file: a.file.clone(),
         };
         println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    } else {
-        let r = &out.record;
-        match r.verdict {
-            Verdict::Error => println!("ERROR: {}", r.error.as_deref().unwrap_or("unknown")),
-            v => println!(
-                "{} after {} round(s) ({}): r1 {:.2}, kept round {} at {:.2}",
-                v.as_str(),
-                r.rounds,
-                r.termination.as_str(),
-                r.wiggum_r1.unwrap_or(0.0),
-                r.best_round.unwrap_or(0),
-                r.final_score.unwrap_or(0.0)
-            ),
-        }
+        return;
     }
-    Ok(i32::from(out.record.verdict != Verdict::Pass))
+    let r = &out.record;
+    match r.verdict {
+        Verdict::Error => println!("ERROR: {}", r.error.as_deref().unwrap_or("unknown")),
+        v => println!(
+            "{} after {} round(s) ({}): r1 {:.2}, kept round {} at {:.2}",
+            v.as_str(),
+            r.rounds,
+            r.termination.as_str(),
+            r.wiggum_r1.unwrap_or(0.0),
+            r.best_round.unwrap_or(0),
+            r.final_score.unwrap_or(0.0)
+        ),
+    }
 }

@@ -37,9 +37,27 @@ pub fn check(artifact: &Path) -> Result<Findings> {
             workdir.display()
         )));
     }
+    check_index(&repo)?;
+    let workdir = workdir.canonicalize().unwrap_or(workdir);
+    check_place(&repo, &workdir, artifact)?;
+    Ok(Findings {
+        hooks: ["pre-commit", "commit-msg"]
+            .into_iter()
+            .filter(|h| hook_path(&repo, &workdir, h).is_some())
+            .map(str::to_string)
+            .collect(),
+        signing: repo
+            .config()
+            .and_then(|c| c.get_bool("commit.gpgsign"))
+            .unwrap_or(false),
+    })
+}
+
+/// The index is free and writable: another loop's commit, or a git command, holds its lock for
+/// milliseconds — waited out, as git's `core.lockTimeout` does; one that stays is a running or
+/// crashed command.
+fn check_index(repo: &Repository) -> Result<()> {
     let lock = repo.path().join("index.lock");
-    // Another loop's commit, or a git command, holds it for milliseconds: wait that out (as
-    // git's `core.lockTimeout` does); one that stays is a running or crashed command.
     let until = std::time::Instant::now() + INDEX_LOCK_WAIT;
     while lock.exists() && std::time::Instant::now() < until {
         std::thread::sleep(std::time::Duration::from_millis(10)); // allow: waiting for another process
@@ -50,23 +68,27 @@ pub fn check(artifact: &Path) -> Result<Findings> {
             lock.display()
         )));
     }
-    if let Err(e) = repo.index() {
-        return Err(Error::input(format!(
+    match repo.index() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(Error::input(format!(
             "{}: {}: the loop cannot write this index ({})",
             repo.path().join("index").display(),
             e.message(),
             index_fix(e.message())
-        )));
+        ))),
     }
+}
+
+/// The artifact directory is where git commits: not inside the repository's own `.git` (git's
+/// store, never its work tree), and neither it nor the loop's files ignored.
+fn check_place(repo: &Repository, workdir: &Path, artifact: &Path) -> Result<()> {
     let canon = artifact
         .canonicalize()
         .unwrap_or_else(|_| artifact.to_path_buf());
-    let workdir = workdir.canonicalize().unwrap_or(workdir);
     let scope = canon
-        .strip_prefix(&workdir)
+        .strip_prefix(workdir)
         .unwrap_or(Path::new(""))
         .to_path_buf();
-    // Inside the repository's own `.git` (git's store, never its work tree) nothing is committed.
     let git_dir = repo
         .path()
         .canonicalize()
@@ -89,7 +111,7 @@ pub fn check(artifact: &Path) -> Result<Findings> {
         if probe.as_os_str().is_empty() || !repo.is_path_ignored(&probe).unwrap_or(false) {
             continue;
         }
-        let rule = ignore_rule(&repo, &workdir, &probe).map_or_else(
+        let rule = ignore_rule(repo, workdir, &probe).map_or_else(
             || "by a rule git applies (see `git check-ignore -v`)".to_string(),
             |r| format!("by {r}"),
         );
@@ -99,17 +121,7 @@ pub fn check(artifact: &Path) -> Result<Findings> {
             probe.display()
         )));
     }
-    Ok(Findings {
-        hooks: ["pre-commit", "commit-msg"]
-            .into_iter()
-            .filter(|h| hook_path(&repo, &workdir, h).is_some())
-            .map(str::to_string)
-            .collect(),
-        signing: repo
-            .config()
-            .and_then(|c| c.get_bool("commit.gpgsign"))
-            .unwrap_or(false),
-    })
+    Ok(())
 }
 
 /// A repository that is there but cannot be opened is refused, never taken for "no repository"

@@ -39,9 +39,47 @@ pub struct Request<'a> {
 /// Run the delegation to its end: the artifact written (or the agent's answer kept as it), the
 /// record saying how it ended. An error after the record exists leaves it `failed` with why.
 pub fn run(r: &Request<'_>) -> Result<()> {
+    let mut rec = begin(r)?;
+    let outcome = run_agent(r);
+    rec.pid = None;
+    rec.ended_at = Some(Utc::now());
+    let run = match outcome {
+        Ok(run) => run,
+        Err(e) => {
+            rec.status = DelegationStatus::Failed;
+            rec.note = Some(e.to_string());
+            delegation::write(&r.layout.metadata(), &rec)?;
+            return Err(e);
+        }
+    };
+    rec.exit = Some(run.outcome.ending.to_string());
+    rec.cost_usd = run.report.cost_usd;
+    if let Some(why) = failure(r, &run) {
+        rec.status = if run.outcome.ending == crate::disk::records::Ending::Stopped {
+            DelegationStatus::Stopped
+        } else {
+            DelegationStatus::Failed
+        };
+        rec.note = Some(why.clone());
+        delegation::write(&r.layout.metadata(), &rec)?;
+        return Err(Error::runtime(why));
+    }
+    if !r.layout.original_artifact().exists() {
+        fsutil::atomic_write(
+            &r.layout.original_artifact(),
+            run.report.text.trim_start().as_bytes(),
+        )?;
+    }
+    rec.status = DelegationStatus::Done;
+    delegation::write(&r.layout.metadata(), &rec)
+}
+
+/// The task and the record written, the topic registered: from now on `status`, `stop` and
+/// `wiggum start <topic>` know it.
+fn begin(r: &Request<'_>) -> Result<Delegation> {
     fsutil::create_dir_all(r.layout.root())?;
     fsutil::atomic_write(&r.layout.task(), r.task.as_bytes())?;
-    let mut rec = Delegation {
+    let rec = Delegation {
         topic: r.topic.to_string(),
         agent_type: r.kind.name.clone(),
         agent: r.agent.name.clone(),
@@ -56,8 +94,13 @@ pub fn run(r: &Request<'_>) -> Result<()> {
         note: None,
     };
     delegation::write(&r.layout.metadata(), &rec)?;
-    // The topic names this artifact from now on: status, stop, and `wiggum start <topic>`.
     registry::register(r.home, r.topic, r.layout.root())?;
+    Ok(rec)
+}
+
+/// The agent's one run, under the loop's own signal handling (SIGTERM from `delegate stop`, or
+/// SIGINT, stops its tree; a second one forces).
+fn run_agent(r: &Request<'_>) -> Result<crate::agent::launch::AgentRun> {
     let prompt = templates::render(
         include_str!("../../templates/DELEGATE_PROMPT.md"),
         &[
@@ -83,61 +126,25 @@ pub fn run(r: &Request<'_>) -> Result<()> {
     };
     crate::agent::kill::become_supervisor();
     let rt = crate::sys::runtime::runtime()?;
-    let outcome = rt.block_on(async {
+    rt.block_on(async {
         let (tx, mut rx) = watch::channel(StopLevel::None);
-        // SIGTERM (`delegate stop`) or SIGINT: stop the agent's tree (a second one forces),
-        // record why; the handler is the loop's own.
         super::signals::spawn_handler(tx, None)?;
         launch::run(r.agent, &launch, &prompt, "", &mut rx, |_| {}).await
-    });
-    rec.pid = None;
-    rec.ended_at = Some(Utc::now());
-    let run = match outcome {
-        Ok(run) => run,
-        Err(e) => {
-            rec.status = DelegationStatus::Failed;
-            rec.note = Some(e.to_string());
-            delegation::write(&r.layout.metadata(), &rec)?;
-            return Err(e);
-        }
-    };
-    rec.exit = Some(run.outcome.ending.to_string());
-    rec.cost_usd = run.report.cost_usd;
-    let failure = if run.outcome.ending == crate::disk::records::Ending::Stopped {
-        rec.status = DelegationStatus::Stopped;
-        Some(format!(
-            "the delegation was stopped; see {}",
-            run.log.display()
-        ))
+    })
+}
+
+/// Why the run did not deliver, if it did not: stopped, failed, or nothing written or said.
+fn failure(r: &Request<'_>, run: &crate::agent::launch::AgentRun) -> Option<String> {
+    let log = run.log.display();
+    if run.outcome.ending == crate::disk::records::Ending::Stopped {
+        Some(format!("the delegation was stopped; see {log}"))
     } else if !run.outcome.ending.success() {
-        Some(format!(
-            "the agent {}; see {}",
-            run.outcome.ending,
-            run.log.display()
-        ))
+        Some(format!("the agent {}; see {log}", run.outcome.ending))
     } else if !r.layout.original_artifact().exists() && run.report.text.trim().is_empty() {
         Some(format!(
-            "the agent wrote no artifact.md and printed nothing; see {}",
-            run.log.display()
+            "the agent wrote no artifact.md and printed nothing; see {log}"
         ))
     } else {
         None
-    };
-    if let Some(why) = failure {
-        if rec.status == DelegationStatus::Running {
-            rec.status = DelegationStatus::Failed;
-        }
-        rec.note = Some(why.clone());
-        delegation::write(&r.layout.metadata(), &rec)?;
-        return Err(Error::runtime(why));
     }
-    if !r.layout.original_artifact().exists() {
-        fsutil::atomic_write(
-            &r.layout.original_artifact(),
-            run.report.text.trim_start().as_bytes(),
-        )?;
-    }
-    rec.status = DelegationStatus::Done;
-    delegation::write(&r.layout.metadata(), &rec)?;
-    Ok(())
 }
