@@ -235,3 +235,55 @@ fn a_directory_moved_while_the_loop_runs_ends_it_without_recreating_the_old_plac
     assert!(log.contains("went away while it ran"), "{log}");
     crate::support::assert_no_survivors(&t.token);
 }
+
+/// Two processes that keep both cores busy while they live.
+struct Busy(Vec<std::process::Child>);
+
+impl Busy {
+    fn start() -> Busy {
+        Busy(
+            (0..2)
+                .map(|_| {
+                    std::process::Command::new("sh")
+                        .args(["-c", "while :; do :; done"])
+                        .spawn()
+                        .expect("sh")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            c.kill().ok();
+            c.wait().ok();
+        }
+    }
+}
+
+#[test]
+fn failpoint_trials_end_as_they_should_with_the_machine_busy() {
+    // Each point a crash can come at, twice, with both cores taken: every trial aborts where
+    // it should (`dead`), and the restart recovers to the same history.
+    let points = [
+        "job-spawned@2",
+        "before-commit@1",
+        "before-commit@2",
+        "commit-after-stage@2",
+        "commit-after-stage@3",
+        "state-after-temp-write@7",
+        "after-commit@1",
+        "after-commit@2",
+    ];
+    let _busy = Busy::start();
+    for round in 0..2 {
+        for (i, point) in points.iter().enumerate() {
+            let t = TestHome::new();
+            let topic = format!("f{round}{i}");
+            crash_at(&t, &topic, point);
+            restart_and_check(&t, &topic);
+        }
+    }
+}
