@@ -107,18 +107,7 @@ pub fn make(topic: &str, artifact: &Path, parent: Option<&Path>) -> Result<Made>
         Some(p) => p.join(topic),
         None => repo.path().join("wiggum-worktrees").join(topic),
     };
-    let head = repo.head().map_err(|_| {
-        Error::input(format!(
-            "--worktree {}: the repository has no commit yet to branch from",
-            artifact.display()
-        ))
-    })?;
-    let from = head.shorthand().unwrap_or("HEAD").to_string();
-    let from = if head.is_branch() {
-        from
-    } else {
-        head.target().map_or(from, |o| o.to_string())
-    };
+    let (head, from) = head_and_name(&repo, &artifact)?;
     if let Ok(wt) = repo.find_worktree(&name)
         && wt.validate().is_ok()
     {
@@ -132,31 +121,7 @@ pub fn make(topic: &str, artifact: &Path, parent: Option<&Path>) -> Result<Made>
             from,
         });
     }
-    if let Ok(wt) = repo.find_worktree(&name) {
-        // Its directory was removed by hand: forget it so it can be made again.
-        wt.prune(Some(WorktreePruneOptions::new().valid(true)))
-            .git_at(&worktree, "prune the removed worktree")?;
-    }
-    if worktree.exists() {
-        return Err(Error::input(format!(
-            "--worktree: {} exists and is not loop `{topic}`'s worktree; move it away",
-            worktree.display()
-        )));
-    }
-    let commit = head.peel_to_commit().git_at(&workdir, "read HEAD")?;
-    let reference = match repo.find_branch(&branch, BranchType::Local) {
-        Ok(b) => b,
-        Err(_) => repo
-            .branch(&branch, &commit, false)
-            .git_at(&workdir, "create the loop's branch")?,
-    };
-    if let Some(p) = worktree.parent() {
-        crate::sys::fsutil::create_dir_all(p)?;
-    }
-    let mut opts = WorktreeAddOptions::new();
-    opts.reference(Some(reference.get()));
-    repo.worktree(&name, &worktree, Some(&opts))
-        .git_at(&worktree, "add the loop's worktree")?;
+    add_worktree(&repo, &name, &worktree, &branch, &head, topic)?;
     let mapped = worktree.join(&rel);
     copy_missing(&artifact, &mapped)?;
     Ok(Made {
@@ -166,6 +131,65 @@ pub fn make(topic: &str, artifact: &Path, parent: Option<&Path>) -> Result<Made>
         from,
         artifact: mapped,
     })
+}
+
+/// HEAD, and the name a loop's branch is made from (the branch, or the commit when detached).
+fn head_and_name<'r>(
+    repo: &'r Repository,
+    artifact: &Path,
+) -> Result<(git2::Reference<'r>, String)> {
+    let head = repo.head().map_err(|_| {
+        Error::input(format!(
+            "--worktree {}: the repository has no commit yet to branch from",
+            artifact.display()
+        ))
+    })?;
+    let from = head.shorthand().unwrap_or("HEAD").to_string();
+    let from = if head.is_branch() {
+        from
+    } else {
+        head.target().map_or(from, |o| o.to_string())
+    };
+    Ok((head, from))
+}
+
+/// Add the worktree `name` at `worktree` on `branch` (made from `head` when missing); a worktree
+/// of that name whose directory was removed by hand is forgotten first, and a directory there
+/// that is not it is refused.
+fn add_worktree(
+    repo: &Repository,
+    name: &str,
+    worktree: &Path,
+    branch: &str,
+    head: &git2::Reference<'_>,
+    topic: &str,
+) -> Result<()> {
+    if let Ok(wt) = repo.find_worktree(name) {
+        wt.prune(Some(WorktreePruneOptions::new().valid(true)))
+            .git_at(worktree, "prune the removed worktree")?;
+    }
+    if worktree.exists() {
+        return Err(Error::input(format!(
+            "--worktree: {} exists and is not loop `{topic}`'s worktree; move it away",
+            worktree.display()
+        )));
+    }
+    let workdir = repo.workdir().unwrap_or(repo.path());
+    let commit = head.peel_to_commit().git_at(workdir, "read HEAD")?;
+    let reference = match repo.find_branch(branch, BranchType::Local) {
+        Ok(b) => b,
+        Err(_) => repo
+            .branch(branch, &commit, false)
+            .git_at(workdir, "create the loop's branch")?,
+    };
+    if let Some(p) = worktree.parent() {
+        crate::sys::fsutil::create_dir_all(p)?;
+    }
+    let mut opts = WorktreeAddOptions::new();
+    opts.reference(Some(reference.get()));
+    repo.worktree(name, worktree, Some(&opts))
+        .git_at(worktree, "add the loop's worktree")?;
+    Ok(())
 }
 
 /// Copy the files under `from` that `to` lacks (regular files and directories; the loop's own
