@@ -72,6 +72,9 @@ fn detail(v: &LoopView) -> String {
             }
         }
         out.push_str(&format!("\n  agent:     {}", s.agent));
+        if let Some(p) = &s.planning_agent {
+            out.push_str(&format!(" (planning: {p})"));
+        }
         for (name, until) in &s.limited_agents {
             out.push_str(&format!(
                 "\n  limited:   {name} until {}",
@@ -128,6 +131,9 @@ fn detail(v: &LoopView) -> String {
         }
         if let Some(e) = &s.last_event {
             out.push_str(&format!("\n  caught:    {e}"));
+        }
+        if let Some(q) = v.question() {
+            out.push_str(&format!("\n  question:  {q}"));
         }
         if let Some((until, why)) = s.phase().waiting()
             && v.status == Shown::Is(Status::Waiting)

@@ -85,7 +85,7 @@ pub fn diff(allowed: &toml::Table, found: &toml::Table) -> Vec<KeyChange> {
 
 /// Prefixes whose every change names a command or a program that runs (outside the agent's
 /// sandbox, for hooks, validation and command evaluators).
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "agents.",
     "evaluators.",
     "hooks.",
@@ -94,6 +94,7 @@ const COMMANDS: [&str; 8] = [
     "gate.producer",
     "gate.pool",
     "defaults.agent",
+    "defaults.planning_agent",
 ];
 
 fn strings(v: Option<&toml::Value>) -> Vec<String> {

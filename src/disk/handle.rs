@@ -142,6 +142,43 @@ impl Handle {
         Ok(h)
     }
 
+    /// Record `text` as the answer to the loop's open question; a pause that waited for it is
+    /// lifted. Refused (exit 2) when the answer is empty or too long, or no question is open.
+    pub fn answer(&self, text: &str) -> Result<super::questions::Question> {
+        use super::questions::{Answer, MAX_ANSWER};
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::input("answer: the answer is empty"));
+        }
+        if text.len() > MAX_ANSWER {
+            return Err(Error::input(format!(
+                "answer: the answer is longer than {MAX_ANSWER} bytes"
+            )));
+        }
+        let open = state::read(&self.layout.state())?
+            .and_then(|s| s.question)
+            .filter(|q| q.answer.is_none())
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "loop `{}` has no open question to answer",
+                    self.topic
+                ))
+            })?;
+        requests::update(&self.layout.requests(), |r| {
+            r.answer = Some(Answer {
+                question: open.text.clone(),
+                text: text.to_string(),
+                at: chrono::Utc::now(),
+            });
+            if r.paused_for_question {
+                r.pause = false;
+                r.pause_reason = None;
+                r.paused_for_question = false;
+            }
+        })?;
+        Ok(open)
+    }
+
     /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first. The
     /// kernel says when: a thread blocks on the home lock (released the instant the supervisor
     /// exits); the artifact lock is checked after it.

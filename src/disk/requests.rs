@@ -21,6 +21,12 @@ pub struct Requests {
     pub stop_after_iteration: bool,
     /// `stop --timeout`: seconds between the graceful stop and SIGKILL.
     pub stop_grace_secs: Option<u64>,
+    /// The pause is the loop's own, waiting for the answer to a question (`answer` lifts it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paused_for_question: bool,
+    /// The answer to the loop's open question, until the next run's prompt carries it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<super::questions::Answer>,
 }
 
 /// Read the requests (none when the file is missing or unreadable as JSON).
@@ -43,9 +49,20 @@ pub fn update(path: &Path, f: impl FnOnce(&mut Requests)) -> Result<Requests> {
     Ok(r)
 }
 
-/// Forget every request (at start: old requests belong to an old run).
+/// Forget every request (at start: old requests belong to an old run) but an answer not yet
+/// told to an agent, which the question in `state.json` outlives a stop for.
 pub fn clear(path: &Path) -> Result<()> {
-    fsutil::remove_file_opt(path)
+    let answer = read(path).answer;
+    if answer.is_none() {
+        return fsutil::remove_file_opt(path);
+    }
+    update(path, |r| {
+        *r = Requests {
+            answer,
+            ..Requests::default()
+        };
+    })
+    .map(|_| ())
 }
 
 #[cfg(test)]

@@ -54,6 +54,9 @@ pub enum Then {
     Over,
     /// A run that changed nothing is over, and the loop checks its claim of completion.
     NoChange,
+    /// A run that changed nothing asked a question: it is recorded, told, and the loop goes on
+    /// or pauses (`decide::after_asking`).
+    Asked,
     /// End the loop.
     Stop(StopReason, String),
 }
@@ -237,6 +240,21 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
             };
             stop(StopReason::Breaker, why)
         }
+        (Verdict::Asked, RunPhase::Iteration(_)) => {
+            disposition(outcome, None, false, Aside::Keep, Then::Asked)
+        }
+        (Verdict::Asked, RunPhase::Planning { attempt, attempts }) => {
+            let last = "planning asked a question instead of writing fix_plan.md".to_string();
+            let then = if attempt >= attempts {
+                Then::Stop(
+                    StopReason::Breaker,
+                    format!("planning failed {attempts} times; the last: {last}"),
+                )
+            } else {
+                Then::Again
+            };
+            disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
+        }
         (Verdict::Then(AfterRun::NoChange(trip)), RunPhase::Iteration(_)) => {
             let then = trip.map_or(Then::NoChange, |why| Then::Stop(StopReason::Breaker, why));
             disposition(outcome, None, false, Aside::Keep, then)
@@ -343,6 +361,19 @@ mod tests {
                 false,
                 Aside::Keep,
                 Then::NoChange,
+            ),
+            (Verdict::Asked, it, Outcome::Asked, false, Aside::Keep, Then::Asked),
+            (Verdict::Asked, first, Outcome::Crashed, true, Aside::Keep, Then::Again),
+            (
+                Verdict::Asked,
+                last,
+                Outcome::Crashed,
+                true,
+                Aside::Keep,
+                Then::Stop(
+                    StopReason::Breaker,
+                    "planning failed 3 times; the last: planning asked a question instead of writing fix_plan.md".into(),
+                ),
             ),
             (
                 Verdict::Then(AfterRun::NoChange(Some("3 in a row".into()))),
