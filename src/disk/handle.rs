@@ -164,12 +164,16 @@ impl Handle {
                     self.topic
                 ))
             })?;
+        let answer = Answer {
+            question: open.text.clone(),
+            text: text.to_string(),
+            at: chrono::Utc::now(),
+        };
+        let json = serde_json::to_string_pretty(&answer)
+            .map_err(|e| Error::runtime(format!("serialise the answer: {e}")))?;
+        crate::sys::fsutil::create_dir_all(self.layout.records())?;
+        crate::sys::fsutil::atomic_write(&self.layout.answer(), json.as_bytes())?;
         requests::update(&self.layout.requests(), |r| {
-            r.answer = Some(Answer {
-                question: open.text.clone(),
-                text: text.to_string(),
-                at: chrono::Utc::now(),
-            });
             if r.paused_for_question {
                 r.pause = false;
                 r.pause_reason = None;

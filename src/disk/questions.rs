@@ -1,6 +1,6 @@
 //! A question an agent asked instead of working, and its answer. The supervisor keeps the open
-//! question in `state.json`; `wiggum answer` (and the dashboard) write the answer beside the
-//! other requests in `wiggum/control.json` (`Handle::answer`), where the next run's prompt
+//! question in `state.json`; `wiggum answer` (and the dashboard) write the answer into the
+//! loop's records, out of the agent's reach (`Handle::answer`), where the next run's prompt
 //! takes it from.
 
 use chrono::{DateTime, Utc};

@@ -24,9 +24,6 @@ pub struct Requests {
     /// The pause is the loop's own, waiting for the answer to a question (`answer` lifts it).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub paused_for_question: bool,
-    /// The answer to the loop's open question, until the next run's prompt carries it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub answer: Option<super::questions::Answer>,
 }
 
 /// Read the requests (none when the file is missing or unreadable as JSON).
@@ -49,20 +46,9 @@ pub fn update(path: &Path, f: impl FnOnce(&mut Requests)) -> Result<Requests> {
     Ok(r)
 }
 
-/// Forget every request (at start: old requests belong to an old run) but an answer not yet
-/// told to an agent, which the question in `state.json` outlives a stop for.
+/// Forget every request (at start: old requests belong to an old run).
 pub fn clear(path: &Path) -> Result<()> {
-    let answer = read(path).answer;
-    if answer.is_none() {
-        return fsutil::remove_file_opt(path);
-    }
-    update(path, |r| {
-        *r = Requests {
-            answer,
-            ..Requests::default()
-        };
-    })
-    .map(|_| ())
+    fsutil::remove_file_opt(path)
 }
 
 #[cfg(test)]

@@ -5,9 +5,10 @@
 use super::context::Loop;
 use super::decide::{AfterAsking, after_asking};
 use super::event::Fields;
-use crate::disk::questions::Question;
+use crate::disk::questions::{Answer, Question};
 use crate::disk::requests;
 use crate::error::Result;
+use crate::sys::fsutil;
 
 /// The command that answers `topic`'s question, as people type it.
 #[must_use]
@@ -52,25 +53,22 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
 }
 
 /// Take an answer given since the last run (`wiggum answer`, the dashboard) into the loop's
-/// state when it answers the open question; one to another question is dropped.
+/// state when it answers the open question; one to another question (or unreadable) is dropped.
 pub fn take_answer(lp: &mut Loop) -> Result<()> {
-    let path = lp.runner.layout.requests();
-    let Some(answer) = requests::read(&path).answer else {
+    let path = lp.runner.layout.answer();
+    let Some(text) = fsutil::read_opt(&path)? else {
         return Ok(());
     };
-    let open = lp
-        .runner
-        .state
-        .question
-        .as_ref()
-        .is_some_and(|q| q.answer.is_none() && q.text == answer.question);
-    if open {
-        lp.runner.answer_taken(answer.text);
+    let answer = serde_json::from_str::<Answer>(&text).ok();
+    let open = lp.runner.state.question.as_ref();
+    if let Some(a) =
+        answer.filter(|a| open.is_some_and(|q| q.answer.is_none() && q.text == a.question))
+    {
+        lp.runner.answer_taken(a.text);
         lp.runner
-            .note_event(format!("answered: \"{}\"", answer.question));
+            .note_event(format!("answered: \"{}\"", a.question));
     }
-    requests::update(&path, |r| r.answer = None)?;
-    Ok(())
+    fsutil::remove_file_opt(&path)
 }
 
 /// What the next prompt says of the question: its answer, or that none came yet. Pure.

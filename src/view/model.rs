@@ -243,7 +243,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         answer_given: st
             .as_ref()
             .is_some_and(|s| s.question.as_ref().is_some_and(|q| q.answer.is_none()))
-            && requests::read(&layout.requests()).answer.is_some(),
+            && layout.answer().exists(),
         state: st,
         recent,
         open_items,

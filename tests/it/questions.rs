@@ -344,3 +344,98 @@ fn a_planning_agent_plans_and_is_named() {
         s.stdout()
     );
 }
+
+/// One HTTP/1.1 request with a body: the status and the body of the answer.
+fn post(addr: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("x-wiggum-token: {t}\r\n"));
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n{auth}content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        raw.split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string(),
+    )
+}
+
+#[test]
+fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
+    use std::io::BufRead;
+    let t = TestHome::new();
+    let dir = agent(
+        &t,
+        "asker",
+        "claude-json",
+        "claude,work",
+        "[safety]\non_question = \"pause\"\n",
+    );
+    let args = start(&t, "night", "asker", &["--max-iterations", "2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    t.wait_state("paused on the question", |s| s["status"] == "paused");
+    let mut serve = t
+        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.split("http://").nth(1).unwrap();
+    let addr = url.split('/').next().unwrap().to_string();
+    let token = url
+        .split("?token=")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap();
+    let page = {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET /loop/night HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\nx-wiggum-token: {token}\r\n\r\n").unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).unwrap();
+        raw
+    };
+    assert!(
+        page.contains("<p id=\"question\">question: iteration 1 asked: &quot;Should I also update the migration?&quot;; answer it: studio-agents wiggum answer night &quot;…&quot;</p><input id=\"answer\""),
+        "{page}"
+    );
+    // Without the token nothing is answered.
+    let (code, _) = post(&addr, "/loop/night/answer", None, "Yes.");
+    assert_eq!(code, 401);
+    assert!(!dir.join("prompt-iteration-2").exists());
+    let (code, said) = post(
+        &addr,
+        "/loop/night/answer",
+        Some(token),
+        "Yes, from the dashboard.",
+    );
+    assert_eq!(
+        (code, said.as_str()),
+        (200, "answered iteration 1's question")
+    );
+    t.wait_stopped("night");
+    serve.kill().ok();
+    serve.wait().ok();
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second.ends_with("The answer: Yes, from the dashboard."),
+        "{second}"
+    );
+}
