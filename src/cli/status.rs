@@ -72,9 +72,6 @@ fn detail(v: &LoopView) -> String {
             }
         }
         out.push_str(&format!("\n  agent:     {}", s.agent));
-        if let Some(p) = &s.planning_agent {
-            out.push_str(&format!(" (planning: {p})"));
-        }
         for (name, until) in &s.limited_agents {
             out.push_str(&format!(
                 "\n  limited:   {name} until {}",
@@ -90,6 +87,9 @@ fn detail(v: &LoopView) -> String {
                 ));
             }
             out.push(')');
+        }
+        if let Some(p) = &s.planning_agent {
+            out.push_str(&format!("; planning: {p}"));
         }
         if let Some(e) = v.elapsed_secs {
             let e = u64::try_from(e).unwrap_or(0);

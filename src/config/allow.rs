@@ -228,13 +228,14 @@ mod tests {
     fn new_commands_weaken_and_are_listed_key_by_key() {
         let got = changes(
             "[defaults]\nmax_iterations = 3\n",
-            "[defaults]\nmax_iterations = 5\n[hooks]\non_iteration_end = \"curl x\"\n[validation]\ncommands = [\"make\"]\n[agents]\nmine = \"evil --yes\"\n",
+            "[defaults]\nmax_iterations = 5\nplanning_agent = \"mine\"\n[hooks]\non_iteration_end = \"curl x\"\n[validation]\ncommands = [\"make\"]\n[agents]\nmine = \"evil --yes\"\n",
         );
         assert_eq!(
             got,
             vec![
                 ("agents.mine".to_string(), true),
                 ("defaults.max_iterations".to_string(), false),
+                ("defaults.planning_agent".to_string(), true),
                 ("hooks.on_iteration_end".to_string(), true),
                 ("validation.commands".to_string(), true),
             ]

@@ -314,12 +314,14 @@ fn a_planning_agent_plans_and_is_named() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let bad = t.run(&args);
     bad.code(2);
-    assert!(
-        bad.stderr().contains(
-            "[defaults] planning_agent: unknown agent `nope` (known: cheap, strong, claude,"
-        ),
-        "{}",
-        bad.stderr()
+    // As the settings file holds it (the test kit writes it out again, `[safety]` first).
+    let home = t.home().join("wiggum.toml");
+    assert_eq!(
+        bad.stderr().trim_end(),
+        format!(
+            "error: {}:8: [defaults] planning_agent names an unknown agent `nope` (known: cheap, strong, claude, codex, gemini, kiro-cli, aider, opencode, amp)",
+            home.display()
+        )
     );
     assert!(!dir.join("prompt-planning-0").exists());
     t.write_home_config(&settings("strong"));
@@ -339,7 +341,7 @@ fn a_planning_agent_plans_and_is_named() {
     let s = t.run(&["wiggum", "status", "night"]);
     assert!(
         s.stdout()
-            .contains("\n  agent:     cheap (planning: strong)"),
+            .contains("\n  agent:     cheap; planning: strong"),
         "{}",
         s.stdout()
     );
