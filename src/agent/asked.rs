@@ -75,9 +75,9 @@ fn last_question(answer: &str) -> Option<String> {
     let body = &last[..last.len() - 1];
     let start = body
         .char_indices()
-        .filter(|(i, c)| matches!(c, '.' | '!' | '?') && body[i + 1..].starts_with(' '))
+        .rev()
+        .find(|(i, c)| matches!(c, '.' | '!' | '?') && body[i + 1..].starts_with(' '))
         .map(|(i, _)| i + 1)
-        .last()
         .unwrap_or(0);
     Some(last[start..].trim().to_string())
 }

@@ -194,20 +194,27 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     );
 }
 
-#[test]
-fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
-    let t = TestHome::new();
+/// Loop `night` with `on_question = "pause"`, detached, once its first run asked (claude's
+/// refused tool) and it paused; its second run works. Returns the scripted agent's directory.
+fn paused_on_a_question(t: &TestHome) -> std::path::PathBuf {
     let dir = agent(
-        &t,
+        t,
         "asker",
         "claude-json",
-        "claude,work,work",
+        "claude,work",
         "[safety]\non_question = \"pause\"\n",
     );
-    let args = start(&t, "night", "asker", &["--max-iterations", "2"]);
+    let args = start(t, "night", "asker", &["--max-iterations", "2"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     t.run(&args).code(0);
     t.wait_state("paused on the question", |s| s["status"] == "paused");
+    dir
+}
+
+#[test]
+fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
+    let t = TestHome::new();
+    let dir = paused_on_a_question(&t);
     let st = t.status_json("night");
     assert_eq!(
         st["pause_reason"],
@@ -375,55 +382,22 @@ fn post(addr: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String
 
 #[test]
 fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
-    use std::io::BufRead;
     let t = TestHome::new();
-    let dir = agent(
-        &t,
-        "asker",
-        "claude-json",
-        "claude,work",
-        "[safety]\non_question = \"pause\"\n",
-    );
-    let args = start(&t, "night", "asker", &["--max-iterations", "2"]);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    t.run(&args).code(0);
-    t.wait_state("paused on the question", |s| s["status"] == "paused");
-    let mut serve = t
-        .cmd(&["wiggum", "serve", "--bind", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(serve.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line.split("http://").nth(1).unwrap();
-    let addr = url.split('/').next().unwrap().to_string();
-    let token = url
-        .split("?token=")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap();
-    let page = {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(s, "GET /loop/night HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\nx-wiggum-token: {token}\r\n\r\n").unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).unwrap();
-        raw
-    };
+    let dir = paused_on_a_question(&t);
+    let served = crate::dashboard::serve(&t);
+    let (addr, token) = (served.addr.as_str(), served.token.as_str());
+    let (code, page) = served.get("/loop/night");
+    assert_eq!(code, 200);
     assert!(
         page.contains("<p id=\"question\">question: iteration 1 asked: &quot;Should I also update the migration?&quot;; answer it: studio-agents wiggum answer night &quot;…&quot;</p><input id=\"answer\""),
         "{page}"
     );
     // Without the token nothing is answered.
-    let (code, _) = post(&addr, "/loop/night/answer", None, "Yes.");
+    let (code, _) = post(addr, "/loop/night/answer", None, "Yes.");
     assert_eq!(code, 401);
     assert!(!dir.join("prompt-iteration-2").exists());
     let (code, said) = post(
-        &addr,
+        addr,
         "/loop/night/answer",
         Some(token),
         "Yes, from the dashboard.",
@@ -433,8 +407,7 @@ fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
         (200, "answered iteration 1's question")
     );
     t.wait_stopped("night");
-    serve.kill().ok();
-    serve.wait().ok();
+    drop(served);
     let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
     assert!(
         second.ends_with("The answer: Yes, from the dashboard."),

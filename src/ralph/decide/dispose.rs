@@ -132,6 +132,20 @@ fn disposition(
     }
 }
 
+/// A planning attempt that wrote no plan item: run again, or — its attempts spent, or the
+/// breaker given up — end the loop, naming the `last` failure.
+fn planning_failed(attempt: u32, attempts: u32, last: String, give_up: bool) -> Disposition {
+    let then = if attempt >= attempts || give_up {
+        Then::Stop(
+            StopReason::Breaker,
+            format!("planning failed {attempts} times; the last: {last}"),
+        )
+    } else {
+        Then::Again
+    };
+    disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
+}
+
 /// Decide what to do with a run of `phase` whose attempt's verdict is `v`. Planning has no
 /// directory of its own to put aside.
 #[must_use]
@@ -211,15 +225,8 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
                 || "planning wrote no checkbox items to fix_plan.md".to_string(),
                 str::to_string,
             );
-            let then = if attempt >= attempts || matches!(after, AfterRun::GiveUp(_)) {
-                Then::Stop(
-                    StopReason::Breaker,
-                    format!("planning failed {attempts} times; the last: {last}"),
-                )
-            } else {
-                Then::Again
-            };
-            disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
+            let give_up = matches!(after, AfterRun::GiveUp(_));
+            planning_failed(attempt, attempts, last, give_up)
         }
         (Verdict::Then(AfterRun::Retry), RunPhase::Iteration(_)) => {
             let what = c
@@ -245,15 +252,7 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
         }
         (Verdict::Asked, RunPhase::Planning { attempt, attempts }) => {
             let last = "planning asked a question instead of writing fix_plan.md".to_string();
-            let then = if attempt >= attempts {
-                Then::Stop(
-                    StopReason::Breaker,
-                    format!("planning failed {attempts} times; the last: {last}"),
-                )
-            } else {
-                Then::Again
-            };
-            disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
+            planning_failed(attempt, attempts, last, false)
         }
         (Verdict::Then(AfterRun::NoChange(trip)), RunPhase::Iteration(_)) => {
             let then = trip.map_or(Then::NoChange, |why| Then::Stop(StopReason::Breaker, why));
