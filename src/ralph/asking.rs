@@ -26,8 +26,6 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
     });
     let topic = lp.runner.topic.clone();
     let answer = answer_command(&topic);
-    lp.runner
-        .note_event(format!("iteration {n} asked: \"{question}\" ({answer})"));
     let then = after_asking(
         lp.settings.safety.on_question,
         lp.settings.safety.max_questions,
@@ -65,8 +63,6 @@ pub fn take_answer(lp: &mut Loop) -> Result<()> {
         answer.filter(|a| open.is_some_and(|q| q.answer.is_none() && q.text == a.question))
     {
         lp.runner.answer_taken(a.text);
-        lp.runner
-            .note_event(format!("answered: \"{}\"", a.question));
     }
     fsutil::remove_file_opt(&path)
 }
