@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::TestHome;
-use crate::support::http::{Reply, Server};
+use crate::support::http::Server;
 use crate::support::wait_for;
 
 /// A scripted agent: planning writes two items; iteration N acts as the Nth word of
@@ -91,14 +91,7 @@ fn run_lines(stdout: &str, head: &str) -> Vec<String> {
 #[test]
 fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     let t = TestHome::new();
-    let hook = Server::start(
-        vec![Reply {
-            status: 200,
-            body: "{}".into(),
-            delay: Duration::ZERO,
-        }],
-        32,
-    );
+    let hook = Server::start(vec![crate::notify::ok()], 32);
     agent(
         &t,
         "asker",
@@ -147,13 +140,7 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     );
     // The notification, as the loopback sink received it.
     let sent: Vec<Value> = wait_for("three needs_human", Duration::from_secs(10), || {
-        let got: Vec<Value> = hook
-            .requests
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, v)| v.clone())
-            .collect();
+        let got = hook.bodies();
         if got.len() >= 3 { Ok(got) } else { Err(got) }
     });
     assert_eq!(sent[0]["event"], "needs_human");
