@@ -1,7 +1,8 @@
 //! Agents: which command runs (`spec`), the one constructor and runner of every agent run
 //! (`launch`), how a process runs and dies (`process`, `kill`), and what its output says
-//! (`output`). May import `disk`, `config` and `sys`.
+//! (`output`) and whether the run asked instead of working (`asked`). May import `disk`, `config` and `sys`.
 
+pub mod asked;
 pub mod kill;
 pub mod launch;
 pub mod liveness;

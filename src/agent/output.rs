@@ -26,6 +26,9 @@ pub struct RunReport {
     pub tokens_in: Option<u64>,
     /// Output tokens, when reported.
     pub tokens_out: Option<u64>,
+    /// Tools the CLI refused the agent, as `Bash (rm -rf build)`: claude's `permission_denials`.
+    #[serde(skip)]
+    pub denials: Vec<String>,
 }
 
 impl RunReport {
@@ -253,6 +256,31 @@ fn claude_json(v: &serde_json::Value) -> RunReport {
         cost_usd: v.get("total_cost_usd").and_then(serde_json::Value::as_f64),
         tokens_in,
         tokens_out: tok("output_tokens"),
+        denials: v
+            .get("permission_denials")
+            .and_then(serde_json::Value::as_array)
+            .map(|d| d.iter().take(8).map(denial).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// One of claude's `permission_denials` in words: the tool, and what it was to do (its
+/// command, file or first text argument), cut short.
+fn denial(d: &serde_json::Value) -> String {
+    let tool = d
+        .get("tool_name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("a tool");
+    let input = d.get("tool_input").and_then(serde_json::Value::as_object);
+    let what = input.and_then(|i| {
+        ["command", "file_path", "path", "url"]
+            .iter()
+            .find_map(|k| i.get(*k).and_then(serde_json::Value::as_str))
+            .or_else(|| i.values().find_map(serde_json::Value::as_str))
+    });
+    match what {
+        Some(w) => format!("{tool} ({})", super::asked::bounded(w, 80)),
+        None => tool.to_string(),
     }
 }
 
@@ -286,6 +314,7 @@ fn gemini_json(v: &serde_json::Value) -> RunReport {
         cost_usd: None,
         tokens_in,
         tokens_out,
+        denials: Vec::new(),
     }
 }
 

@@ -92,14 +92,32 @@ pub fn resolve(
         Some(a) => (a, "--agent"),
         None => (settings.defaults.agent.as_str(), "[defaults] agent"),
     };
-    named(settings, name).ok_or_else(|| {
-        let mut known: Vec<&str> = settings.agents.keys().map(String::as_str).collect();
-        known.extend(PRESETS);
-        Error::input(format!(
-            "{origin}: unknown agent `{name}` (known: {})",
-            known.join(", ")
-        ))
-    })
+    named(settings, name).ok_or_else(|| unknown(settings, origin, name))
+}
+
+/// An agent name neither `[agents]` nor the presets know, refused naming where it came from.
+fn unknown(settings: &Settings, origin: &str, name: &str) -> Error {
+    let mut known: Vec<&str> = settings.agents.keys().map(String::as_str).collect();
+    known.extend(PRESETS);
+    Error::input(format!(
+        "{origin}: unknown agent `{name}` (known: {})",
+        known.join(", ")
+    ))
+}
+
+/// The agent of `[defaults] planning_agent`, resolved and installed, when it names one other
+/// than `primary`; an unknown or missing one is refused naming the key.
+pub fn planning(settings: &Settings, primary: &AgentSpec) -> Result<Option<AgentSpec>> {
+    let origin = "[defaults] planning_agent";
+    let Some(name) = settings.defaults.planning_agent.as_deref() else {
+        return Ok(None);
+    };
+    if name == primary.name {
+        return Ok(None);
+    }
+    let spec = named(settings, name).ok_or_else(|| unknown(settings, origin, name))?;
+    check_installed_for(settings, &spec, origin)?;
+    Ok(Some(spec))
 }
 
 /// An agent by name: `[agents]` entry, else preset.
@@ -207,14 +225,7 @@ pub fn fallbacks(settings: &Settings, primary: &AgentSpec) -> Result<Vec<AgentSp
         if *name == primary.name || out.iter().any(|a| a.name == *name) {
             continue;
         }
-        let spec = named(settings, name).ok_or_else(|| {
-            let mut known: Vec<&str> = settings.agents.keys().map(String::as_str).collect();
-            known.extend(PRESETS);
-            Error::input(format!(
-                "{origin}: unknown agent `{name}` (known: {})",
-                known.join(", ")
-            ))
-        })?;
+        let spec = named(settings, name).ok_or_else(|| unknown(settings, origin, name))?;
         check_installed_for(settings, &spec, origin)?;
         out.push(spec);
     }

@@ -6,6 +6,7 @@
 // placeholder, not a link or an HTML tag.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
+pub(crate) mod answer;
 pub(crate) mod cgroup_watch;
 pub(crate) mod common;
 pub(crate) mod control;
@@ -167,6 +168,11 @@ pub enum Wiggum {
     /// Signs: lessons for the agent, appended to AGENT.md.
     #[command(subcommand)]
     Sign(sign::Sign),
+    /// Answer the question a loop's agent asked; the next run's prompt carries it.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum answer research \"Yes, update the migration too\"\n  studio-agents wiggum answer research \"Never touch prod.env\" --sign    # also a sign in AGENT.md"
+    )]
+    Answer(answer::AnswerArgs),
     /// Analytics over runs.jsonl: r1, pass rate, rounds, composite, failure taxonomy.
     #[command(
         after_help = "Examples:\n  studio-agents wiggum report\n  studio-agents wiggum report research docs --json"
@@ -255,6 +261,7 @@ pub fn main() -> i32 {
             Wiggum::Diff(a) => diff::run(a),
             Wiggum::Summary(a) => inspect::summary(a),
             Wiggum::Sign(s) => sign::sign(s),
+            Wiggum::Answer(a) => answer::run(a),
             Wiggum::Events(a) => events::run(a),
             Wiggum::Serve(a) => serve::run(a),
             Wiggum::Report(a) => inspect::report_cmd(a),

@@ -1,7 +1,7 @@
 //! `serve [--bind ADDR]`: the local dashboard (`view::dashboard`) over HTTP, with the loops'
-//! event streams as server-sent events. Every request, pages and streams as well as pause, resume
-//! and stop, needs the token printed at start (`view::access`): the printed URL sets it as an
-//! `HttpOnly`, `SameSite=Strict` cookie; scripts may send it in `x-wiggum-token`. Requests whose
+//! event streams as server-sent events. Every request, pages and streams as well as pause,
+//! resume, stop and the answer to a question an agent asked, needs the token printed at start
+//! (`view::access`): the printed URL sets it as an `HttpOnly`, `SameSite=Strict` cookie; scripts may send it in `x-wiggum-token`. Requests whose
 //! `Host` or `Origin` is not the bound address are refused. Bound to loopback unless `--bind`
 //! says otherwise.
 
@@ -334,8 +334,9 @@ async fn event_stream(Path(topic): Path<String>) -> Response {
         .into_response()
 }
 
-/// Pause, resume or stop (the token was checked by [`guard`]).
-async fn control(Path((topic, action)): Path<(String, String)>) -> Response {
+/// Pause, resume, stop, or answer the open question with the request's body (the token was
+/// checked by [`guard`]).
+async fn control(Path((topic, action)): Path<(String, String)>, body: String) -> Response {
     let h = match handle(&topic) {
         Ok(h) => h,
         Err(r) => return r.into_response(),
@@ -346,6 +347,12 @@ async fn control(Path((topic, action)): Path<(String, String)>) -> Response {
             .map(|_| "paused at the next iteration boundary"),
         "resume" => h.set_pause(false).map(|_| "resumed"),
         "stop" => crate::supervisor::control::request_stop(&h, 10).map(|_| "stopping"),
+        "answer" => {
+            return match h.answer(&body) {
+                Ok(q) => format!("answered iteration {}'s question", q.iteration).into_response(),
+                Err(e) => (StatusCode::CONFLICT, e.to_string()).into_response(),
+            };
+        }
         other => {
             return (StatusCode::NOT_FOUND, format!("no action `{other}`")).into_response();
         }

@@ -88,6 +88,9 @@ fn detail(v: &LoopView) -> String {
             }
             out.push(')');
         }
+        if let Some(p) = &s.planning_agent {
+            out.push_str(&format!("; planning: {p}"));
+        }
         if let Some(e) = v.elapsed_secs {
             let e = u64::try_from(e).unwrap_or(0);
             out.push_str(&format!("\n  elapsed:   {}", table::secs(e)));
@@ -128,6 +131,9 @@ fn detail(v: &LoopView) -> String {
         }
         if let Some(e) = &s.last_event {
             out.push_str(&format!("\n  caught:    {e}"));
+        }
+        if let Some(q) = v.question() {
+            out.push_str(&format!("\n  question:  {q}"));
         }
         if let Some((until, why)) = s.phase().waiting()
             && v.status == Shown::Is(Status::Waiting)

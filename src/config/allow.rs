@@ -85,7 +85,7 @@ pub fn diff(allowed: &toml::Table, found: &toml::Table) -> Vec<KeyChange> {
 
 /// Prefixes whose every change names a command or a program that runs (outside the agent's
 /// sandbox, for hooks, validation and command evaluators).
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "agents.",
     "evaluators.",
     "hooks.",
@@ -94,6 +94,7 @@ const COMMANDS: [&str; 8] = [
     "gate.producer",
     "gate.pool",
     "defaults.agent",
+    "defaults.planning_agent",
 ];
 
 fn strings(v: Option<&toml::Value>) -> Vec<String> {
@@ -227,13 +228,14 @@ mod tests {
     fn new_commands_weaken_and_are_listed_key_by_key() {
         let got = changes(
             "[defaults]\nmax_iterations = 3\n",
-            "[defaults]\nmax_iterations = 5\n[hooks]\non_iteration_end = \"curl x\"\n[validation]\ncommands = [\"make\"]\n[agents]\nmine = \"evil --yes\"\n",
+            "[defaults]\nmax_iterations = 5\nplanning_agent = \"mine\"\n[hooks]\non_iteration_end = \"curl x\"\n[validation]\ncommands = [\"make\"]\n[agents]\nmine = \"evil --yes\"\n",
         );
         assert_eq!(
             got,
             vec![
                 ("agents.mine".to_string(), true),
                 ("defaults.max_iterations".to_string(), false),
+                ("defaults.planning_agent".to_string(), true),
                 ("hooks.on_iteration_end".to_string(), true),
                 ("validation.commands".to_string(), true),
             ]

@@ -1,5 +1,5 @@
 //! Names a setting refers to that another table must define: `[gate] pool` names evaluators,
-//! `[types.<name>] agent` an agent. The layers are parsed one by one and then merged, so such a
+//! `[types.<name>] agent` and `[defaults] planning_agent` an agent. The layers are parsed one by one and then merged, so such a
 //! name is resolved only on the merged settings; a name nothing defines is refused naming the
 //! file (the highest layer that sets the key) and its line, before any agent runs.
 
@@ -21,7 +21,8 @@ pub struct Unknown {
 }
 
 /// The first name in `s` nothing defines: `[gate] pool` entries must be `[evaluators]` entries
-/// or `heuristic`; a `[types]` entry's `agent` an `[agents]` entry or one of `presets`.
+/// or `heuristic`; a `[types]` entry's `agent` and `[defaults] planning_agent` an `[agents]`
+/// entry or one of `presets`.
 #[must_use]
 pub fn unknown(s: &Settings, presets: &[&str]) -> Option<Unknown> {
     let evaluators = || {
@@ -44,24 +45,32 @@ pub fn unknown(s: &Settings, presets: &[&str]) -> Option<Unknown> {
             ),
         });
     }
-    for (kind, def) in &s.types {
-        if let Some(agent) = &def.agent
-            && !s.agents.contains_key(agent)
-            && !presets.contains(&agent.as_str())
-        {
+    let unknown_agent = |table: Vec<String>, key: &str, agent: &str| {
+        let known_agent = s.agents.contains_key(agent) || presets.contains(&agent);
+        (!known_agent).then(|| {
             let mut known: Vec<&str> = s.agents.keys().map(String::as_str).collect();
             known.extend(presets);
-            return Some(Unknown {
-                table: vec!["types".into(), kind.clone()],
-                key: "agent".into(),
+            Unknown {
+                table,
+                key: key.into(),
                 message: format!(
                     "names an unknown agent `{agent}` (known: {})",
                     known.join(", ")
                 ),
-            });
+            }
+        })
+    };
+    for (kind, def) in &s.types {
+        if let Some(u) = def
+            .agent
+            .as_deref()
+            .and_then(|agent| unknown_agent(vec!["types".into(), kind.clone()], "agent", agent))
+        {
+            return Some(u);
         }
     }
-    None
+    let planner = s.defaults.planning_agent.as_deref()?;
+    unknown_agent(vec!["defaults".into()], "planning_agent", planner)
 }
 
 /// Refuse the merged settings `s` when a name in them is defined nowhere (see [`unknown`]); the
@@ -122,7 +131,7 @@ mod tests {
         let presets = ["claude", "codex"];
         // (settings, refused as (table, key, message's end) or taken)
         type Want<'a> = Option<(&'a str, &'a str, &'a str)>;
-        let table: [(&str, Want<'_>); 7] = [
+        let table: [(&str, Want<'_>); 9] = [
             ("", None),
             ("[gate]\npool = [\"heuristic\"]\n", None),
             (
@@ -141,6 +150,15 @@ mod tests {
             (
                 "[types.notes]\nagent = \"cluade\"\n",
                 Some(("types.notes", "agent", "`cluade` (known: claude, codex)")),
+            ),
+            ("[defaults]\nplanning_agent = \"claude\"\n", None),
+            (
+                "[defaults]\nplanning_agent = \"opus\"\n",
+                Some((
+                    "defaults",
+                    "planning_agent",
+                    "`opus` (known: claude, codex)",
+                )),
             ),
         ];
         for (text, want) in table {

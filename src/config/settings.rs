@@ -127,6 +127,10 @@ pub struct Defaults {
     /// back to its agent after the limit's reset.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback_agents: Vec<String>,
+    /// The agent that writes the plan (an `[agents]` entry or a preset), when it is not the one
+    /// that runs the iterations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planning_agent: Option<String>,
     /// Evaluator name (an `[evaluators]` entry or `heuristic`).
     pub evaluator: String,
     /// Attach the live view after `start`.
@@ -186,6 +190,7 @@ impl Default for Defaults {
             max_rounds: 3,
             agent: "claude".into(),
             fallback_agents: Vec::new(),
+            planning_agent: None,
             evaluator: "heuristic".into(),
             auto_watch: false,
             promise: "<promise>COMPLETE</promise>".into(),
@@ -245,6 +250,10 @@ pub struct Safety {
     pub max_crash_retries: u32,
     /// Iterations in a row without any change before the breaker trips.
     pub max_no_change_iterations: u32,
+    /// What the loop does when an agent asks a question instead of working.
+    pub on_question: OnQuestion,
+    /// Questions in a row (no run between them changed anything) that pause the loop (0: never).
+    pub max_questions: u32,
     /// Agent runs in a row ending on the same error (numbers, paths and ids aside) (0: off).
     pub max_repeated_errors: u32,
     /// Trip when a run's output shrinks by more than this percentage against the mean of the
@@ -309,6 +318,17 @@ pub enum PromiseCheck {
     Trust,
 }
 
+/// `[safety] on_question`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum OnQuestion {
+    /// The loop goes on with other items; the question stays open until answered.
+    #[default]
+    Continue,
+    /// The loop pauses before the next iteration until the question is answered (or resumed).
+    Pause,
+}
+
 /// `[safety] unix_sockets`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -331,6 +351,8 @@ impl Default for Safety {
             kill_grace_secs: 10,
             max_crash_retries: 2,
             max_no_change_iterations: 3,
+            on_question: OnQuestion::Continue,
+            max_questions: 3,
             max_repeated_errors: 5,
             max_output_shrink_percent: 70,
             max_validation_failures: 5,

@@ -142,6 +142,47 @@ impl Handle {
         Ok(h)
     }
 
+    /// Record `text` as the answer to the loop's open question; a pause that waited for it is
+    /// lifted. Refused (exit 2) when the answer is empty or too long, or no question is open.
+    pub fn answer(&self, text: &str) -> Result<super::questions::Question> {
+        use super::questions::{Answer, MAX_ANSWER};
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::input("answer: the answer is empty"));
+        }
+        if text.len() > MAX_ANSWER {
+            return Err(Error::input(format!(
+                "answer: the answer is longer than {MAX_ANSWER} bytes"
+            )));
+        }
+        let open = state::read(&self.layout.state())?
+            .and_then(|s| s.question)
+            .filter(|q| q.answer.is_none())
+            .ok_or_else(|| {
+                Error::input(format!(
+                    "loop `{}` has no open question to answer",
+                    self.topic
+                ))
+            })?;
+        let answer = Answer {
+            question: open.text.clone(),
+            text: text.to_string(),
+            at: chrono::Utc::now(),
+        };
+        let json = serde_json::to_string_pretty(&answer)
+            .map_err(|e| Error::runtime(format!("serialise the answer: {e}")))?;
+        crate::sys::fsutil::create_dir_all(self.layout.records())?;
+        crate::sys::fsutil::atomic_write(&self.layout.answer(), json.as_bytes())?;
+        requests::update(&self.layout.requests(), |r| {
+            if r.paused_for_question {
+                r.pause = false;
+                r.pause_reason = None;
+                r.paused_for_question = false;
+            }
+        })?;
+        Ok(open)
+    }
+
     /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first. The
     /// kernel says when: a thread blocks on the home lock (released the instant the supervisor
     /// exits); the artifact lock is checked after it.

@@ -83,6 +83,13 @@ impl Layout {
         self.records.join("allowed.toml")
     }
 
+    /// The answer a person gave to the open question (`wiggum answer`), out of the agent's
+    /// reach, until the next run's prompt carries it.
+    #[must_use]
+    pub fn answer(&self) -> PathBuf {
+        self.records.join("answer.json")
+    }
+
     /// The effective settings the running loop was started with, pinned out of the agent's
     /// reach (what `status` and the other readers take).
     #[must_use]

@@ -213,6 +213,8 @@ pub enum Outcome {
     Planned,
     /// The provider answered with a usage or rate limit: waited out, not a failure.
     Limited,
+    /// The agent changed nothing and asked a question (or was refused a tool it asked for).
+    Asked,
 }
 
 impl Outcome {
@@ -228,6 +230,7 @@ impl Outcome {
             Outcome::Interrupted => "interrupted",
             Outcome::Planned => "planned",
             Outcome::Limited => "limited",
+            Outcome::Asked => "asked",
         }
     }
 }
@@ -377,6 +380,9 @@ pub struct RunRecord {
     /// Build output and caches left out of the commit (`__pycache__/`, `target/`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// What the agent asked instead of working (outcome `asked`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
 }
 
 /// What a validation run showed, as people read it.
@@ -449,6 +455,7 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            question: None,
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -502,6 +509,7 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            question: None,
         }
     }
 

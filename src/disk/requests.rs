@@ -21,6 +21,9 @@ pub struct Requests {
     pub stop_after_iteration: bool,
     /// `stop --timeout`: seconds between the graceful stop and SIGKILL.
     pub stop_grace_secs: Option<u64>,
+    /// The pause is the loop's own, waiting for the answer to a question (`answer` lifts it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub paused_for_question: bool,
 }
 
 /// Read the requests (none when the file is missing or unreadable as JSON).

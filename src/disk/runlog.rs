@@ -86,6 +86,7 @@ mod tests {
             validation: None,
             lines: None,
             left_out: vec![],
+            question: None,
         }
     }
 
@@ -114,6 +115,8 @@ mod tests {
             Outcome::Crashed,
             Outcome::Interrupted,
             Outcome::Planned,
+            Outcome::Limited,
+            Outcome::Asked,
         ] {
             assert_eq!(serde_json::to_value(o).unwrap(), o.as_str());
         }

@@ -86,6 +86,19 @@ pub struct LoopState {
     /// Paths (relative to the artifact dir) the loop's agents changed that no commit holds yet:
     /// a rejected or discarded attempt's work, committed with the next accepted iteration.
     pub carried_paths: Vec<PathBuf>,
+    /// The question an agent asked that no run has been told the answer to yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question: Option<super::questions::Question>,
+    /// The agent that writes the plan, when it is not `agent` (`[defaults] planning_agent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planning_agent: Option<String>,
+    /// Iterations in a row that asked instead of working (reset by one that changed anything).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub questions_in_row: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl LoopState {
@@ -189,6 +202,9 @@ impl Default for LoopState {
             cost_usd: 0.0,
             reviewed: false,
             carried_paths: Vec::new(),
+            question: None,
+            planning_agent: None,
+            questions_in_row: 0,
             limited_agents: BTreeMap::new(),
             harness: None,
             spend: Spend::default(),

@@ -114,6 +114,39 @@ impl Runner {
         self.state.last_quality = Some(overall);
     }
 
+    /// A run asked a question instead of working: it is the open one (a question still open is
+    /// replaced), and one more in a row. Returns how many in a row.
+    pub fn asked(&mut self, q: crate::disk::questions::Question) -> u32 {
+        self.state.question = Some(q);
+        self.state.questions_in_row += 1;
+        self.state.questions_in_row
+    }
+
+    /// A run changed something: the questions in a row start again.
+    pub fn worked(&mut self) {
+        self.state.questions_in_row = 0;
+    }
+
+    /// The answer to the open question was taken for the next run's prompt.
+    pub fn answer_taken(&mut self, answer: String) {
+        if let Some(q) = &mut self.state.question {
+            q.answer = Some(answer);
+        }
+        self.state.questions_in_row = 0;
+    }
+
+    /// An iteration whose prompt carried the answer is over: the question is closed.
+    pub fn answer_told(&mut self) {
+        if self
+            .state
+            .question
+            .as_ref()
+            .is_some_and(|q| q.answer.is_some())
+        {
+            self.state.question = None;
+        }
+    }
+
     /// The human review before an iteration was asked for.
     pub fn reviewed(&mut self) {
         self.state.reviewed = true;

@@ -23,6 +23,8 @@ pub struct Loop {
     pub primary: AgentSpec,
     /// `[defaults] fallback_agents`, resolved.
     pub fallbacks: Vec<AgentSpec>,
+    /// `[defaults] planning_agent`, resolved, when it names another agent than the loop's.
+    pub planning: Option<AgentSpec>,
     /// The producer of gate revisions.
     pub producer: AgentSpec,
     /// The evaluator name.

@@ -6,7 +6,9 @@ use crate::disk::state::{StopReason, Trends};
 
 mod attempt;
 pub mod dispose;
+mod question;
 pub use attempt::{Attempt, AttemptLimits, Verdict, after_attempt};
+pub use question::{AfterAsking, after_asking};
 
 /// Everything the pre-spawn exit check looks at.
 #[derive(Debug, Clone, Default)]

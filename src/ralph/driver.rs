@@ -275,7 +275,7 @@ impl Loop {
                     self.runner.save()?;
                     return Ok(Some((reason, why)));
                 }
-                Then::Again | Then::Over | Then::NoChange => {}
+                Then::Again | Then::Over | Then::NoChange | Then::Asked => {}
             }
         }
         Ok(Some((
@@ -301,14 +301,18 @@ impl Loop {
             stdout: None,
             temperature: None,
         };
-        let agent = self.agent.clone();
+        // `[defaults] planning_agent` plans, unless a fallback runs for the loop's own agent.
+        let agent = match &self.planning {
+            Some(p) if self.agent.name == self.primary.name => p.clone(),
+            _ => self.agent.clone(),
+        };
         let before = self.tracker.snapshot(&self.repo)?;
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         let progress = fix_plan::has_items(&plan);
-        let verdict = super::iteration::weigh(self, &run, &tail, progress, true);
+        let verdict = super::iteration::weigh(self, &run, &tail, progress, false, true);
         let failure = super::failure::describe(run.outcome.ending, &tail);
         let ended = run.outcome.ending.to_string();
         let ctx = Context {

@@ -23,6 +23,13 @@ pub enum Fields {
         /// The command that resumes the loop.
         resume: String,
     },
+    /// An agent asked a question instead of working (sent as `needs_human`).
+    Asked {
+        /// What it asked.
+        question: String,
+        /// How to answer it.
+        detail: String,
+    },
     /// Waiting on a usage limit or a busy resource.
     Waiting {
         /// Until when (RFC 3339).

@@ -196,8 +196,8 @@ pub(super) async fn pick_agent(lp: &mut Loop, n: u32) -> Result<Option<Iteration
 }
 
 /// The prompt of iteration `n`: `PROMPT.md` rendered, then what the last runs left to say —
-/// why a claim of completion was not taken (once), and the failing validation output while the
-/// work tree is red.
+/// why a claim of completion was not taken (once), the failing validation output while the
+/// work tree is red, and the question an agent asked with its answer (or that none came yet).
 fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
     let layout = &lp.runner.layout;
     let template = fsutil::read(&layout.memory("PROMPT.md"))?;
@@ -213,6 +213,9 @@ fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
     {
         prompt.push_str(&failing);
     }
+    if let Some(q) = &lp.runner.state.question {
+        prompt.push_str(&super::asking::prompt_section(q));
+    }
     Ok(prompt)
 }
 
@@ -227,6 +230,8 @@ struct Seen {
     tail: String,
     /// The spec files the agent edited, put back.
     put_back: Option<String>,
+    /// What it asked instead of working, if it did (`agent::asked`).
+    question: Option<String>,
 }
 
 /// What the iteration does after an attempt was settled.
@@ -256,13 +261,15 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         {
             return Ok(stop);
         }
+        super::asking::take_answer(lp)?;
         lp.runner.save()?;
         let prompt = lay_out(lp, n)?;
         let plan_before = fsutil::read_opt(&lp.runner.layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&lp.runner.layout.plan_backup(), plan_before.as_bytes())?;
         let seen = attempt_run(lp, n, &prompt, &plan_before).await?;
         let progress = !seen.changed.is_empty() || seen.run.committed;
-        let verdict = weigh(lp, &seen.run, &seen.tail, progress, false);
+        let asked = seen.question.is_some();
+        let verdict = weigh(lp, &seen.run, &seen.tail, progress, asked, false);
         let mut rec = record(&seen.run, seen.by.as_deref(), n, attempt, verdict.outcome());
         if matches!(verdict, decide::Verdict::Then(_)) {
             rec.files_changed.clone_from(&seen.changed);
@@ -285,7 +292,12 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let d = dispose(verdict, RunPhase::Iteration(n), ctx);
         match settle(lp, n, attempt, rec, d, &seen, &plan_before).await? {
             Flow::Again => {}
-            Flow::End(end) => return Ok(end),
+            Flow::End(end) => {
+                if matches!(end, IterationEnd::Done) {
+                    lp.runner.answer_told();
+                }
+                return Ok(end);
+            }
         }
     }
 }
@@ -343,8 +355,17 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
                 .map(|p| format!("{p} (named in the plan)")),
         );
     }
+    let tail = fsutil::read_tail(&run.log, 4096)?;
+    let report = &run.report;
+    let question = crate::agent::asked::asked(
+        agent.table.output_format,
+        &report.text,
+        &tail,
+        &report.denials,
+    );
     Ok(Seen {
-        tail: fsutil::read_tail(&run.log, 4096)?,
+        tail,
+        question,
         changed_paths: after.changed_paths(&before),
         raw,
         changed,
@@ -379,13 +400,14 @@ fn put_back_spec(lp: &mut Loop) -> Result<Option<String>> {
 }
 
 /// The one decision after any agent run (`decide::after_attempt`): what its process and the
-/// end of its log say, and whether it made `progress`. Planning counts its own attempts, so its
+/// end of its log say, whether it made `progress`, and whether it `asked` instead. Planning counts its own attempts, so its
 /// breakers start afresh (`planning`); an iteration's are the loop's.
 pub(super) fn weigh(
     lp: &mut Loop,
     run: &AgentRun,
     tail: &str,
     progress: bool,
+    asked: bool,
     planning: bool,
 ) -> decide::Verdict {
     let stopped = stopped_now(lp);
@@ -407,6 +429,7 @@ pub(super) fn weigh(
         limit,
         output: std::fs::metadata(&run.log).map_or(0, |m| m.len()),
         progress,
+        asked,
     };
     let safety = &lp.settings.safety;
     let ceilings = decide::AttemptLimits {
@@ -458,6 +481,7 @@ async fn settle(
     }
     match d.then {
         Then::Accept => {
+            lp.runner.worked();
             let why = accept::accept(
                 lp,
                 n,
@@ -476,6 +500,10 @@ async fn settle(
             super::claim::check(lp, &mut rec)?;
             fsutil::remove_file_opt(&layout.plan_backup())?;
         }
+        Then::Asked => {
+            fsutil::remove_file_opt(&layout.plan_backup())?;
+            rec.question.clone_from(&seen.question);
+        }
         _ => {}
     }
     super::progress::record_and_say(&layout, &rec, None)?;
@@ -490,6 +518,11 @@ async fn settle(
     Ok(match d.then {
         Then::Again => Flow::Again,
         Then::Wait { until, what } => wait_out(lp, until, &what).await?,
+        Then::Asked => {
+            let question = seen.question.clone().unwrap_or_default();
+            super::asking::asked(lp, n, question).await?;
+            Flow::End(IterationEnd::Done)
+        }
         Then::Over | Then::NoChange | Then::Accept => Flow::End(IterationEnd::Done),
         Then::Stop(reason, why) => Flow::End(IterationEnd::Stop(reason, why)),
     })

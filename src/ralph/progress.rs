@@ -66,6 +66,25 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// `Iteration 3/10 ? asked: "Should I also update the migration?" · by codex · 8.2s · $0.12`:
+/// a run that changed nothing and asked (the question bounded, without control characters).
+#[must_use]
+pub fn asked_line(r: &RunRecord, head: &str) -> String {
+    let q = crate::agent::asked::bounded(
+        r.question.as_deref().unwrap_or_default(),
+        crate::agent::asked::MAX_QUESTION,
+    );
+    let mut parts = vec![format!("{head} ? asked: \"{q}\"")];
+    if let Some(by) = &r.agent {
+        parts.push(format!("by {by}"));
+    }
+    parts.push(duration(r.duration_ms));
+    if let Some(c) = r.cost_usd {
+        parts.push(format!("${c:.2}"));
+    }
+    parts.join(" · ")
+}
+
 /// `Iteration 2/10 ✓ accepted · gate 7.4 (r1 6.1, 2 rounds) · 8.2s · $0.12 · a1b2c3d "…"`.
 #[must_use]
 pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
@@ -85,6 +104,9 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     } else {
         String::new()
     };
+    if r.outcome == Outcome::Asked {
+        return asked_line(r, &format!("{head}{retry}"));
+    }
     let outcome = match (r.outcome, super::failure::label(r.agent_exit)) {
         (Outcome::Crashed, Some(limit)) => limit.to_string(),
         (o, _) => o.as_str().replace('_', " "),
@@ -429,6 +451,14 @@ mod tests {
         assert_eq!(
             run_line(&rec(Outcome::NoChange), 5, None),
             "Iteration 2/5 · no change · 8.2s"
+        );
+        let mut asked = rec(Outcome::Asked);
+        asked.question = Some("Should I also\n update the \u{1b}migration?".into());
+        asked.agent = Some("codex".into());
+        asked.cost_usd = Some(0.05);
+        assert_eq!(
+            run_line(&asked, 5, None),
+            "Iteration 2/5 ? asked: \"Should I also update the migration?\" · by codex · 8.2s · $0.05"
         );
     }
 

@@ -75,6 +75,8 @@ pub struct Prepared {
     pub producer: AgentSpec,
     /// The agents that run while the agent waits on a usage limit, in order.
     pub fallbacks: Vec<AgentSpec>,
+    /// The agent that plans, when `[defaults] planning_agent` names another.
+    pub planning: Option<AgentSpec>,
     /// The evaluator's name.
     pub evaluator: String,
     /// `$STUDIO_AGENTS_HOME`.
@@ -181,6 +183,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         agent: agents.agent,
         producer: agents.producer,
         fallbacks: agents.fallbacks,
+        planning: agents.planning,
         evaluator,
         home: home.to_path_buf(),
         notes,
@@ -342,6 +345,7 @@ struct Agents {
     agent: AgentSpec,
     producer: AgentSpec,
     fallbacks: Vec<AgentSpec>,
+    planning: Option<AgentSpec>,
 }
 
 /// The agent (flags, else a delegation's record, else the type's own, else the settings'), its
@@ -386,6 +390,7 @@ fn resolve_agents(
         spec::check_command(cmd)?;
     }
     let fallbacks = spec::fallbacks(settings, &agent)?;
+    let planning = spec::planning(settings, &agent)?;
     let producer = match &settings.gate.producer {
         Some(name) => spec::named(settings, name)
             .ok_or_else(|| Error::input(format!("[gate] producer: unknown agent `{name}`")))?,
@@ -395,6 +400,7 @@ fn resolve_agents(
         agent,
         producer,
         fallbacks,
+        planning,
     })
 }
 
@@ -689,6 +695,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
     state.pid_start_ticks =
         crate::sys::procs::stat(std::process::id().cast_signed()).map(|s| s.start_ticks);
     state.agent = p.agent.name.clone();
+    state.planning_agent = p.planning.as_ref().map(|a| a.name.clone());
     state.last_scores = prev.last_scores;
     state.last_gate_score = prev.last_gate_score;
     state.cost_usd = prev.cost_usd;
@@ -747,6 +754,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         agent: p.agent,
         producer: p.producer,
         fallbacks: p.fallbacks,
+        planning: p.planning,
         evaluator: p.evaluator,
         repo,
         task_type,

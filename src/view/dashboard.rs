@@ -241,9 +241,11 @@ pub fn loop_page(
         "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · time {time} · {why}</p>"
     );
     let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
+    let question = question_block(v, matches!(source, Source::Local));
     let script = format!(
         "<script>const topic={topic};\
 document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',credentials:'same-origin'}});document.getElementById('said').textContent=' '+(await r.text());}});\
+const ans=document.getElementById('answer');if(ans){{document.getElementById('answer-send').onclick=async()=>{{const r=await fetch('/loop/'+topic+'/answer',{{method:'POST',credentials:'same-origin',body:ans.value}});document.getElementById('answered').textContent=' '+(await r.text());}};}}\
 const live=document.getElementById('live');const loaded=Date.now();const es=new EventSource('/loop/'+topic+'/events');\
 es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((e.event==='run_ended'||e.event==='stop')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
         topic = serde_json::to_string(&v.topic).unwrap_or_default()
@@ -262,9 +264,28 @@ es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((
         ),
     };
     let body = format!(
-        "<p><a href=\"/\">all loops</a></p>{head}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>tests</th><th>review</th><th></th></tr>{rows}</table>{live}"
+        "<p><a href=\"/\">all loops</a></p>{head}{question}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>tests</th><th>review</th><th></th></tr>{rows}</table>{live}"
     );
     page(&format!("studio-agents: {}", v.topic), &body)
+}
+
+/// The question an agent asked, and (on this machine's dashboard) a field to answer it.
+fn question_block(v: &LoopView, local: bool) -> String {
+    let Some(q) = v.question() else {
+        return String::new();
+    };
+    let open = v
+        .state
+        .as_ref()
+        .and_then(|s| s.question.as_ref())
+        .is_some_and(|q| q.answer.is_none())
+        && !v.answer_given;
+    let form = if local && open {
+        "<input id=\"answer\" size=\"60\" placeholder=\"your answer\"><button id=\"answer-send\">answer</button><span id=\"answered\"></span>"
+    } else {
+        ""
+    };
+    format!("<p id=\"question\">question: {}</p>{form}", esc(&q))
 }
 
 #[cfg(test)]

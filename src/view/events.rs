@@ -17,7 +17,7 @@ pub struct Event {
     /// The loop's topic.
     pub topic: String,
     /// What happened: `run_started`, `run_ended`, `validation`, `gate_round`, `commit`,
-    /// `wait`, `breaker`, `stop`.
+    /// `question`, `wait`, `breaker`, `stop`.
     pub event: &'static str,
     /// The iteration (0: planning, or the loop as a whole).
     pub iteration: u32,
@@ -81,6 +81,11 @@ pub enum Detail {
     Commit {
         /// The commit.
         commit: String,
+    },
+    /// The run asked a question instead of working.
+    Question {
+        /// What it asked.
+        question: String,
     },
     /// A usage or rate limit: the run's note says which.
     Wait {
@@ -166,6 +171,16 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
                 green: v.green,
                 summary: v.summary.clone(),
                 failing: v.failing.iter().take(10).cloned().collect(),
+            },
+        ));
+    }
+    if let Some(q) = r.question.as_ref().filter(|_| r.outcome == Outcome::Asked) {
+        out.push(ev(
+            r.ended_at,
+            "question",
+            r.iteration,
+            Detail::Question {
+                question: q.clone(),
             },
         ));
     }

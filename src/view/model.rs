@@ -73,6 +73,9 @@ pub struct LoopView {
     /// The loop's worktree, when it runs in one (`start --worktree`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<WorktreeView>,
+    /// An answer to the open question was given and waits for the next run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub answer_given: bool,
 }
 
 /// A loop's worktree as readers show it.
@@ -237,6 +240,10 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
             (end - s.started_at).num_seconds()
         }),
         pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
+        answer_given: st
+            .as_ref()
+            .is_some_and(|s| s.question.as_ref().is_some_and(|q| q.answer.is_none()))
+            && layout.answer().exists(),
         state: st,
         recent,
         open_items,
@@ -287,7 +294,24 @@ impl LoopView {
             replaced_by: None,
             missing_dir: None,
             worktree: None,
+            answer_given: false,
         }
+    }
+
+    /// The question an agent asked, while no run has been told its answer: what, and how to
+    /// answer it (or that it was answered).
+    #[must_use]
+    pub fn question(&self) -> Option<String> {
+        let q = self.state.as_ref()?.question.as_ref()?;
+        let asked = format!("iteration {} asked: \"{}\"", q.iteration, q.text);
+        Some(if q.answer.is_some() || self.answer_given {
+            format!("{asked}; answered, the next run's prompt carries it")
+        } else {
+            format!(
+                "{asked}; answer it: {}",
+                crate::ralph::asking::answer_command(&self.topic)
+            )
+        })
     }
 
     /// Why a loop shows as `dead` or `unknown`, in words.

@@ -11,16 +11,16 @@ use crate::support::TestHome;
 use crate::support::wait::Lines;
 
 /// A running `serve`: its address, token, and the cookie its printed URL set; killed on drop.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    addr: String,
-    token: String,
+    pub(crate) addr: String,
+    pub(crate) token: String,
     cookie: String,
 }
 
 impl Served {
     /// `GET path` as the browser that opened the printed URL.
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http(&self.addr, "GET", path, &[("cookie", &self.cookie)])
     }
 }
@@ -32,7 +32,7 @@ impl Drop for Served {
     }
 }
 
-fn serve(t: &TestHome) -> Served {
+pub(crate) fn serve(t: &TestHome) -> Served {
     serve_with(t, &[])
 }
 

@@ -11,7 +11,8 @@ use crate::support::TestHome;
 use crate::support::http::{Reply, Server};
 use crate::support::wait::Lines;
 
-fn ok() -> Reply {
+/// A sink that takes every message.
+pub(crate) fn ok() -> Reply {
     Reply {
         status: 200,
         body: "{}".into(),

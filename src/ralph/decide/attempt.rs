@@ -24,6 +24,8 @@ pub struct Attempt<'a> {
     pub output: u64,
     /// It changed something: in the artifact, by a commit of its own, in a file the plan names.
     pub progress: bool,
+    /// It asked a question (or was refused a tool) instead of working (`agent::asked`).
+    pub asked: bool,
 }
 
 /// The ceilings the decision weighs an attempt against.
@@ -57,6 +59,8 @@ pub enum Verdict {
     },
     /// A trend breaker tripped (the same error, shrinking output): end the loop.
     Trend(String),
+    /// It changed nothing and asked: no idle run, the breaker's counts stay as they were.
+    Asked,
     /// The breaker's call on the run.
     Then(AfterRun),
 }
@@ -77,13 +81,15 @@ impl Verdict {
             Verdict::Then(AfterRun::Interrupted) => Outcome::Interrupted,
             Verdict::Then(AfterRun::NoChange(_)) => Outcome::NoChange,
             Verdict::Then(AfterRun::Accept) => Outcome::Accepted,
+            Verdict::Asked => Outcome::Asked,
         }
     }
 }
 
 /// The one decision after each attempt, in the order the loop weighs it: protected files, a
 /// command that cannot run, the provider's limits, the trend breakers, then the breaker's counts
-/// (which it updates, as it does the trends; a stop counts for neither). Pure.
+/// (which it updates, as it does the trends; a stop counts for neither). A run that changed
+/// nothing and asked is no idle run: it leaves the no-change count as it was. Pure.
 pub fn after_attempt(
     a: &Attempt<'_>,
     breaker: &mut Breaker,
@@ -116,6 +122,10 @@ pub fn after_attempt(
         return Verdict::Trend(why);
     }
     let kind = classify(a.ending, a.progress);
+    if kind == super::RunKind::NoChange && a.asked && !a.stopped {
+        breaker.crashes = 0;
+        return Verdict::Asked;
+    }
     Verdict::Then(after_run(
         breaker,
         a.stopped,
@@ -149,6 +159,7 @@ mod tests {
             limit: None,
             output: 10,
             progress: true,
+            asked: false,
         };
         let failed = Attempt {
             ending: Ending::Exited { code: 1 },
@@ -218,6 +229,29 @@ mod tests {
                 Verdict::Then(AfterRun::Interrupted),
             ),
             (failed.clone(), Verdict::Then(AfterRun::Retry)),
+            // It asked and changed nothing: its own verdict; with a change, or a crash, as ever.
+            (
+                Attempt {
+                    progress: false,
+                    asked: true,
+                    ..ok.clone()
+                },
+                Verdict::Asked,
+            ),
+            (
+                Attempt {
+                    asked: true,
+                    ..ok.clone()
+                },
+                Verdict::Then(AfterRun::Accept),
+            ),
+            (
+                Attempt {
+                    asked: true,
+                    ..failed.clone()
+                },
+                Verdict::Then(AfterRun::Retry),
+            ),
         ];
         for (a, want) in cases {
             let got = after_attempt(&a, &mut Breaker::default(), &mut Trends::default(), l);
@@ -230,6 +264,29 @@ mod tests {
             .map(|_| after_attempt(&ok_with_error(), &mut breaker, &mut trends, l))
             .collect();
         assert!(matches!(verdicts[4], Verdict::Trend(_)), "{verdicts:?}");
+        // Asked runs do not feed the no-progress breaker: idle, asked ×5, idle is two in a row.
+        let mut breaker = Breaker::default();
+        let idle = Attempt {
+            progress: false,
+            ..ok.clone()
+        };
+        let asked = Attempt {
+            asked: true,
+            ..idle.clone()
+        };
+        let mut trends = Trends::default();
+        after_attempt(&idle, &mut breaker, &mut trends, l);
+        for _ in 0..5 {
+            assert_eq!(
+                after_attempt(&asked, &mut breaker, &mut trends, l),
+                Verdict::Asked
+            );
+        }
+        assert_eq!(
+            after_attempt(&idle, &mut breaker, &mut trends, l),
+            Verdict::Then(AfterRun::NoChange(None))
+        );
+        assert_eq!(breaker.no_change, 2);
     }
 
     fn ok_with_error() -> Attempt<'static> {
@@ -241,6 +298,7 @@ mod tests {
             limit: None,
             output: 10,
             progress: true,
+            asked: false,
         }
     }
 
@@ -266,6 +324,7 @@ mod tests {
             ),
             (Verdict::Then(AfterRun::NoChange(None)), Outcome::NoChange),
             (Verdict::Then(AfterRun::Accept), Outcome::Accepted),
+            (Verdict::Asked, Outcome::Asked),
         ] {
             assert_eq!(v.outcome(), want, "{v:?}");
         }

@@ -54,6 +54,9 @@ pub enum Then {
     Over,
     /// A run that changed nothing is over, and the loop checks its claim of completion.
     NoChange,
+    /// A run that changed nothing asked a question: it is recorded, told, and the loop goes on
+    /// or pauses (`decide::after_asking`).
+    Asked,
     /// End the loop.
     Stop(StopReason, String),
 }
@@ -127,6 +130,20 @@ fn disposition(
         aside,
         then,
     }
+}
+
+/// A planning attempt that wrote no plan item: run again, or — its attempts spent, or the
+/// breaker given up — end the loop, naming the `last` failure.
+fn planning_failed(attempt: u32, attempts: u32, last: String, give_up: bool) -> Disposition {
+    let then = if attempt >= attempts || give_up {
+        Then::Stop(
+            StopReason::Breaker,
+            format!("planning failed {attempts} times; the last: {last}"),
+        )
+    } else {
+        Then::Again
+    };
+    disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
 }
 
 /// Decide what to do with a run of `phase` whose attempt's verdict is `v`. Planning has no
@@ -208,15 +225,8 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
                 || "planning wrote no checkbox items to fix_plan.md".to_string(),
                 str::to_string,
             );
-            let then = if attempt >= attempts || matches!(after, AfterRun::GiveUp(_)) {
-                Then::Stop(
-                    StopReason::Breaker,
-                    format!("planning failed {attempts} times; the last: {last}"),
-                )
-            } else {
-                Then::Again
-            };
-            disposition(Outcome::Crashed, Some(last), true, Aside::Keep, then)
+            let give_up = matches!(after, AfterRun::GiveUp(_));
+            planning_failed(attempt, attempts, last, give_up)
         }
         (Verdict::Then(AfterRun::Retry), RunPhase::Iteration(_)) => {
             let what = c
@@ -236,6 +246,13 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
                 None => why,
             };
             stop(StopReason::Breaker, why)
+        }
+        (Verdict::Asked, RunPhase::Iteration(_)) => {
+            disposition(outcome, None, false, Aside::Keep, Then::Asked)
+        }
+        (Verdict::Asked, RunPhase::Planning { attempt, attempts }) => {
+            let last = "planning asked a question instead of writing fix_plan.md".to_string();
+            planning_failed(attempt, attempts, last, false)
         }
         (Verdict::Then(AfterRun::NoChange(trip)), RunPhase::Iteration(_)) => {
             let then = trip.map_or(Then::NoChange, |why| Then::Stop(StopReason::Breaker, why));
@@ -343,6 +360,19 @@ mod tests {
                 false,
                 Aside::Keep,
                 Then::NoChange,
+            ),
+            (Verdict::Asked, it, Outcome::Asked, false, Aside::Keep, Then::Asked),
+            (Verdict::Asked, first, Outcome::Crashed, true, Aside::Keep, Then::Again),
+            (
+                Verdict::Asked,
+                last,
+                Outcome::Crashed,
+                true,
+                Aside::Keep,
+                Then::Stop(
+                    StopReason::Breaker,
+                    "planning failed 3 times; the last: planning asked a question instead of writing fix_plan.md".into(),
+                ),
             ),
             (
                 Verdict::Then(AfterRun::NoChange(Some("3 in a row".into()))),

@@ -46,6 +46,13 @@ fn header(s: &LoopView) -> Vec<Line<'static>> {
             crate::sys::term::printable(r)
         )));
     }
+    if let Some(q) = st.question.as_ref().filter(|q| q.answer.is_none()) {
+        lines.push(Line::from(format!(
+            "Question (iteration {}): {}",
+            q.iteration,
+            crate::sys::term::printable(&q.text)
+        )));
+    }
     if let (Some(r), false) = (st.stop_reason(), s.running()) {
         lines.push(Line::from(format!(
             "Stopped: {} ({})",
@@ -186,6 +193,12 @@ mod tests {
         st.last_quality = Some(0.72);
         st.quality_threshold = 0.85;
         st.agent = "claude".into();
+        st.question = Some(crate::disk::questions::Question {
+            iteration: 2,
+            text: "Should I also update the migration?".into(),
+            asked_at: chrono::Utc::now(),
+            answer: None,
+        });
         let s = LoopView {
             topic: "research".into(),
             status: Shown::Is(Status::Running),
@@ -206,6 +219,7 @@ mod tests {
             "Agent claude running (pid 4242)",
             "> Reading fix_plan.md...",
             "[s] stop",
+            "Question (iteration 2): Should I also update the migration?",
         ] {
             assert!(out.contains(want), "missing {want:?} in\n{out}");
         }

@@ -75,6 +75,12 @@ impl Server {
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()
     }
+
+    /// The JSON bodies received so far, in order.
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        let seen = self.requests.lock().unwrap();
+        seen.iter().map(|(_, v)| v.clone()).collect()
+    }
 }
 
 fn serve_one(

@@ -1,0 +1,188 @@
+//! Whether a run ended by asking instead of working, and what it asked: a tool the CLI refused
+//! (claude's `permission_denials`), a CLI's refusal line (codex's and gemini's "approval
+//! required"), or — for any agent — last words that are a question to the user. Pure.
+
+use crate::config::OutputFormat;
+
+/// The longest question kept, in characters.
+pub const MAX_QUESTION: usize = 200;
+
+/// Lines a CLI prints when it refused a step it would have had to ask about (lowercase).
+const REFUSALS: [&str; 6] = [
+    "approval required",
+    "requires approval",
+    "requires user approval",
+    "requires user confirmation",
+    "rejected by user",
+    "was denied by the user",
+];
+
+/// What a run asked, bounded and without control characters; `None` when it asked nothing.
+/// `answer`: the agent's answer as the output parser read it (claude's `result`, gemini's
+/// `response`, else the log's end); `tail`: the end of the log as written (a CLI's own lines);
+/// `denials`: the tools the CLI refused it.
+#[must_use]
+pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String]) -> Option<String> {
+    let question = last_question(answer);
+    if !denials.is_empty() {
+        let refused = format!("permission for {}", denials.join(", "));
+        return Some(bounded(&question.unwrap_or(refused), MAX_QUESTION));
+    }
+    let refusal = match format {
+        OutputFormat::Codex => refusal_line(after_prompt_echo(tail)),
+        OutputFormat::GeminiJson => refusal_line(tail).or_else(|| refusal_line(answer)),
+        _ => None,
+    };
+    question
+        .or(refusal)
+        .map(|q| bounded(&q, MAX_QUESTION))
+        .filter(|q| !q.is_empty())
+}
+
+/// codex echoes the prompt between a `user` line and a `codex` line: what it said comes after.
+fn after_prompt_echo(text: &str) -> &str {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        at += line.len();
+        if line.trim_end() == "codex" {
+            return &text[at..];
+        }
+    }
+    text
+}
+
+/// The last line that says a step was refused for want of approval.
+fn refusal_line(text: &str) -> Option<String> {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| {
+            let lower = l.to_lowercase();
+            REFUSALS.iter().any(|r| lower.contains(r))
+        })
+        .map(str::to_string)
+}
+
+/// The last sentence of the answer's last words, when that is a question.
+fn last_question(answer: &str) -> Option<String> {
+    let last = answer
+        .lines()
+        .map(|l| l.trim().trim_matches(|c| c == '*' || c == '_').trim())
+        .rfind(|l| !l.is_empty() && !l.starts_with("```"))?;
+    if !last.ends_with('?') {
+        return None;
+    }
+    let body = &last[..last.len() - 1];
+    let start = body
+        .char_indices()
+        .rev()
+        .find(|(i, c)| matches!(c, '.' | '!' | '?') && body[i + 1..].starts_with(' '))
+        .map(|(i, _)| i + 1)
+        .unwrap_or(0);
+    Some(last[start..].trim().to_string())
+}
+
+/// `text` on one line, control characters gone, cut at `max` characters (with `…`).
+#[must_use]
+pub fn bounded(text: &str, max: usize) -> String {
+    let one: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let one = one.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        return one;
+    }
+    let mut cut: String = one.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::output::parse;
+
+    const CLAUDE_DENIED: &str =
+        include_str!("../../tests/fixtures/agent-output/claude-p-permission-denials.1.json");
+    const CODEX_APPROVAL: &str =
+        include_str!("../../tests/fixtures/agent-output/codex-exec-approval.1.txt");
+    const GEMINI_CONFIRM: &str = include_str!(
+        "../../tests/fixtures/agent-output/gemini-output-format-json.confirmation.1.txt"
+    );
+    const CODEX1: &str = include_str!("../../tests/fixtures/agent-output/codex-exec-plain.1.txt");
+    const CLAUDE1: &str =
+        include_str!("../../tests/fixtures/agent-output/claude-p-output-format-json.1.json");
+    const GEMINI1: &str =
+        include_str!("../../tests/fixtures/agent-output/gemini-output-format-json.1.txt");
+
+    fn of(format: OutputFormat, log: &str) -> Option<String> {
+        let r = parse(format, log);
+        asked(format, &r.text, log, &r.denials)
+    }
+
+    #[test]
+    fn what_each_cli_says_when_it_asked() {
+        use OutputFormat::{Aider, ClaudeJson, Codex, GeminiJson, Plain};
+        let long = format!("Shall I {}?", "really ".repeat(60));
+        let cases: Vec<(OutputFormat, &str, Option<&str>)> = vec![
+            // claude's refused tools, with its own last question when it asked one.
+            (
+                ClaudeJson,
+                CLAUDE_DENIED,
+                Some("Should I also update the migration?"),
+            ),
+            (
+                ClaudeJson,
+                r#"{"type":"result","result":"I could not run it.","permission_denials":[{"tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"rm -rf build"}}]}"#,
+                Some("permission for Bash (rm -rf build)"),
+            ),
+            (ClaudeJson, CLAUDE1, None),
+            // codex's refusal after its echo of the prompt; the echo itself is not its word.
+            (
+                Codex,
+                CODEX_APPROVAL,
+                Some("exec command rejected: approval required to run `git push origin main`"),
+            ),
+            (
+                Codex,
+                "user\nSay \"approval required\" if in doubt.\ncodex\nDone.\n",
+                None,
+            ),
+            (Codex, CODEX1, None),
+            (
+                GeminiJson,
+                GEMINI_CONFIRM,
+                Some(
+                    "Tool \"run_shell_command\" requires user confirmation, which is not supported in non-interactive mode.",
+                ),
+            ),
+            (GeminiJson, GEMINI1, None),
+            // Any agent: last words that are a question, its last sentence only.
+            (
+                Plain,
+                "I read the plan.\nThe schema changed. Should I also update the migration?\n\n",
+                Some("Should I also update the migration?"),
+            ),
+            (
+                Aider,
+                "**Do you want me to proceed?**\n",
+                Some("Do you want me to proceed?"),
+            ),
+            (Plain, "Is it done? Yes. All tests pass.\n", None),
+            (Plain, "", None),
+            // Bounded, on one line, without control characters.
+            (
+                Plain,
+                "Should I \u{1b}[31mdelete\u{7} it?\n",
+                Some("Should I [31mdelete it?"),
+            ),
+        ];
+        for (format, log, want) in cases {
+            assert_eq!(of(format, log).as_deref(), want, "{format:?}: {log:?}");
+        }
+        let cut = of(Plain, &long).unwrap();
+        assert_eq!(cut.chars().count(), MAX_QUESTION);
+        assert!(cut.ends_with('…'));
+    }
+}

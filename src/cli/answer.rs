@@ -1,0 +1,39 @@
+//! `answer`: the answer to the question a loop's agent asked, for the next run's prompt
+//! (`disk::questions`); `--sign` also keeps it in the loop's `AGENT.md` for every run after.
+
+use clap::Args;
+
+use crate::disk::handle::Handle;
+use crate::error::Result;
+use crate::sys::fsutil;
+
+/// `answer` arguments.
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// The answer.
+    pub answer: String,
+    /// Also keep the question and its answer as a sign in AGENT.md (read by every iteration).
+    #[arg(long)]
+    pub sign: bool,
+}
+
+/// `answer`.
+pub fn run(a: &AnswerArgs) -> Result<i32> {
+    let h = Handle::open_present(&a.topic)?;
+    let q = h.answer(&a.answer)?;
+    println!(
+        "answered iteration {}'s question \"{}\" (the next run's prompt carries it)",
+        q.iteration, q.text
+    );
+    if a.sign {
+        let path = h.layout.memory("AGENT.md");
+        let text = fsutil::read_opt(&path)?.unwrap_or_default();
+        let what = format!("An agent asked: {}", q.text);
+        let new = crate::ralph::signs::add(&text, &what, &a.answer);
+        fsutil::atomic_write(&path, new.as_bytes())?;
+        println!("kept as a sign in {}", path.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,109 @@
+//! A run that asked instead of working, carried out: the question kept open in the loop's state,
+//! said, sent as `needs_human`, and the loop paused when `decide::after_asking` says so; the
+//! answer taken from the requests for the next run's prompt, which carries both.
+
+use super::context::Loop;
+use super::decide::{AfterAsking, after_asking};
+use super::event::Fields;
+use crate::disk::questions::{Answer, Question};
+use crate::disk::requests;
+use crate::error::Result;
+use crate::sys::fsutil;
+
+/// The command that answers `topic`'s question, as people type it.
+#[must_use]
+pub fn answer_command(topic: &str) -> String {
+    format!("studio-agents wiggum answer {topic} \"…\"")
+}
+
+/// Iteration `n`'s run asked `question`: keep it open, tell whoever listens, pause if due.
+pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
+    let in_row = lp.runner.asked(Question {
+        iteration: n,
+        text: question.clone(),
+        asked_at: chrono::Utc::now(),
+        answer: None,
+    });
+    let topic = lp.runner.topic.clone();
+    let answer = answer_command(&topic);
+    let then = after_asking(
+        lp.settings.safety.on_question,
+        lp.settings.safety.max_questions,
+        in_row,
+    );
+    if let AfterAsking::Pause(why) = &then {
+        let shown = format!("{why}: {answer}");
+        requests::update(&lp.runner.layout.requests(), |r| {
+            r.pause = true;
+            r.pause_reason = Some(shown.clone());
+            r.paused_for_question = true;
+        })?;
+        super::progress::say(&format!("Paused: {shown}"));
+    }
+    lp.runner.save()?;
+    let fields = Fields::Asked {
+        question: question.clone(),
+        detail: format!("answer it: {answer}"),
+    };
+    let reason = format!("iteration {n} asked: \"{question}\"");
+    lp.runner.notify("needs_human", n, &reason, fields).await;
+    Ok(())
+}
+
+/// Take an answer given since the last run (`wiggum answer`, the dashboard) into the loop's
+/// state when it answers the open question; one to another question (or unreadable) is dropped.
+pub fn take_answer(lp: &mut Loop) -> Result<()> {
+    let path = lp.runner.layout.answer();
+    let Some(text) = fsutil::read_opt(&path)? else {
+        return Ok(());
+    };
+    let answer = serde_json::from_str::<Answer>(&text).ok();
+    let open = lp.runner.state.question.as_ref();
+    if let Some(a) =
+        answer.filter(|a| open.is_some_and(|q| q.answer.is_none() && q.text == a.question))
+    {
+        lp.runner.answer_taken(a.text);
+    }
+    fsutil::remove_file_opt(&path)
+}
+
+/// What the next prompt says of the question: its answer, or that none came yet. Pure.
+#[must_use]
+pub fn prompt_section(q: &Question) -> String {
+    match &q.answer {
+        Some(a) => format!(
+            "\n\n## Your question was answered\n\nIteration {} asked: {}\n\nThe answer: {}\n",
+            q.iteration,
+            q.text,
+            a.trim()
+        ),
+        None => format!(
+            "\n\n## A question is open\n\nIteration {} asked: {}\n\nNo answer yet: work on another item of fix_plan.md meanwhile.\n",
+            q.iteration, q.text
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_carries_the_question_and_its_answer_or_that_none_came() {
+        let mut q = Question {
+            iteration: 2,
+            text: "Should I also update the migration?".into(),
+            asked_at: chrono::Utc::now(),
+            answer: None,
+        };
+        assert_eq!(
+            prompt_section(&q),
+            "\n\n## A question is open\n\nIteration 2 asked: Should I also update the migration?\n\nNo answer yet: work on another item of fix_plan.md meanwhile.\n"
+        );
+        q.answer = Some("Yes, and add a down step.\n".into());
+        assert_eq!(
+            prompt_section(&q),
+            "\n\n## Your question was answered\n\nIteration 2 asked: Should I also update the migration?\n\nThe answer: Yes, and add a down step.\n"
+        );
+    }
+}

@@ -1,0 +1,403 @@
+//! An agent that asks is not an agent that did nothing: a run that changed nothing and asked —
+//! claude's refused tool, codex's "approval required", last words that are a question — is said
+//! as `? asked: "…"`, recorded, shown by `status` and `events`, sent as `needs_human`, and never
+//! counted as idle; `wiggum answer` gives the next run's prompt the answer; `[safety]
+//! on_question` and `max_questions` pause the loop. And a planning agent of its own.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::TestHome;
+use crate::support::http::Server;
+use crate::support::wait_for;
+
+/// A scripted agent: planning writes two items; iteration N acts as the Nth word of
+/// `$MODES` says — `claude` (a JSON result with a refused tool and a question), `codex` (the
+/// CLI's refusal after its echo of the prompt), `plain` (a question as its last words), or
+/// `work` (one item done). Each prompt is kept as `prompt-<phase>-<N>` beside the script.
+const ASKER: &str = r#"prompt=$(cat)
+here=$(dirname "$0")
+printf '%s' "$prompt" > "$here/prompt-$WIGGUM_PHASE-$ITERATION"
+plan="$WIGGUM_DIR/fix_plan.md"
+if [ "$WIGGUM_PHASE" = planning ]; then
+    printf '# Plan\n\n## Incomplete Items\n- [ ] Part one\n- [ ] Part two\n- [ ] Part three\n' > "$plan"
+    echo "planned by ${WHO:-asker}"
+    exit 0
+fi
+mode=$(echo "$MODES" | cut -d, -f"$ITERATION")
+case "$mode" in
+claude)
+    printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"num_turns":3,"result":"The schema changed and running the migration was refused.\n\nShould I also update the migration?","total_cost_usd":0.05,"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_01","tool_input":{"command":"./bin/migrate --apply"}}]}'
+    ;;
+codex)
+    printf 'user\n%s\ncodex\n' "$(echo "$prompt" | head -n 3)"
+    echo 'exec command rejected: approval required to run `./bin/migrate --apply`'
+    ;;
+plain)
+    echo "I read the plan. The schema changed."
+    echo "Should I also update the migration?"
+    ;;
+*)
+    item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
+    printf '\n## %s\n\nDone in iteration %s: the migration now has a down step, checked by `make check`.\n' "$item" "$ITERATION" >> "$ITERATION_DIR/artifact.md"
+    awk -v it="$item" '!d && $0 == "- [ ] " it { print "- [x] " it; d = 1; next } { print }' "$plan" > "$plan.tmp"
+    mv "$plan.tmp" "$plan"
+    printf '%s\n' "$item" > "$ITERATION_DIR/review.md"
+    echo "done"
+    ;;
+esac
+"#;
+
+/// Write the scripted agent and the settings naming it (`[agents.<name>]` in `format`, with
+/// `modes`), plus `extra` settings; returns the script's directory.
+fn agent(t: &TestHome, name: &str, format: &str, modes: &str, extra: &str) -> std::path::PathBuf {
+    let dir = t.root().join("asker");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("asker.sh");
+    std::fs::write(&script, ASKER).unwrap();
+    t.write_home_config(&format!(
+        "{extra}\n[agents.{name}]\ncommand = \"MODES={modes} sh {}\"\noutput_format = \"{format}\"\n",
+        script.display()
+    ));
+    dir
+}
+
+fn start(t: &TestHome, topic: &str, agent: &str, extra: &[&str]) -> Vec<String> {
+    let mut a = t.start_args(
+        topic,
+        &t.art(),
+        "",
+        &["--agent", agent, "--max-rounds", "1"],
+    );
+    a.extend(extra.iter().map(|s| (*s).to_string()));
+    a
+}
+
+/// The lines of `stdout` that begin with `head`, their time and cost taken off (`· 0.3s …`).
+fn run_lines(stdout: &str, head: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|l| l.starts_with(head))
+        .map(|l| {
+            l.split(" · ")
+                .filter(|p| !(p.ends_with('s') && p.starts_with(|c: char| c.is_ascii_digit())))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        })
+        .collect()
+}
+
+#[test]
+fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
+    let t = TestHome::new();
+    let hook = Server::start(vec![crate::notify::ok()], 32);
+    agent(
+        &t,
+        "asker",
+        "claude-json",
+        "claude,plain,plain,work",
+        "[safety]\nmax_no_change_iterations = 2\nmax_questions = 0\n\n[notify]\ndeliver_within_secs = 10\n\n[[notify.sinks]]\nkind = \"webhook\"\nurl_env = \"T_HOOK\"\nevents = [\"needs_human\"]\n",
+    );
+    let url = format!("{}/hook", hook.base);
+    let args = start(
+        &t,
+        "night",
+        "asker",
+        &["--foreground", "--max-iterations", "4"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t.run_with(&args, &[("T_HOOK", url.as_str())]);
+    out.code(0);
+    // Three runs in a row asked and changed nothing: no breaker (max_no_change_iterations = 2).
+    let lines = run_lines(&out.stdout(), "Iteration ");
+    assert_eq!(
+        lines[..3],
+        [
+            "Iteration 1/4 ? asked: \"Should I also update the migration?\" · $0.05",
+            "Iteration 2/4 ? asked: \"Should I also update the migration?\"",
+            "Iteration 3/4 ? asked: \"Should I also update the migration?\"",
+        ],
+        "{}",
+        out.stdout()
+    );
+    assert!(
+        lines[3].starts_with("Iteration 4/4 ✓ accepted"),
+        "{lines:?}"
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let runs = t.runs("iteration");
+    assert_eq!(runs[0]["outcome"], "asked");
+    assert_eq!(runs[0]["question"], "Should I also update the migration?");
+    assert_eq!(runs[3]["outcome"], "accepted");
+    // The prompts after a question say it is open, and to go on meanwhile.
+    let dir = t.root().join("asker");
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second.ends_with("## A question is open\n\nIteration 1 asked: Should I also update the migration?\n\nNo answer yet: work on another item of fix_plan.md meanwhile."),
+        "{second}"
+    );
+    // The notification, as the loopback sink received it.
+    let sent: Vec<Value> = wait_for("three needs_human", Duration::from_secs(10), || {
+        let got = hook.bodies();
+        if got.len() >= 3 { Ok(got) } else { Err(got) }
+    });
+    assert_eq!(sent[0]["event"], "needs_human");
+    assert_eq!(sent[0]["question"], "Should I also update the migration?");
+    assert_eq!(
+        sent[0]["title"],
+        "loop `night` waits for you: iteration 1 asked: \"Should I also update the migration?\""
+    );
+    let body = sent[0]["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("answer it: studio-agents wiggum answer night \"…\"\non "),
+        "{body}"
+    );
+    // `events`: each question its own event.
+    let ev = t.run(&["wiggum", "events", "night"]);
+    ev.code(0);
+    let questions: Vec<Value> = ev
+        .stdout()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "question")
+        .collect();
+    assert_eq!(questions.len(), 3, "{}", ev.stdout());
+    assert_eq!(questions[2]["iteration"], 3);
+    assert_eq!(
+        questions[2]["question"],
+        "Should I also update the migration?"
+    );
+    // `status`: the open question (iteration 4 worked, but no answer came) and how to answer.
+    let s = t.run(&["wiggum", "status", "night"]);
+    s.code(0);
+    assert!(
+        s.stdout().contains(
+            "\n  question:  iteration 3 asked: \"Should I also update the migration?\"; answer it: studio-agents wiggum answer night \"…\"\n"
+        ),
+        "{}",
+        s.stdout()
+    );
+}
+
+/// Loop `night` with `on_question = "pause"`, detached, once its first run asked (claude's
+/// refused tool) and it paused; its second run works. Returns the scripted agent's directory.
+fn paused_on_a_question(t: &TestHome) -> std::path::PathBuf {
+    let dir = agent(
+        t,
+        "asker",
+        "claude-json",
+        "claude,work",
+        "[safety]\non_question = \"pause\"\n",
+    );
+    let args = start(t, "night", "asker", &["--max-iterations", "2"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    t.wait_state("paused on the question", |s| s["status"] == "paused");
+    dir
+}
+
+#[test]
+fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
+    let t = TestHome::new();
+    let dir = paused_on_a_question(&t);
+    let st = t.status_json("night");
+    assert_eq!(
+        st["pause_reason"],
+        "a question waits for an answer: studio-agents wiggum answer night \"…\"",
+        "{st}"
+    );
+    // Bad answers change nothing.
+    let unknown = t.run(&["wiggum", "answer", "nowhere", "yes"]);
+    unknown.code(2);
+    t.run(&["wiggum", "answer", "night", "  "]).code(2);
+    assert!(!dir.join("prompt-iteration-2").exists());
+    let a = t.run(&[
+        "wiggum",
+        "answer",
+        "night",
+        "Yes, and add a down step.",
+        "--sign",
+    ]);
+    a.code(0);
+    assert_eq!(
+        a.stdout().lines().next().unwrap(),
+        "answered iteration 1's question \"Should I also update the migration?\" (the next run's prompt carries it)"
+    );
+    let agent_md = std::fs::read_to_string(t.wiggum("AGENT.md")).unwrap();
+    assert!(
+        agent_md.contains("An agent asked: Should I also update the migration?\n**Fix**: Yes, and add a down step.\n"),
+        "{agent_md}"
+    );
+    // The answer lifts the pause; the next run's prompt carries the question and the answer.
+    t.wait_stopped("night");
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second.ends_with("## Your question was answered\n\nIteration 1 asked: Should I also update the migration?\n\nThe answer: Yes, and add a down step."),
+        "{second}"
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    assert!(st["question"].is_null(), "told, so closed: {st}");
+    // Nothing is open any more.
+    let again = t.run(&["wiggum", "answer", "night", "No."]);
+    again.code(2);
+    assert_eq!(
+        again.stderr().trim_end().lines().last().unwrap(),
+        "error: loop `night` has no open question to answer"
+    );
+}
+
+#[test]
+fn codex_refusals_and_questions_in_a_row_pause_the_loop_at_max_questions() {
+    let t = TestHome::new();
+    agent(
+        &t,
+        "cdx",
+        "codex",
+        "codex,plain,work",
+        "[safety]\nmax_questions = 2\n",
+    );
+    let args = start(&t, "night", "cdx", &["--max-iterations", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    t.wait_state("paused after two questions", |s| s["status"] == "paused");
+    let runs = t.runs("iteration");
+    assert_eq!(
+        runs[0]["question"],
+        "exec command rejected: approval required to run `./bin/migrate --apply`"
+    );
+    assert_eq!(runs[1]["question"], "Should I also update the migration?");
+    let st = t.status_json("night");
+    assert_eq!(
+        st["pause_reason"],
+        "2 runs in a row asked instead of working ([safety] max_questions = 2); answer the question: studio-agents wiggum answer night \"…\"",
+        "{st}"
+    );
+    let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
+    assert!(
+        log.contains("Iteration 1/3 ? asked: \"exec command rejected: approval required to run `./bin/migrate --apply`\" · "),
+        "{log}"
+    );
+    t.run(&["wiggum", "stop", "night"]).code(0);
+    t.wait_stopped("night");
+}
+
+#[test]
+fn a_planning_agent_plans_and_is_named() {
+    let t = TestHome::new();
+    let dir = t.root().join("asker");
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = dir.join("asker.sh");
+    std::fs::write(&script, ASKER).unwrap();
+    let settings = |planner: &str| {
+        format!(
+            "[defaults]\nplanning_agent = \"{planner}\"\n\n[agents.cheap]\ncommand = \"MODES=work WHO=cheap sh {s}\"\n\n[agents.strong]\ncommand = \"MODES=work WHO=strong sh {s}\"\n",
+            s = script.display()
+        )
+    };
+    // An unknown planning agent is refused before any agent runs.
+    t.write_home_config(&settings("nope"));
+    let args = start(
+        &t,
+        "night",
+        "cheap",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let bad = t.run(&args);
+    bad.code(2);
+    // As the settings file holds it (the test kit writes it out again, `[safety]` first).
+    let home = t.home().join("wiggum.toml");
+    assert_eq!(
+        bad.stderr().trim_end(),
+        format!(
+            "error: {}:8: [defaults] planning_agent names an unknown agent `nope` (known: cheap, strong, claude, codex, gemini, kiro-cli, aider, opencode, amp)",
+            home.display()
+        )
+    );
+    assert!(!dir.join("prompt-planning-0").exists());
+    t.write_home_config(&settings("strong"));
+    let out = t.run(&args);
+    out.code(0);
+    let lines = run_lines(&out.stdout(), "Planning ");
+    assert_eq!(
+        lines,
+        ["Planning ✓ planned · by strong · 3 items in fix_plan.md"],
+        "{}",
+        out.stdout()
+    );
+    let planning = t.runs("planning");
+    assert_eq!(planning[0]["agent"], "strong");
+    let runs = t.runs("iteration");
+    assert!(runs[0]["agent"].is_null(), "the loop's own agent: {runs:?}");
+    let s = t.run(&["wiggum", "status", "night"]);
+    assert!(
+        s.stdout()
+            .contains("\n  agent:     cheap; planning: strong"),
+        "{}",
+        s.stdout()
+    );
+}
+
+/// One HTTP/1.1 request with a body: the status and the body of the answer.
+fn post(addr: &str, path: &str, token: Option<&str>, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let auth = token.map_or(String::new(), |t| format!("x-wiggum-token: {t}\r\n"));
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n{auth}content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).unwrap();
+    let status = raw
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (
+        status,
+        raw.split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_string(),
+    )
+}
+
+#[test]
+fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
+    let t = TestHome::new();
+    let dir = paused_on_a_question(&t);
+    let served = crate::dashboard::serve(&t);
+    let (addr, token) = (served.addr.as_str(), served.token.as_str());
+    let (code, page) = served.get("/loop/night");
+    assert_eq!(code, 200);
+    assert!(
+        page.contains("<p id=\"question\">question: iteration 1 asked: &quot;Should I also update the migration?&quot;; answer it: studio-agents wiggum answer night &quot;…&quot;</p><input id=\"answer\""),
+        "{page}"
+    );
+    // Without the token nothing is answered.
+    let (code, _) = post(addr, "/loop/night/answer", None, "Yes.");
+    assert_eq!(code, 401);
+    assert!(!dir.join("prompt-iteration-2").exists());
+    let (code, said) = post(
+        addr,
+        "/loop/night/answer",
+        Some(token),
+        "Yes, from the dashboard.",
+    );
+    assert_eq!(
+        (code, said.as_str()),
+        (200, "answered iteration 1's question")
+    );
+    t.wait_stopped("night");
+    drop(served);
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second.ends_with("The answer: Yes, from the dashboard."),
+        "{second}"
+    );
+}
