@@ -87,7 +87,8 @@ struct Best {
     round: u32,
 }
 
-/// Run the gate on `content`.
+/// Run the gate on `content`: judge, keep the best, revise, until it passes, runs out of
+/// rounds, cycles, has no one to revise with or the revision changes nothing.
 pub async fn run<J: Judge, P: Producer>(
     task: &str,
     task_type: &str,
@@ -104,33 +105,20 @@ pub async fn run<J: Judge, P: Producer>(
     let mut r = 0;
     let (termination, error) = loop {
         r += 1;
-        let shown = text::compress(&output, opts.input_chars);
-        let ev = match judge.judge(task, task_type, &shown).await {
-            Ok(ev) => ev,
-            Err(e) => break (Termination::Error, Some(format!("evaluator: {e}"))),
-        };
-        let mut dims = ev.dims;
-        let stub_penalty = rubric::apply_stub_penalty(&mut dims, &output);
-        let score = rubric::weighted(&dims, &opts.weights);
-        let mut issues = ev.issues;
-        let reviews = judge.panel(task, &output).await;
-        if !reviews.is_empty() {
-            issues = super::panel::merge_issues(issues, &reviews);
-            panel_reviews.insert(format!("r{r}"), reviews);
-        }
-        let round = Round {
-            round: r,
-            score,
-            focus: rubric::focus_dims(&dims, opts.focus_threshold),
-            dims,
-            issues,
-            stub_penalty,
+        let round = match judge_round(task, task_type, &output, judge, opts, r).await {
+            Ok((round, reviews)) => {
+                if !reviews.is_empty() {
+                    panel_reviews.insert(format!("r{r}"), reviews);
+                }
+                round
+            }
+            Err(e) => break (Termination::Error, Some(e)),
         };
         on_round(&round);
-        if best.as_ref().is_none_or(|b| score > b.score) {
+        if best.as_ref().is_none_or(|b| round.score > b.score) {
             best = Some(Best {
                 content: output.clone(),
-                score,
+                score: round.score,
                 round: r,
             });
         }
@@ -139,17 +127,8 @@ pub async fn run<J: Judge, P: Producer>(
             .is_some_and(|p: &Round| rubric::is_cycling(&p.dims, &round.dims));
         rounds.push(round);
         let round = &rounds[rounds.len() - 1];
-        if score >= opts.pass_threshold {
-            break (Termination::Pass, None);
-        }
-        if r >= opts.max_rounds {
-            break (Termination::RoundsExhausted, None);
-        }
-        if cycling {
-            break (Termination::Cycling, None);
-        }
-        if !producer.available() {
-            break (Termination::NoProducer, None);
+        if let Some(end) = ended(round, r, cycling, producer.available(), opts) {
+            break (end, None);
         }
         let prompt = prompts::revision(
             &opts.revision_template,
@@ -165,26 +144,96 @@ pub async fn run<J: Judge, P: Producer>(
         };
         // No revision at all (nothing printed, nothing edited) is an unchanged one: the
         // producer has nothing to add, and the evaluator did nothing wrong.
-        if revised.trim().is_empty() {
-            break (Termination::Unchanged, None);
-        }
-        if rubric::same_text(&revised, &output) {
+        if revised.trim().is_empty() || rubric::same_text(&revised, &output) {
             break (Termination::Unchanged, None);
         }
         output = revised;
     };
+    let record = record(
+        termination,
+        error,
+        &rounds,
+        best.as_ref(),
+        judge.label(),
+        panel_reviews,
+    );
+    GateOutcome {
+        best: best.map_or_else(|| content.to_string(), |b| b.content),
+        record,
+        rounds,
+    }
+}
+
+/// One round's judgement of `output`: its scores, issues (the panel's merged in) and focus.
+async fn judge_round<J: Judge>(
+    task: &str,
+    task_type: &str,
+    output: &str,
+    judge: &J,
+    opts: &Opts,
+    r: u32,
+) -> std::result::Result<(Round, Vec<super::panel::Review>), String> {
+    let shown = text::compress(output, opts.input_chars);
+    let ev = judge
+        .judge(task, task_type, &shown)
+        .await
+        .map_err(|e| format!("evaluator: {e}"))?;
+    let mut dims = ev.dims;
+    let stub_penalty = rubric::apply_stub_penalty(&mut dims, output);
+    let score = rubric::weighted(&dims, &opts.weights);
+    let mut issues = ev.issues;
+    let reviews = judge.panel(task, output).await;
+    if !reviews.is_empty() {
+        issues = super::panel::merge_issues(issues, &reviews);
+    }
+    let round = Round {
+        round: r,
+        score,
+        focus: rubric::focus_dims(&dims, opts.focus_threshold),
+        dims,
+        issues,
+        stub_penalty,
+    };
+    Ok((round, reviews))
+}
+
+/// Whether the gate ends after `round` (the `r`th), and how: pass, rounds exhausted, cycling, no
+/// producer — in that order.
+fn ended(round: &Round, r: u32, cycling: bool, producer: bool, opts: &Opts) -> Option<Termination> {
+    if round.score >= opts.pass_threshold {
+        Some(Termination::Pass)
+    } else if r >= opts.max_rounds {
+        Some(Termination::RoundsExhausted)
+    } else if cycling {
+        Some(Termination::Cycling)
+    } else if !producer {
+        Some(Termination::NoProducer)
+    } else {
+        None
+    }
+}
+
+/// The gate's record of its rounds.
+fn record(
+    termination: Termination,
+    error: Option<String>,
+    rounds: &[Round],
+    best: Option<&Best>,
+    evaluator: String,
+    panel_reviews: BTreeMap<String, Vec<super::panel::Review>>,
+) -> GateRecord {
     let verdict = match termination {
         Termination::Pass => Verdict::Pass,
         Termination::Error => Verdict::Error,
         _ => Verdict::Fail,
     };
-    let record = GateRecord {
+    GateRecord {
         verdict,
         termination,
         rounds: u32::try_from(rounds.len()).unwrap_or(u32::MAX),
         wiggum_r1: rounds.first().map(|r| r.score),
-        final_score: best.as_ref().map(|b| b.score),
-        best_round: best.as_ref().map(|b| b.round),
+        final_score: best.map(|b| b.score),
+        best_round: best.map(|b| b.round),
         wiggum_scores: rounds
             .iter()
             .map(|r| (format!("r{}", r.round), r.dims.clone()))
@@ -193,18 +242,13 @@ pub async fn run<J: Judge, P: Producer>(
             .iter()
             .map(|r| (format!("r{}", r.round), r.issues.clone()))
             .collect(),
-        evaluator: judge.label(),
+        evaluator,
         panel_reviews,
         contamination_warning: None,
         error,
         tokens_in: None,
         tokens_out: None,
         cost_usd: None,
-    };
-    GateOutcome {
-        best: best.map_or_else(|| content.to_string(), |b| b.content),
-        record,
-        rounds,
     }
 }
 
