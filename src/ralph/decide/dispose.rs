@@ -159,33 +159,14 @@ pub fn dispose(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
 
 fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
     let outcome = v.outcome();
-    let stop = |reason, why: String| {
-        disposition(
-            outcome,
-            Some(why.clone()),
-            true,
-            Aside::Discard,
-            Then::Stop(reason, why),
-        )
-    };
     match (v, phase) {
-        (Verdict::Rejected, _) => {
-            let why = protected_words(c.protected);
-            let then = match phase {
-                RunPhase::Planning { attempt, attempts } if attempt >= attempts => Then::Stop(
-                    StopReason::Breaker,
-                    format!("planning failed {attempts} times; the last: {why}"),
-                ),
-                RunPhase::Planning { .. } => Then::Again,
-                RunPhase::Iteration(_) => Then::Over,
-            };
-            disposition(outcome, Some(why), false, Aside::Evidence, then)
-        }
+        (Verdict::Rejected, _) => rejected(outcome, phase, c),
         (Verdict::CannotRun(why), _) => Disposition {
             carry: false,
-            ..stop(StopReason::Error, why)
+            ..stop(outcome, StopReason::Error, why)
         },
         (Verdict::ProviderRefused(line), _) => stop(
+            outcome,
             StopReason::Error,
             format!("the agent's provider refused, waiting will not help: {line}"),
         ),
@@ -198,21 +179,9 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
         ),
         (Verdict::Trend(why), _) => Disposition {
             then: Then::Stop(StopReason::Breaker, how_to_continue(&why, c.topic)),
-            ..stop(StopReason::Breaker, why)
+            ..stop(outcome, StopReason::Breaker, why)
         },
-        (Verdict::Then(AfterRun::Interrupted), phase) => {
-            let why = match phase {
-                RunPhase::Planning { .. } => "stopped during planning".to_string(),
-                RunPhase::Iteration(n) => format!("stopped during iteration {n}"),
-            };
-            disposition(
-                outcome,
-                None,
-                true,
-                Aside::Discard,
-                Then::Stop(StopReason::UserStop, why),
-            )
-        }
+        (Verdict::Then(AfterRun::Interrupted), phase) => interrupted(outcome, phase),
         (Verdict::Then(AfterRun::Accept), RunPhase::Planning { .. }) => {
             disposition(Outcome::Planned, None, false, Aside::Keep, Then::Accept)
         }
@@ -228,24 +197,13 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
             let give_up = matches!(after, AfterRun::GiveUp(_));
             planning_failed(attempt, attempts, last, give_up)
         }
-        (Verdict::Then(AfterRun::Retry), RunPhase::Iteration(_)) => {
-            let what = c
-                .failure
-                .map_or_else(|| format!("it {}", c.ended), str::to_string);
-            disposition(
-                outcome,
-                Some(format!("{what}; retrying with a fresh process")),
-                true,
-                Aside::Discard,
-                Then::Again,
-            )
-        }
+        (Verdict::Then(AfterRun::Retry), RunPhase::Iteration(_)) => retry(outcome, c),
         (Verdict::Then(AfterRun::GiveUp(why)), RunPhase::Iteration(_)) => {
             let why = match c.failure {
                 Some(last) => format!("{why}; the last: {last}"),
                 None => why,
             };
-            stop(StopReason::Breaker, why)
+            stop(outcome, StopReason::Breaker, why)
         }
         (Verdict::Asked, RunPhase::Iteration(_)) => {
             disposition(outcome, None, false, Aside::Keep, Then::Asked)
@@ -259,6 +217,61 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
             disposition(outcome, None, false, Aside::Keep, then)
         }
     }
+}
+
+/// End the loop for `reason`, the run's work put aside.
+fn stop(outcome: Outcome, reason: StopReason, why: String) -> Disposition {
+    disposition(
+        outcome,
+        Some(why.clone()),
+        true,
+        Aside::Discard,
+        Then::Stop(reason, why),
+    )
+}
+
+/// A run that changed protected files: its evidence kept, the iteration over (planning tries
+/// again while it has attempts).
+fn rejected(outcome: Outcome, phase: RunPhase, c: Context<'_>) -> Disposition {
+    let why = protected_words(c.protected);
+    let then = match phase {
+        RunPhase::Planning { attempt, attempts } if attempt >= attempts => Then::Stop(
+            StopReason::Breaker,
+            format!("planning failed {attempts} times; the last: {why}"),
+        ),
+        RunPhase::Planning { .. } => Then::Again,
+        RunPhase::Iteration(_) => Then::Over,
+    };
+    disposition(outcome, Some(why), false, Aside::Evidence, then)
+}
+
+/// A run a person stopped: the loop ends, saying when.
+fn interrupted(outcome: Outcome, phase: RunPhase) -> Disposition {
+    let why = match phase {
+        RunPhase::Planning { .. } => "stopped during planning".to_string(),
+        RunPhase::Iteration(n) => format!("stopped during iteration {n}"),
+    };
+    disposition(
+        outcome,
+        None,
+        true,
+        Aside::Discard,
+        Then::Stop(StopReason::UserStop, why),
+    )
+}
+
+/// An iteration's run that failed in a way a fresh process may not: run it again.
+fn retry(outcome: Outcome, c: Context<'_>) -> Disposition {
+    let what = c
+        .failure
+        .map_or_else(|| format!("it {}", c.ended), str::to_string);
+    disposition(
+        outcome,
+        Some(format!("{what}; retrying with a fresh process")),
+        true,
+        Aside::Discard,
+        Then::Again,
+    )
 }
 
 #[cfg(test)]
