@@ -32,6 +32,7 @@ mod misbehaving;
 mod notify;
 mod orphans;
 mod papercuts;
+mod refusals;
 mod remote;
 mod repos;
 mod types;
