@@ -46,6 +46,72 @@ fn the_example_loop_improves_the_artifact_until_its_gate_passes() {
     assert!(final_text.contains("## Recommendations"), "{final_text}");
 }
 
+/// The commands a person is told to type: the completion block's `next` lines and the demo's
+/// own `look closer:` line, each as printed (its comment in parentheses left out).
+fn printed_commands(out: &str) -> Vec<String> {
+    out.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("next")
+                .or_else(|| l.strip_prefix("look closer:"))
+                .unwrap_or(l)
+                .trim_start();
+            let cmd = l.split("   (").next().unwrap_or_default().trim();
+            (cmd.contains("studio-agents wiggum ")
+                && (cmd.starts_with("studio-agents") || cmd.starts_with("STUDIO_AGENTS_HOME=")))
+            .then(|| cmd.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_command_the_demo_prints_works_as_printed_with_the_binary_on_path() {
+    let t = TestHome::new();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_studio-agents"));
+    let path = format!(
+        "{}:/usr/local/bin:/usr/bin:/bin",
+        bin.parent().unwrap().display()
+    );
+    // A shell as a person has it: the binary on PATH (as `cargo install` puts it), no
+    // STUDIO_AGENTS_HOME of the demo's.
+    let shell = |script: &std::path::Path, args: &[&str], env: &[(&str, &str)]| {
+        let out = std::process::Command::new(script)
+            .args(args)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", t.root())
+            .env("TMPDIR", t.tmp())
+            .envs(env.iter().copied())
+            .current_dir(t.root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = shell(
+        &examples().join("demo.sh"),
+        &[],
+        &[("STUDIO_AGENTS_BIN", &bin.display().to_string())],
+    );
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let commands = printed_commands(&out);
+    assert_eq!(commands.len(), 3, "{out}");
+    assert!(
+        commands[0].ends_with(" studio-agents wiggum diff demo"),
+        "{commands:?}"
+    );
+    for cmd in &commands {
+        let (code, said, err) = shell(std::path::Path::new("/bin/sh"), &["-c", cmd], &[]);
+        assert_eq!(code, Some(0), "`{cmd}` failed:\n{said}\n{err}");
+        assert!(!said.is_empty(), "`{cmd}` printed nothing");
+    }
+}
+
 #[test]
 fn the_example_agent_delegates_a_first_artifact() {
     let t = TestHome::new();
