@@ -377,6 +377,10 @@ pub struct RunRecord {
     /// Build output and caches left out of the commit (`__pycache__/`, `target/`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// What the run did, as its line ends (the commit's subject, planning's item count): the
+    /// dashboard's feed says the line the terminal said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
 }
 
 /// What a validation run showed, as people read it.
@@ -449,6 +453,7 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            what: None,
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -502,6 +507,7 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            what: None,
         }
     }
 

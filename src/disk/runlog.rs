@@ -86,6 +86,7 @@ mod tests {
             validation: None,
             lines: None,
             left_out: vec![],
+            what: None,
         }
     }
 

@@ -49,9 +49,11 @@ pub fn say(text: &str) {
 
 /// Append a run record and say its line. `what` is what the iteration did (the commit subject).
 pub fn record_and_say(layout: &Layout, rec: &RunRecord, what: Option<&str>) -> Result<()> {
-    runlog::record(layout, rec)?;
+    let mut rec = rec.clone();
+    rec.what = what.map(str::to_string);
+    runlog::record(layout, &rec)?;
     let max = SINK.get().map_or(0, |s| s.max);
-    say(&run_line(rec, max, what));
+    say(&run_line(&rec, max, what));
     Ok(())
 }
 

@@ -122,7 +122,8 @@ fn http_at(
 #[test]
 fn every_page_of_an_ended_loop_and_its_event_stream() {
     let t = TestHome::new();
-    t.start_fg("dash", "", &["--max-rounds", "1"]).code(0);
+    let fg = t.start_fg("dash", "", &["--max-rounds", "1"]);
+    fg.code(0);
     let s = serve(&t);
     let (code, index) = s.get("/");
     assert_eq!(code, 200);
@@ -179,6 +180,33 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
         datas.last().unwrap().contains("\"event\":\"stop\""),
         "{stream}"
     );
+    // The page's feed says what the terminal said, line for line, the completion block last,
+    // each with its UTC time (the page shows it in local time); never the raw events.
+    let (code, feed) = s.get("/loop/dash/feed");
+    assert_eq!(code, 200);
+    let items: Vec<serde_json::Value> = feed
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let said: Vec<&str> = items.iter().map(|i| i["line"].as_str().unwrap()).collect();
+    assert_eq!(said.join("\n"), fg.stdout().trim_end());
+    assert_eq!(items.last().unwrap()["kind"], "end");
+    assert!(
+        items
+            .iter()
+            .all(|i| chrono::DateTime::parse_from_rfc3339(i["at"].as_str().unwrap()).is_ok()),
+        "{feed}"
+    );
+    assert!(
+        page.contains("new EventSource('/loop/'+topic+'/feed')")
+            && page.contains(
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            ),
+        "{page}"
+    );
+    // The chart starts at the loop's before: the original's quality, the gate's first score.
+    assert!(page.contains(">before</text>"), "{page}");
     // No control without the token.
     let (code, said) = http(&s.addr, "POST", "/loop/dash/pause", &[]);
     assert_eq!(code, 401, "{said}");
