@@ -324,3 +324,45 @@ fn kept_copies_leave_out_every_loop_s_runtime_files_and_say_what_they_kept() {
         "{line}"
     );
 }
+
+#[test]
+fn a_start_refused_after_its_worktree_was_made_takes_the_worktree_away_again() {
+    let t = TestHome::new();
+    let repo = t.root().join("repo");
+    repo_with_work(&repo.join("docs"));
+    std::fs::remove_dir_all(repo.join("docs/.git")).unwrap();
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "docs/artifact.md"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    let before = (snapshot(&repo), snapshot(&t.home()));
+    let docs = repo.join("docs").display().to_string();
+    let r = t.run(&[
+        "wiggum",
+        "start",
+        "wt",
+        "--artifact-path",
+        &docs,
+        "--worktree",
+        "--agent",
+        "no-such-agent",
+    ]);
+    r.code(2);
+    assert!(r.stderr().contains("no-such-agent"), "{}", r.stderr());
+    let after = (snapshot(&repo), snapshot(&t.home()));
+    let changed: Vec<&PathBuf> = after
+        .0
+        .iter()
+        .chain(&after.1)
+        .filter(|(p, c)| before.0.get(*p).or_else(|| before.1.get(*p)) != Some(c))
+        .map(|(p, _)| p)
+        .chain(
+            before
+                .0
+                .keys()
+                .chain(before.1.keys())
+                .filter(|p| !after.0.contains_key(*p) && !after.1.contains_key(*p)),
+        )
+        .collect();
+    assert!(changed.is_empty(), "changed: {changed:#?}");
+    assert_eq!(git(&repo, &["branch", "--list", "wiggum/*"]), "");
+}
