@@ -53,13 +53,13 @@ pub fn of_line(line: &str, max: u32) -> Option<Item> {
 }
 
 /// What the loop is doing now, when a line says it: a run going on (`Iteration 2/10 running`,
-/// `Planning running`), or a wait (`waiting: <why>, until` and the time).
+/// `Planning running`), or a wait (`waiting (<why>) until` and the time).
 #[must_use]
 pub fn now_line(st: &LoopState, now: DateTime<Utc>) -> Option<Item> {
     if let Some((until, why)) = st.phase().waiting() {
         return Some(Item {
             until: Some(until),
-            ..Item::new(now, "wait", format!("waiting: {why}; until"))
+            ..Item::new(now, "wait", format!("waiting ({why}) until"))
         });
     }
     st.agent_run()?.pid?;

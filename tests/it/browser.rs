@@ -279,6 +279,14 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
             }
         },
     );
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let keep = |name: &str| {
+        let png = d.screenshot();
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        std::fs::write(dir.join(name), &png).unwrap();
+    };
+    keep("dashboard.png");
     // On a phone's width the page reads without sideways scrolling.
     d.window(390, 844);
     let fits =
@@ -287,11 +295,7 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
         fits[0].as_u64().unwrap() <= fits[1].as_u64().unwrap(),
         "{fits}"
     );
-    let png = d.screenshot();
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("dashboard.png"), &png).unwrap();
+    keep("dashboard-phone.png");
     serve.kill().ok();
     serve.wait().ok();
     t.run(&["wiggum", "stop", "night"]).code(0);

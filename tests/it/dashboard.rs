@@ -262,6 +262,51 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
 }
 
 #[test]
+fn a_waiting_loop_s_feed_says_why_and_until_when() {
+    let t = TestHome::new();
+    t.start_bg("far", "limit", "FAKE_RESET=3600", &[]).code(0);
+    let st = t.wait_state("the loop to wait", |s| s["status"] == "waiting");
+    let s = serve(&t);
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.write_all(
+        format!(
+            "GET /loop/far/feed HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
+            s.addr, s.cookie
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut lines = Lines::beside(c);
+    lines.wait_for_line(
+        "the wait on the feed",
+        "\"kind\":\"wait\"",
+        Duration::from_secs(20),
+    );
+    let data = lines
+        .seen
+        .iter()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap())
+        .collect::<Vec<_>>();
+    // The limited run's line, as the terminal said it, then the wait with its end.
+    let said: Vec<&str> = data.iter().map(|d| d["line"].as_str().unwrap()).collect();
+    assert!(
+        said[0].starts_with("Planning ✓ planned")
+            && said[1].starts_with("Iteration 1/10 ✗ limited · "),
+        "{said:?}"
+    );
+    let wait = data.iter().find(|d| d["kind"] == "wait").unwrap();
+    assert_eq!(
+        wait["line"],
+        format!("waiting ({}) until", st["waiting_reason"].as_str().unwrap())
+    );
+    let until =
+        |v: &serde_json::Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    assert_eq!(until(&wait["until"]), until(&st["waiting_until"]));
+    t.run(&["wiggum", "stop", "far"]).code(0);
+}
+
+#[test]
 fn a_remote_loop_has_a_page_of_its_own_read_from_its_records() {
     use crate::support::git;
     let t = TestHome::new();
