@@ -46,7 +46,7 @@ fn every_refusal_of_start_leaves_the_disk_as_it_found_it() {
         b.display().to_string(),
         no_artifact.display().to_string(),
     );
-    let cases: [(&[&str], i32, String); 11] = [
+    let cases: [(&[&str], i32, String); 12] = [
         (
             &["dup", "--artifact-path", &bs, "--agent-cmd", &fake],
             2,
@@ -150,6 +150,19 @@ fn every_refusal_of_start_leaves_the_disk_as_it_found_it() {
             ],
             2,
             "cannot be used with".into(),
+        ),
+        // Every check passes: the dry run, which is every check and nothing more, writes nothing.
+        (
+            &[
+                "other",
+                "--artifact-path",
+                &bs,
+                "--agent-cmd",
+                &fake,
+                "--dry-run",
+            ],
+            0,
+            String::new(),
         ),
     ];
     for (args, code, said) in cases {
