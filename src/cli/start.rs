@@ -122,9 +122,14 @@ pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     let started = start(args, &opts);
     if let (Err(e), Some(made)) = (&started, &made)
         && matches!(e.exit_code(), 2 | 3)
-        && let Err(undo) = super::worktree::undo_start(&opts.topic, made)
     {
-        eprintln!("warning: {undo}");
+        match super::worktree::undo_start(&opts.topic, made) {
+            Ok(()) => eprintln!(
+                "note: the start was refused; worktree {} is taken away again",
+                made.worktree.display()
+            ),
+            Err(undo) => eprintln!("warning: {undo}"),
+        }
     }
     started
 }

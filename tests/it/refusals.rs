@@ -361,6 +361,14 @@ fn a_start_refused_after_its_worktree_was_made_takes_the_worktree_away_again() {
     ]);
     r.code(2);
     assert!(r.stderr().contains("no-such-agent"), "{}", r.stderr());
+    assert!(
+        r.stderr().contains(&format!(
+            "note: the start was refused; worktree {} is taken away again\n",
+            repo.join(".git/wiggum-worktrees/wt").display()
+        )),
+        "{}",
+        r.stderr()
+    );
     let after = (snapshot(&repo), snapshot(&t.home()));
     let changed: Vec<&PathBuf> = after
         .0
