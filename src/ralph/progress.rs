@@ -325,6 +325,17 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
     out
 }
 
+/// The program as the commands printed for people name it: `studio-agents`, or
+/// `STUDIO_AGENTS_HOME=<home> studio-agents` when the home is not the default one
+/// (`config::home_to_name`), so the command works as printed from another shell.
+#[must_use]
+pub fn program(home: Option<&std::path::Path>) -> String {
+    match home {
+        Some(h) => format!("STUDIO_AGENTS_HOME={} studio-agents", shell_word(h)),
+        None => "studio-agents".to_string(),
+    }
+}
+
 /// A path as a word of a shell command: as it is when nothing in it is special to `sh`, else
 /// single-quoted.
 fn shell_word(p: &std::path::Path) -> String {
@@ -381,10 +392,7 @@ pub fn completion_block(c: &Completion) -> String {
     if let Some(a) = &c.artifact {
         out.push(format!("  artifact    {}", a.display()));
     }
-    let sa = match &c.home {
-        Some(h) => format!("STUDIO_AGENTS_HOME={} studio-agents", shell_word(h)),
-        None => "studio-agents".to_string(),
-    };
+    let sa = program(c.home.as_deref());
     if c.iterations == 0 && c.artifact.is_none() {
         // Nothing ran to show a diff or a summary of: what fixes the cause instead.
         out.push(format!(
