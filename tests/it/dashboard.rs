@@ -23,6 +23,20 @@ impl Served {
     fn get(&self, path: &str) -> (u16, String) {
         http(&self.addr, "GET", path, &[("cookie", &self.cookie)])
     }
+
+    /// A stream at `path` as that browser opens it, its lines read beside the test.
+    fn stream(&self, path: &str) -> Lines {
+        let mut c = TcpStream::connect(&self.addr).unwrap();
+        c.write_all(
+            format!(
+                "GET {path} HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
+                self.addr, self.cookie
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        Lines::beside(c)
+    }
 }
 
 impl Drop for Served {
@@ -227,16 +241,7 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     t.blocked_at_first("live", "");
     let s = serve(&t);
     // The stream, read beside the test.
-    let mut c = TcpStream::connect(&s.addr).unwrap();
-    c.write_all(
-        format!(
-            "GET /loop/live/events HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
-            s.addr, s.cookie
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    let mut lines = Lines::beside(c);
+    let mut lines = s.stream("/loop/live/events");
     lines.wait_for_line(
         "iteration 1's start, live",
         "\"event\":\"run_started\",\"iteration\":1",
@@ -267,16 +272,7 @@ fn a_waiting_loop_s_feed_says_why_and_until_when() {
     t.start_bg("far", "limit", "FAKE_RESET=3600", &[]).code(0);
     let st = t.wait_state("the loop to wait", |s| s["status"] == "waiting");
     let s = serve(&t);
-    let mut c = TcpStream::connect(&s.addr).unwrap();
-    c.write_all(
-        format!(
-            "GET /loop/far/feed HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
-            s.addr, s.cookie
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    let mut lines = Lines::beside(c);
+    let mut lines = s.stream("/loop/far/feed");
     lines.wait_for_line(
         "the wait on the feed",
         "\"kind\":\"wait\"",
