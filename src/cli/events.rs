@@ -11,6 +11,7 @@ use crate::disk::handle::Handle;
 use crate::error::{Error, IoContext, Result};
 use crate::sys::term;
 use crate::view::events::{self, Event};
+use crate::view::feed;
 
 /// Flags of `events`.
 #[derive(Debug, Args)]
@@ -113,6 +114,49 @@ impl Follower {
         } else if !self.ended {
             self.ended = true;
             out.extend(st.as_ref().map(events::of_end).unwrap_or_default());
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a loop's feed as it comes (`view::feed`): its records' new lines as the terminal said
+/// them, what it does now (said again only when that changes), the completion block at the end.
+#[derive(Default)]
+pub struct FeedFollower {
+    pos: u64,
+    now: Option<String>,
+    ended: bool,
+}
+
+impl FeedFollower {
+    /// The feed's items since the last call; `live`: the loop runs (else its end comes once).
+    pub fn next(&mut self, h: &Handle, live: bool) -> Result<Vec<feed::Item>> {
+        let st = crate::disk::state::read(&h.layout.state()).ok().flatten();
+        let max = st.as_ref().map_or(0, |s| s.max_iterations);
+        let mut out: Vec<feed::Item> = read_from(&h.layout.runs(), &mut self.pos)?
+            .iter()
+            .filter_map(|line| feed::of_line(line, max))
+            .collect();
+        if !out.is_empty() {
+            self.now = None;
+        }
+        if live {
+            let now = st
+                .as_ref()
+                .and_then(|s| feed::now_line(s, chrono::Utc::now()));
+            if let Some(item) = now
+                && self.now.as_deref() != Some(item.line.as_str())
+            {
+                self.now = Some(item.line.clone());
+                out.push(item);
+            }
+        } else if !self.ended {
+            self.ended = true;
+            if let Some(st) = &st
+                && let Some(block) = super::status::completion(h, Some(st))
+            {
+                out.push(feed::end(st, block));
+            }
         }
         Ok(out)
     }

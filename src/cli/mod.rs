@@ -14,6 +14,7 @@ pub(crate) mod delegate;
 pub(crate) mod diff;
 pub(crate) mod doctor;
 pub(crate) mod events;
+pub(crate) mod forget;
 pub(crate) mod gate;
 pub(crate) mod inspect;
 pub(crate) mod panel;
@@ -35,7 +36,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "studio-agents", version, propagate_version = true)]
 #[command(
-    after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./artifacts/research\n  studio-agents wiggum status\n  studio-agents wiggum stop research\n\nExit codes:\n  0    success (a loop that completed or was stopped; gate: PASS)\n  1    runtime failure (a loop that failed: breaker, error; gate: FAIL or ERROR)\n  2    bad usage or input: a flag, a file, a settings key (nothing is written)\n  3    already running (start), or not running / not paused (stop, pause, resume)\n  130  interrupted (Ctrl-C in the foreground, after a clean stop)"
+    after_help = "Examples:\n  studio-agents wiggum start research --artifact-path ./artifacts/research\n  studio-agents wiggum status\n  studio-agents wiggum stop research\n\nExit codes:\n  0    success (a loop that completed or was stopped; gate: PASS)\n  1    runtime failure (a loop that failed: breaker, error; gate: FAIL or ERROR)\n  2    bad usage or input: a flag, a file, a settings key (nothing is written)\n  3    already running (start, forget), or not running / not paused (stop, pause, resume)\n  130  interrupted (Ctrl-C in the foreground, after a clean stop)"
 )]
 pub struct Cli {
     /// Settings file layered over $STUDIO_AGENTS_HOME/wiggum.toml and the loop's wiggum.toml.
@@ -103,6 +104,12 @@ pub enum Wiggum {
     /// it was last allowed (the agent can write it).
     #[command(after_help = "Example:\n  studio-agents wiggum allow research")]
     Allow(TopicArg),
+    /// Forget a loop: its registration and records under $STUDIO_AGENTS_HOME (refused while it
+    /// runs); its directory, wiggum/ and commits stay. --kept removes the copies of your work too.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum forget research\n  studio-agents wiggum forget research --kept"
+    )]
+    Forget(forget::ForgetArgs),
     /// What this machine enforces around an agent run, and what it cannot (exit 1 when
     /// `[safety] sandbox = "required"` would refuse to run).
     #[command(
@@ -247,6 +254,7 @@ pub fn main() -> i32 {
             Wiggum::Merge(a) => crate::cli::worktree::merge(a),
             Wiggum::Clean(a) => crate::cli::worktree::clean(a),
             Wiggum::Allow(a) => control::allow(&a.topic),
+            Wiggum::Forget(a) => forget::run(a),
             Wiggum::Doctor(a) => crate::cli::doctor::doctor(a),
             Wiggum::Pause(a) => control::pause(&a.topic, true),
             Wiggum::Resume(a) => control::pause(&a.topic, false),

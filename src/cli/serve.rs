@@ -1,7 +1,8 @@
 //! `serve [--bind ADDR]`: the local dashboard (`view::dashboard`) over HTTP, with the loops'
-//! event streams as server-sent events. Every request, pages and streams as well as pause,
-//! resume, stop and the answer to a question an agent asked, needs the token printed at start
-//! (`view::access`): the printed URL sets it as an `HttpOnly`, `SameSite=Strict` cookie; scripts may send it in `x-wiggum-token`. Requests whose
+//! event streams and their feeds (the lines the terminal says, `view::feed`) as server-sent
+//! events. Every request, pages and streams as well as pause, resume, stop and the answer to a
+//! question an agent asked, needs the token printed at start (`view::access`): the printed URL
+//! sets it as an `HttpOnly`, `SameSite=Strict` cookie; scripts may send it in `x-wiggum-token`. Requests whose
 //! `Host` or `Origin` is not the bound address are refused. Bound to loopback unless `--bind`
 //! says otherwise.
 
@@ -74,6 +75,7 @@ pub fn run(a: &ServeArgs) -> Result<i32> {
             .route("/loop/{topic}", get(loop_page))
             .route("/loop/{topic}/diff/{n}", get(diff))
             .route("/loop/{topic}/events", get(event_stream))
+            .route("/loop/{topic}/feed", get(feed_stream))
             .route("/loop/{topic}/{action}", post(control))
             .route("/remote/{topic}", get(remote_page))
             .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
@@ -224,6 +226,7 @@ async fn remote_page(State(app): State<Arc<App>>, Path(topic): Path<String>) -> 
             &v,
             &runs,
             &[],
+            dashboard::Before::default(),
             &dashboard::Source::Remote(url.clone()),
         )))
     })();
@@ -256,10 +259,16 @@ async fn loop_page(Path(topic): Path<String>) -> Response {
                 Some((r.iteration, line.trim_start_matches('#').trim().to_string()))
             })
             .collect();
+        let lift = crate::view::summary::lift_of(&h, v.state.as_ref(), &runs);
+        let before = dashboard::Before {
+            quality: lift.quality.first().and_then(|m| m.before),
+            gate: lift.gate_r1,
+        };
         Ok(dashboard::loop_page(
             &v,
             &runs,
             &reviews,
+            before,
             &dashboard::Source::Local,
         ))
     })();
@@ -287,7 +296,34 @@ async fn diff(Path((topic, n)): Path<(String, u32)>) -> Response {
 /// The loop's events as server-sent events, as they happen (`events --follow`), ending with
 /// the loop.
 async fn event_stream(Path(topic): Path<String>) -> Response {
-    let h = match handle(&topic) {
+    let mut f = super::events::Follower::default();
+    sse(&topic, move |h, live| {
+        let evs = f.next(h, live).unwrap_or_default();
+        evs.iter()
+            .map(|e| serde_json::to_string(e).unwrap_or_default())
+            .collect()
+    })
+}
+
+/// The loop's feed (`view::feed`): the lines its terminal says, as they come, for the page.
+async fn feed_stream(Path(topic): Path<String>) -> Response {
+    let mut f = super::events::FeedFollower::default();
+    sse(&topic, move |h, live| {
+        let items = f.next(h, live).unwrap_or_default();
+        items
+            .iter()
+            .map(|i| serde_json::to_string(i).unwrap_or_default())
+            .collect()
+    })
+}
+
+/// A loop's stream as server-sent events: what `next` has each time it is asked (every 300 ms
+/// while the loop runs), one `data:` each, ending once the loop has ended.
+fn sse<F>(topic: &str, next: F) -> Response
+where
+    F: FnMut(&Handle, bool) -> Vec<String> + Send + 'static,
+{
+    let h = match handle(topic) {
         Ok(h) => h,
         Err(r) => return r.into_response(),
     };
@@ -295,8 +331,8 @@ async fn event_stream(Path(topic): Path<String>) -> Response {
         Ok(d) => d,
         Err(e) => return (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
     };
-    let state = (h, home, super::events::Follower::default(), false);
-    let stream = futures_util::stream::unfold(state, |(h, home, mut f, done)| async move {
+    let state = (h, home, next, false);
+    let stream = futures_util::stream::unfold(state, |(h, home, mut next, done)| async move {
         if done {
             return None;
         }
@@ -305,12 +341,12 @@ async fn event_stream(Path(topic): Path<String>) -> Response {
                 .ok()
                 .flatten()
                 .is_some();
-            let evs = f.next(&h, live).unwrap_or_default();
-            if !evs.is_empty() || !live {
+            let datas = next(&h, live);
+            if !datas.is_empty() || !live {
                 let mut text = String::new();
-                for e in &evs {
+                for d in &datas {
                     text.push_str("data: ");
-                    text.push_str(&serde_json::to_string(e).unwrap_or_default());
+                    text.push_str(d);
                     text.push_str("\n\n");
                 }
                 if text.is_empty() {
@@ -318,7 +354,7 @@ async fn event_stream(Path(topic): Path<String>) -> Response {
                 }
                 return Some((
                     Ok::<Bytes, Infallible>(Bytes::from(text)),
-                    (h, home, f, !live),
+                    (h, home, next, !live),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(300)).await;

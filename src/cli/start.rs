@@ -110,11 +110,33 @@ impl StartArgs {
     }
 }
 
-/// Run `start`; returns the exit code.
+/// Run `start`; returns the exit code. A start refused (exit 2 or 3) after its worktree was
+/// made takes the worktree away again: a refusal leaves things as they were.
 pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
     let mut opts = args.opts(config);
-    // A relative program is the file beside the user, not one in the artifact directory where
-    // the agent runs: made absolute here, so the daemon and a restart run the same file.
+    anchor_agent_cmd(&mut opts);
+    if args.dry_run {
+        return dry_run(args, &opts);
+    }
+    let made = super::worktree::before_start(&mut opts, args.worktree)?;
+    let started = start(args, &opts);
+    if let (Err(e), Some(made)) = (&started, &made)
+        && matches!(e.exit_code(), 2 | 3)
+    {
+        match super::worktree::undo_start(&opts.topic, made) {
+            Ok(()) => eprintln!(
+                "note: the start was refused; worktree {} is taken away again",
+                made.worktree.display()
+            ),
+            Err(undo) => eprintln!("warning: {undo}"),
+        }
+    }
+    started
+}
+
+/// A relative program is the file beside the user, not one in the artifact directory where
+/// the agent runs: made absolute here, so the daemon and a restart run the same file.
+fn anchor_agent_cmd(opts: &mut StartOpts) {
     if let Some(cmd) = &opts.agent_cmd
         && let Ok(cwd) = std::env::current_dir()
         && let Some((anchored, path)) =
@@ -127,24 +149,27 @@ pub fn run(args: &StartArgs, config: Option<PathBuf>) -> Result<i32> {
         );
         opts.agent_cmd = Some(anchored);
     }
-    if !args.dry_run {
-        super::worktree::before_start(&mut opts, args.worktree)?;
+}
+
+/// `--dry-run`: what the start would do, written nowhere.
+fn dry_run(args: &StartArgs, opts: &StartOpts) -> Result<i32> {
+    let home = crate::config::home_dir()?;
+    let p = crate::ralph::start::prepare(opts, &home)?;
+    let d = crate::ralph::dry_run::plan(&p)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
+    } else {
+        println!("{}", crate::ralph::dry_run::text(&d));
     }
-    if args.dry_run {
-        let home = crate::config::home_dir()?;
-        let p = crate::ralph::start::prepare(&opts, &home)?;
-        let d = crate::ralph::dry_run::plan(&p)?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&d).unwrap_or_default());
-        } else {
-            println!("{}", crate::ralph::dry_run::text(&d));
-        }
-        return Ok(0);
-    }
+    Ok(0)
+}
+
+/// The start itself: in this process, or detached (and watched when asked).
+fn start(args: &StartArgs, opts: &StartOpts) -> Result<i32> {
     if args.foreground {
-        return supervisor::run_foreground(&opts, args.verbose);
+        return supervisor::run_foreground(opts, args.verbose);
     }
-    let auto_watch = supervisor::detach(&opts)?;
+    let auto_watch = supervisor::detach(opts)?;
     if args.watch || auto_watch {
         return crate::view::watch::run(&args.topic, crate::supervisor::control::request_stop);
     }

@@ -231,7 +231,7 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
         }
         println!("{text}");
         if a.remote.is_none()
-            && let Some(block) = completion(&Handle::open(topic)?, &v)
+            && let Some(block) = completion(&Handle::open(topic)?, v.state.as_ref())
         {
             println!("\n{}", crate::sys::term::printable(&block));
         }
@@ -240,8 +240,8 @@ pub fn status(a: &StatusArgs) -> Result<i32> {
 }
 
 /// The completion block of a loop that has ended (measured with the loop's own settings).
-fn completion(h: &Handle, v: &LoopView) -> Option<String> {
-    let st = v.state.as_ref().filter(|s| !s.status().is_live())?;
+pub(crate) fn completion(h: &Handle, st: Option<&crate::disk::state::LoopState>) -> Option<String> {
+    let st = st.filter(|s| !s.status().is_live())?;
     let kind = crate::quality::types::of(&h.settings());
     progress::completion_of(&h.layout, st, &kind, chrono::Utc::now())
         .map(|c| progress::completion_block(&c))

@@ -51,8 +51,9 @@ pub struct CleanArgs {
 
 /// Before `start`: when the loop is to run in a worktree (`--worktree`, `[defaults] isolation
 /// = "worktree"`, or a worktree made before), make or find it and point the start at the
-/// artifact directory inside it.
-pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
+/// artifact directory inside it. Returns the worktree when this start made it: a start refused
+/// after it takes it away again ([`undo_start`]).
+pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<Option<wt::Made>> {
     let home = config::home_dir()?;
     registry::check_topic(&opts.topic)?;
     let known = worktrees::read(&home, &opts.topic)?;
@@ -66,7 +67,7 @@ pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
         || known.is_some()
         || (settings.defaults.isolation == Isolation::Worktree && opts.artifact_path.is_some());
     if !wanted {
-        return Ok(());
+        return Ok(None);
     }
     let original = match (&opts.artifact_path, &known) {
         (Some(p), _) => std::path::absolute(p)
@@ -107,6 +108,7 @@ pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
         &original,
         settings.defaults.worktree_dir.as_deref(),
     )?;
+    let had_record = known.is_some();
     let merged = known.and_then(|k| k.merged);
     worktrees::write(
         &home,
@@ -128,7 +130,17 @@ pub fn before_start(opts: &mut StartOpts, asked: bool) -> Result<()> {
         made.from,
         opts.topic
     );
-    opts.artifact_path = Some(made.artifact);
+    opts.artifact_path = Some(made.artifact.clone());
+    Ok((made.made_now && !had_record).then_some(made))
+}
+
+/// A start refused after [`before_start`] made its worktree: the worktree, its branch (when
+/// made now) and its record go, so the refusal leaves things as they were.
+pub fn undo_start(topic: &str, made: &wt::Made) -> Result<()> {
+    wt::undo(topic, made)?;
+    let home = config::home_dir()?;
+    worktrees::remove(&home, topic)?;
+    let _kept = std::fs::remove_dir(home.join("worktrees")); // only when empty
     Ok(())
 }
 
@@ -193,7 +205,7 @@ fn merge_one(
     let into = into.unwrap_or(&w.from).to_string();
     let b = &w.branch;
     if let Some(m) = &w.merged
-        && m.covers(&into, branch_head(&w.repo, b).as_deref())
+        && m.covers(&into, wt::branch_head(&w.repo, b).as_deref())
     {
         let short: String = m.commit.chars().take(7).collect();
         return Ok((
@@ -246,7 +258,7 @@ fn merge_one(
             (0, format!("merged {b} into {into} ({kind}, {short}){note}"))
         }
         Merged::UpToDate => {
-            let head = branch_head(&w.repo, &into).unwrap_or_default();
+            let head = wt::branch_head(&w.repo, &into).unwrap_or_default();
             save_merged(home, topic, w, &into, &head, "up to date")?;
             (0, format!("{b} is already merged into {into}{note}"))
         }
@@ -280,12 +292,6 @@ fn merge_one(
     })
 }
 
-fn branch_head(repo: &Path, branch: &str) -> Option<String> {
-    let r = git2::Repository::open(repo).ok()?;
-    let b = r.find_branch(branch, git2::BranchType::Local).ok()?;
-    b.get().target().map(|o| o.to_string())
-}
-
 fn artifact_in(w: &Worktree) -> PathBuf {
     match w.original.strip_prefix(&w.repo) {
         Ok(rel) => w.worktree.join(rel),
@@ -307,7 +313,7 @@ fn save_merged(
         commit: commit.to_string(),
         how: how.to_string(),
         at: chrono::Utc::now(),
-        tip: branch_head(&w.repo, &w.branch),
+        tip: wt::branch_head(&w.repo, &w.branch),
     });
     worktrees::write(home, topic, &w)
 }
@@ -318,7 +324,7 @@ fn merge_all(home: &Path, how: How, into: Option<&str>) -> Result<i32> {
     let mut any = false;
     for topic in worktrees::topics(home)? {
         let w = record(home, &topic)?;
-        let tip = branch_head(&w.repo, &w.branch);
+        let tip = wt::branch_head(&w.repo, &w.branch);
         if w.merged
             .as_ref()
             .is_some_and(|m| m.covers(into.unwrap_or(&w.from), tip.as_deref()))

@@ -38,6 +38,18 @@ pub fn home_dir() -> Result<PathBuf> {
     std::path::absolute(&home).map_err(|e| Error::input(format!("{var} {}: {e}", home.display())))
 }
 
+/// The home to name in the commands a loop prints for people (`STUDIO_AGENTS_HOME=… studio-agents
+/// …`): this process's, when it is not the default `$HOME/.studio-agents` (a shell without the
+/// variable would find another home). `None` for the default.
+#[must_use]
+pub fn home_to_name() -> Option<PathBuf> {
+    let home = home_dir().ok()?;
+    let default = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .and_then(|h| std::path::absolute(PathBuf::from(h).join(".studio-agents")).ok());
+    (default.as_ref() != Some(&home)).then_some(home)
+}
+
 /// The settings files to layer, lowest first. Missing optional files are skipped; a missing
 /// `--config` file is an error.
 #[derive(Debug, Default)]

@@ -159,6 +159,17 @@ pub struct Defaults {
     /// directory; `start --spec`). Empty: the artifact directory's `artifact.md`, if any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub spec: Vec<std::path::PathBuf>,
+    /// Copies of the user's work (`$STUDIO_AGENTS_HOME/kept/`) older than this many days are
+    /// removed at the next `start`; 0 keeps them forever.
+    #[serde(skip_serializing_if = "is_default_keep_days")]
+    pub keep_days: u32,
+}
+
+/// The days kept copies are kept by default.
+pub const KEEP_DAYS: u32 = 30;
+
+fn is_default_keep_days(days: &u32) -> bool {
+    *days == KEEP_DAYS
 }
 
 /// `[defaults] isolation`.
@@ -201,6 +212,7 @@ impl Default for Defaults {
             isolation: Isolation::None,
             worktree_dir: None,
             spec: Vec::new(),
+            keep_days: KEEP_DAYS,
         }
     }
 }

@@ -383,6 +383,10 @@ pub struct RunRecord {
     /// What the agent asked instead of working (outcome `asked`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
+    /// What the run did, as its line ends (the commit's subject, planning's item count): the
+    /// dashboard's feed says the line the terminal said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what: Option<String>,
 }
 
 /// What a validation run showed, as people read it.
@@ -456,6 +460,7 @@ impl RunRecord {
             lines: None,
             left_out: Vec::new(),
             question: None,
+            what: None,
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -510,6 +515,7 @@ impl RunRecord {
             lines: None,
             left_out: Vec::new(),
             question: None,
+            what: None,
         }
     }
 

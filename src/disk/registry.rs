@@ -76,19 +76,24 @@ pub fn require(home: &Path, topic: &str) -> Result<PathBuf> {
     })
 }
 
-/// Register a topic. A topic already pointing elsewhere is refused while that directory still
-/// holds a loop, so two loops never share a name.
-pub fn register(home: &Path, topic: &str, artifact: &Path) -> Result<()> {
+/// Refuse a topic already pointing elsewhere while that directory still holds a loop, so two
+/// loops never share a name (read only: `start` asks before it writes anything).
+pub fn check_free(home: &Path, topic: &str, artifact: &Path) -> Result<()> {
     if let Some(existing) = lookup(home, topic)?
         && existing != artifact
         && existing.join("wiggum").is_dir()
     {
         return Err(Error::input(format!(
-            "topic `{topic}` is already registered for {} (remove {} or pick another topic)",
+            "topic `{topic}` is already registered for {}; pick another topic, or `studio-agents wiggum forget {topic}` first",
             existing.display(),
-            entry_path(home, topic).display()
         )));
     }
+    Ok(())
+}
+
+/// Register a topic ([`check_free`] first).
+pub fn register(home: &Path, topic: &str, artifact: &Path) -> Result<()> {
+    check_free(home, topic, artifact)?;
     let dir = home.join("loops");
     fsutil::create_dir_all(&dir)?;
     let text = toml::to_string(&Entry {

@@ -87,6 +87,7 @@ mod tests {
             lines: None,
             left_out: vec![],
             question: None,
+            what: None,
         }
     }
 

@@ -22,6 +22,12 @@ pub struct Made {
     pub from: String,
     /// The artifact directory inside the worktree.
     pub artifact: PathBuf,
+    /// This call made the worktree (it was not there before): [`undo`] takes it away again.
+    pub made_now: bool,
+    /// The commit the branch pointed at when this call made the worktree.
+    pub base: String,
+    /// This call made the branch too.
+    pub branch_made_now: bool,
 }
 
 /// The branch of a topic's loop.
@@ -119,9 +125,12 @@ pub fn make(topic: &str, artifact: &Path, parent: Option<&Path>) -> Result<Made>
             worktree: at,
             branch,
             from,
+            made_now: false,
+            branch_made_now: false,
+            base: String::new(),
         });
     }
-    add_worktree(&repo, &name, &worktree, &branch, &head, topic)?;
+    let (branch_made_now, base) = add_worktree(&repo, &name, &worktree, &branch, &head, topic)?;
     let mapped = worktree.join(&rel);
     copy_missing(&artifact, &mapped)?;
     Ok(Made {
@@ -130,6 +139,9 @@ pub fn make(topic: &str, artifact: &Path, parent: Option<&Path>) -> Result<Made>
         branch,
         from,
         artifact: mapped,
+        made_now: true,
+        branch_made_now,
+        base,
     })
 }
 
@@ -155,7 +167,8 @@ fn head_and_name<'r>(
 
 /// Add the worktree `name` at `worktree` on `branch` (made from `head` when missing); a worktree
 /// of that name whose directory was removed by hand is forgotten first, and a directory there
-/// that is not it is refused.
+/// that is not it is refused. Returns whether the branch was made now, and the commit it starts
+/// at.
 fn add_worktree(
     repo: &Repository,
     name: &str,
@@ -163,7 +176,7 @@ fn add_worktree(
     branch: &str,
     head: &git2::Reference<'_>,
     topic: &str,
-) -> Result<()> {
+) -> Result<(bool, String)> {
     if let Ok(wt) = repo.find_worktree(name) {
         wt.prune(Some(WorktreePruneOptions::new().valid(true)))
             .git_at(worktree, "prune the removed worktree")?;
@@ -176,11 +189,13 @@ fn add_worktree(
     }
     let workdir = repo.workdir().unwrap_or(repo.path());
     let commit = head.peel_to_commit().git_at(workdir, "read HEAD")?;
-    let reference = match repo.find_branch(branch, BranchType::Local) {
-        Ok(b) => b,
-        Err(_) => repo
-            .branch(branch, &commit, false)
-            .git_at(workdir, "create the loop's branch")?,
+    let (reference, made_now) = match repo.find_branch(branch, BranchType::Local) {
+        Ok(b) => (b, false),
+        Err(_) => (
+            repo.branch(branch, &commit, false)
+                .git_at(workdir, "create the loop's branch")?,
+            true,
+        ),
     };
     if let Some(p) = worktree.parent() {
         crate::sys::fsutil::create_dir_all(p)?;
@@ -189,6 +204,40 @@ fn add_worktree(
     opts.reference(Some(reference.get()));
     repo.worktree(name, worktree, Some(&opts))
         .git_at(worktree, "add the loop's worktree")?;
+    let base = reference
+        .get()
+        .target()
+        .map(|o| o.to_string())
+        .unwrap_or_default();
+    Ok((made_now, base))
+}
+
+/// The commit a local branch of the repository at `repo` points at, if there is one.
+#[must_use]
+pub fn branch_head(repo: &Path, branch: &str) -> Option<String> {
+    let r = Repository::open(repo).ok()?;
+    let b = r.find_branch(branch, BranchType::Local).ok()?;
+    b.get().target().map(|o| o.to_string())
+}
+
+/// Take away what [`make`] made now (a start refused after it): the worktree, git's record of
+/// it and the branch when this call made them, and the folder of worktrees when it is left empty.
+pub fn undo(topic: &str, made: &Made) -> Result<()> {
+    // Never once the loop has opened there (its state written) or its branch moved on: that
+    // is work, not a refused start's leftovers.
+    let opened = made.artifact.join("wiggum").join("state.json").exists();
+    if !made.made_now || opened || branch_head(&made.repo, &made.branch) != Some(made.base.clone())
+    {
+        return Ok(());
+    }
+    remove(&made.repo, topic, &made.worktree, made.branch_made_now)?;
+    // Only when empty: a folder that holds anything stays.
+    if let Some(parent) = made.worktree.parent() {
+        let _kept = std::fs::remove_dir(parent);
+    }
+    if let Ok(r) = Repository::open(&made.repo) {
+        let _kept = std::fs::remove_dir(r.path().join("worktrees"));
+    }
     Ok(())
 }
 

@@ -49,9 +49,11 @@ pub fn say(text: &str) {
 
 /// Append a run record and say its line. `what` is what the iteration did (the commit subject).
 pub fn record_and_say(layout: &Layout, rec: &RunRecord, what: Option<&str>) -> Result<()> {
-    runlog::record(layout, rec)?;
+    let mut rec = rec.clone();
+    rec.what = what.map(str::to_string);
+    runlog::record(layout, &rec)?;
     let max = SINK.get().map_or(0, |s| s.max);
-    say(&run_line(rec, max, what));
+    say(&run_line(&rec, max, what));
     Ok(())
 }
 
@@ -197,6 +199,9 @@ pub struct Completion {
     pub tests: Option<crate::disk::records::TreeValidation>,
     /// A code loop (the repository is the work: no document quality to show).
     pub code: bool,
+    /// The loop's `STUDIO_AGENTS_HOME` when it is not the default one: the commands the block
+    /// prints name it, so they work as printed from another shell.
+    pub home: Option<PathBuf>,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -236,6 +241,7 @@ pub fn completion_of(
             .then(|| super::work::read_tree(layout))
             .flatten(),
         code: kind.writes_repository(),
+        home: crate::config::home_to_name(),
     })
 }
 
@@ -341,6 +347,31 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
     out
 }
 
+/// The program as the commands printed for people name it: `studio-agents`, or
+/// `STUDIO_AGENTS_HOME=<home> studio-agents` when the home is not the default one
+/// (`config::home_to_name`), so the command works as printed from another shell.
+#[must_use]
+pub fn program(home: Option<&std::path::Path>) -> String {
+    match home {
+        Some(h) => format!("STUDIO_AGENTS_HOME={} studio-agents", shell_word(h)),
+        None => "studio-agents".to_string(),
+    }
+}
+
+/// A path as a word of a shell command: as it is when nothing in it is special to `sh`, else
+/// single-quoted.
+fn shell_word(p: &std::path::Path) -> String {
+    let plain = p.to_str().is_some_and(|s| {
+        s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c))
+    });
+    if plain {
+        p.display().to_string()
+    } else {
+        crate::agent::spec::shell_quote(p)
+    }
+}
+
 /// The block printed when a loop ends (and by `status` for an ended loop).
 #[must_use]
 pub fn completion_block(c: &Completion) -> String {
@@ -383,15 +414,16 @@ pub fn completion_block(c: &Completion) -> String {
     if let Some(a) = &c.artifact {
         out.push(format!("  artifact    {}", a.display()));
     }
+    let sa = program(c.home.as_deref());
     if c.iterations == 0 && c.artifact.is_none() {
         // Nothing ran to show a diff or a summary of: what fixes the cause instead.
         out.push(format!(
-            "  next        studio-agents wiggum logs {t} --planning   (what the agent said)\n              studio-agents wiggum doctor   (what this machine enforces)\n              studio-agents wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
+            "  next        {sa} wiggum logs {t} --planning   (what the agent said)\n              {sa} wiggum doctor   (what this machine enforces)\n              {sa} wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
             t = c.topic
         ));
     } else {
         out.push(format!(
-            "  next        studio-agents wiggum diff {t}\n              studio-agents wiggum summary {t}",
+            "  next        {sa} wiggum diff {t}\n              {sa} wiggum summary {t}",
             t = c.topic
         ));
     }
@@ -496,6 +528,7 @@ mod tests {
             artifact: None,
             tests: None,
             code: false,
+            home: None,
         };
         let block = completion_block(&c);
         assert!(
@@ -520,6 +553,7 @@ mod tests {
             artifact: Some("/a/wiggum/final/artifact.md".into()),
             tests: None,
             code: false,
+            home: None,
         };
         assert_eq!(
             completion_block(&c),
@@ -562,10 +596,43 @@ mod tests {
             artifact: None,
             tests: Some(tree),
             code: true,
+            home: None,
         };
         assert_eq!(
             completion_block(&c),
             "Loop `calc` ended: the validation fails on the final tree\n  iterations  3/10 (tests failing after 2)\n  tests       1 failing: test_calc.TestCalc.test_add\n              $ python3 -m unittest -q   (exited with code 1)\n              FAIL: test_add (test_calc.TestCalc.test_add)\n              AssertionError: 5 != 4\n  time        4.0s\n  cost        unknown\n  next        studio-agents wiggum diff calc\n              studio-agents wiggum summary calc"
+        );
+    }
+
+    #[test]
+    fn the_next_commands_name_a_home_that_is_not_the_default() {
+        let block = |home: &str| {
+            completion_block(&Completion {
+                topic: "demo".into(),
+                iterations: 3,
+                max: 10,
+                quality: (None, None),
+                flat: None,
+                elapsed_ms: 4_000,
+                cost: "unknown".into(),
+                reason: StopReason::PlanEmpty,
+                detail: String::new(),
+                artifact: None,
+                tests: None,
+                code: true,
+                home: Some(PathBuf::from(home)),
+            })
+        };
+        assert!(
+            block("/tmp/tmp.x1/home").ends_with("  next        STUDIO_AGENTS_HOME=/tmp/tmp.x1/home studio-agents wiggum diff demo\n              STUDIO_AGENTS_HOME=/tmp/tmp.x1/home studio-agents wiggum summary demo"),
+            "{}",
+            block("/tmp/tmp.x1/home")
+        );
+        assert!(
+            block("/tmp/my home")
+                .contains("STUDIO_AGENTS_HOME='/tmp/my home' studio-agents wiggum diff demo"),
+            "{}",
+            block("/tmp/my home")
         );
     }
 }

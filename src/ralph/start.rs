@@ -152,6 +152,7 @@ where
 pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     check_flags(opts)?;
     let layout = loop_layout(opts, home)?;
+    registry::check_free(home, &opts.topic, layout.root())?;
     let mut settings = load_settings(opts, home, &layout)?;
     let (artifact_type, mut notes) = settle_kind(opts, &layout, &mut settings)?;
     let agents = resolve_agents(opts, &layout, &artifact_type, &mut settings)?;

@@ -76,22 +76,72 @@ pub fn note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
 }
 
 /// Keep a copy of the user's uncommitted files out of the agents' reach (`disk::kept`), before
-/// any agent runs. Returns what to tell the user.
+/// any agent runs. Returns what to tell the user ([`kept_line`]).
 pub fn keep(root: &Path, theirs: &[PathBuf], home: &Path, topic: &str) -> Result<Option<String>> {
     if theirs.is_empty() {
         return Ok(None);
     }
-    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f").to_string();
+    let stamp = chrono::Utc::now().format(kept::STAMP).to_string();
     let k = kept::keep(root, theirs, &kept::topic_dir(home, topic), &stamp)?;
+    Ok(kept_line(&k))
+}
+
+/// How many of the kept paths the start line names.
+const NAMED: usize = 5;
+
+/// What `start` says of a copy: where it is, how many files and bytes, the first paths, and
+/// what was not copied.
+#[must_use]
+pub fn kept_line(k: &kept::Kept) -> Option<String> {
     let mut parts = Vec::new();
-    if let Some(dir) = k.dir {
+    if let Some(dir) = &k.dir {
+        let n = k.held.len();
+        let shown: Vec<String> = k
+            .held
+            .iter()
+            .take(NAMED)
+            .map(|p| p.display().to_string())
+            .collect();
+        let more = match n.saturating_sub(NAMED) {
+            0 => String::new(),
+            m => format!(" and {m} more"),
+        };
         parts.push(format!(
-            "a copy of that work, out of the agent's reach, is in {}",
-            dir.display()
+            "a copy of that work, out of the agent's reach, is in {}: {n} file{}, {} ({}{more})",
+            dir.display(),
+            if n == 1 { "" } else { "s" },
+            kept::size(k.bytes),
+            shown.join(", ")
         ));
     }
     if !k.skipped.is_empty() {
         parts.push(format!("not copied: {}", k.skipped.join(", ")));
     }
-    Ok((!parts.is_empty()).then(|| parts.join("; ")))
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kept_line_says_where_how_much_and_the_first_paths() {
+        let held = |n: usize| (0..n).map(|i| PathBuf::from(format!("f{i}.md"))).collect();
+        let k = |n, skipped: &[&str]| kept::Kept {
+            dir: Some(PathBuf::from("/h/kept/t/s")),
+            copied: n,
+            skipped: skipped.iter().map(|s| (*s).to_string()).collect(),
+            held: held(n),
+            bytes: 2048,
+        };
+        assert_eq!(
+            kept_line(&k(1, &[])).unwrap(),
+            "a copy of that work, out of the agent's reach, is in /h/kept/t/s: 1 file, 2.0 KiB (f0.md)"
+        );
+        assert_eq!(
+            kept_line(&k(7, &["big.bin (over 64 MiB)"])).unwrap(),
+            "a copy of that work, out of the agent's reach, is in /h/kept/t/s: 7 files, 2.0 KiB (f0.md, f1.md, f2.md, f3.md, f4.md and 2 more); not copied: big.bin (over 64 MiB)"
+        );
+        assert_eq!(kept_line(&kept::Kept::default()), None);
+    }
 }

@@ -118,6 +118,7 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
         },
     )?;
     let t = &p.topic;
+    let sa = crate::ralph::progress::program(config::home_to_name().as_deref());
     if ready == Ready::Finished {
         // Nothing was left to do (an empty plan, a threshold already met …): it ended before
         // it was seen running.
@@ -127,15 +128,15 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
             ended_why(st.as_ref())
         );
         println!("  log:      {}", log_path.display());
-        println!("  status:   studio-agents wiggum status {t}");
+        println!("  status:   {sa} wiggum status {t}");
         return Ok(false);
     }
     println!("started loop `{t}` (pid {pid})");
     println!("  artifact: {}", p.layout.root().display());
     println!("  log:      {}", log_path.display());
-    println!("  watch:    studio-agents wiggum watch {t}");
-    println!("  status:   studio-agents wiggum status {t}");
-    println!("  stop:     studio-agents wiggum stop {t}");
+    println!("  watch:    {sa} wiggum watch {t}");
+    println!("  status:   {sa} wiggum status {t}");
+    println!("  stop:     {sa} wiggum stop {t}");
     Ok(p.settings.defaults.auto_watch && std::io::IsTerminal::is_terminal(&std::io::stdout()))
 }
 

@@ -62,6 +62,19 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     for n in &p.notes {
         eprintln!("warning: {n}");
     }
+    let days = p.settings.defaults.keep_days;
+    let gone = crate::disk::kept::prune(&p.home, chrono::Utc::now(), days)?;
+    if !gone.is_empty() {
+        eprintln!(
+            "note: removed {} kept cop{} older than {days} days ([defaults] keep_days): {}",
+            gone.len(),
+            if gone.len() == 1 { "y" } else { "ies" },
+            gone.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if let Some(n) = crate::ralph::theirs::keep(&p.work_root, &p.at_risk, &p.home, &p.topic)? {
         eprintln!("note: {n}");
     }

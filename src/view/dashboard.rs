@@ -1,8 +1,9 @@
 //! The local dashboard's pages (`wiggum serve`): every loop in a table, and one page per loop
 //! with its figures, an SVG chart of the gate (r1 and final) and the built-in quality per
-//! iteration, the cost over iterations, the iteration table (each review's first line, a link to
-//! its diff), the controls, and a small script that follows the loop's event stream. Everything
-//! is in the page: no asset is fetched from anywhere. Pure.
+//! iteration from the loop's before, the cost over iterations, the iteration table (each
+//! review's first line, a link to its diff), the controls, and a small script that follows the
+//! loop's feed (`view::feed`: the terminal's lines, shown in the reader's local time). Readable on
+//! a phone. Everything is in the page: no asset is fetched from anywhere. Pure.
 
 use crate::disk::records::{RecordKind, RunRecord};
 use crate::view::model::LoopView;
@@ -17,11 +18,11 @@ pub fn esc(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse}td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}th{background:#f4f4f4}.running{color:#06c}.completed{color:#080}.failed,.dead{color:#c00}.paused,.waiting{color:#b60}button{margin-right:.5em}#live{font:12px monospace;white-space:pre;max-height:12em;overflow:auto;background:#f8f8f8;padding:.5em}";
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em;max-width:64em;color:#222}h1{font-size:1.5em;overflow-wrap:anywhere}table{border-collapse:collapse;display:block;overflow-x:auto;max-width:100%}td,th{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}th{background:#f4f4f4}svg{max-width:100%;height:auto}.running{color:#06c}.completed{color:#080}.failed,.dead{color:#c00}.paused,.waiting{color:#b60}button{font:inherit;padding:.5em 1.1em;margin:0 .5em .5em 0;border:0;border-radius:6px;background:#06c;color:#fff;cursor:pointer}button[data-act=resume]{background:#080}button[data-act=stop]{background:#c00}button:active{opacity:.7}#said{display:inline-block}#live{font:13px/1.4 ui-monospace,monospace;max-height:28em;overflow:auto;background:#f8f8f8;padding:.5em;border-radius:6px}#live .line{white-space:pre-wrap;overflow-wrap:anywhere;padding:.2em 0;border-bottom:1px solid #eee}#live time{color:#777;margin-right:.6em}@media (max-width:600px){body{padding:.6em;font-size:14px}td,th{padding:.25em .4em}}";
 
 fn page(title: &str, body: &str) -> String {
     format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{t}</title><style>{STYLE}</style></head><body>{body}</body></html>",
         t = esc(title)
     )
 }
@@ -102,15 +103,19 @@ pub type Series<'a> = (&'a str, &'a str, Vec<(f64, f64)>);
 #[must_use]
 pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
     let (w, h, pad) = (560.0, 200.0, 30.0);
-    let x_max = series
-        .iter()
-        .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
-        .fold(1.0_f64, f64::max);
-    let sx = |x: f64| pad + (x - 1.0).max(0.0) / (x_max - 1.0).max(1.0) * (w - 2.0 * pad);
+    let xs = || {
+        series
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|(x, _)| *x))
+    };
+    let x_max = xs().fold(1.0_f64, f64::max);
+    // Iterations count from 1; a point at 0 is the loop's before (the original).
+    let x_min = xs().fold(1.0_f64, f64::min).max(0.0);
+    let sx = |x: f64| pad + (x - x_min).max(0.0) / (x_max - x_min).max(1.0) * (w - 2.0 * pad);
     let sy =
         |y: f64| h - pad - (y / y_max.max(f64::MIN_POSITIVE)).clamp(0.0, 1.0) * (h - 2.0 * pad);
     let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{t}\"><text x=\"{pad}\" y=\"16\" font-size=\"12\">{t}</text><line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/><text x=\"2\" y=\"{top}\" font-size=\"10\">{y_max}</text>",
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{t}\"><text x=\"{pad}\" y=\"16\" font-size=\"12\">{t}</text><line x1=\"{pad}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\" stroke=\"#999\"/><line x1=\"{pad}\" y1=\"{pad}\" x2=\"{pad}\" y2=\"{b}\" stroke=\"#999\"/><text x=\"2\" y=\"{top}\" font-size=\"10\">{y_max}</text>",
         t = esc(title),
         b = h - pad,
         r = w - pad,
@@ -135,6 +140,12 @@ pub fn chart(title: &str, series: &[Series<'_>], y_max: f64) -> String {
             ));
         }
     }
+    if x_min == 0.0 {
+        svg.push_str(&format!(
+            "<text x=\"{pad}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">before</text>",
+            h - pad + 12.0
+        ));
+    }
     svg.push_str("</svg>");
     svg
 }
@@ -148,12 +159,24 @@ pub enum Source {
     Remote(String),
 }
 
-/// One loop's page: `runs` its records, `reviews` each iteration's review's first line.
+/// Where a loop's chart starts (at "before", left of iteration 1): the original's built-in
+/// quality (0–1) and the gate's first score (iteration 1's first round), the index's "before".
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Before {
+    /// The original artifact's overall quality.
+    pub quality: Option<f64>,
+    /// The gate's first score.
+    pub gate: Option<f64>,
+}
+
+/// One loop's page: `runs` its records, `reviews` each iteration's review's first line,
+/// `before` where its chart starts.
 #[must_use]
 pub fn loop_page(
     v: &LoopView,
     runs: &[RunRecord],
     reviews: &[(u32, String)],
+    before: Before,
     source: &Source,
 ) -> String {
     let local = *source == Source::Local;
@@ -167,13 +190,22 @@ pub fn loop_page(
         .iter()
         .filter_map(|r| point(r, r.gate.as_ref().and_then(|g| g.wiggum_r1)))
         .collect();
-    let fin: Vec<(f64, f64)> = iterations
-        .iter()
-        .filter_map(|r| point(r, r.gate.as_ref().and_then(|g| g.final_score)))
+    let at_before = |y: Option<f64>| y.map(|y| (0.0, y));
+    let fin: Vec<(f64, f64)> = at_before(before.gate)
+        .into_iter()
+        .chain(
+            iterations
+                .iter()
+                .filter_map(|r| point(r, r.gate.as_ref().and_then(|g| g.final_score))),
+        )
         .collect();
-    let quality: Vec<(f64, f64)> = iterations
-        .iter()
-        .filter_map(|r| point(r, r.quality.as_ref().map(|q| q.overall * 10.0)))
+    let quality: Vec<(f64, f64)> = at_before(before.quality.map(|q| q * 10.0))
+        .into_iter()
+        .chain(
+            iterations
+                .iter()
+                .filter_map(|r| point(r, r.quality.as_ref().map(|q| q.overall * 10.0))),
+        )
         .collect();
     let mut spent = 0.0;
     let cost: Vec<(f64, f64)> = runs
@@ -246,8 +278,14 @@ pub fn loop_page(
         "<script>const topic={topic};\
 document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',credentials:'same-origin'}});document.getElementById('said').textContent=' '+(await r.text());}});\
 const ans=document.getElementById('answer');if(ans){{document.getElementById('answer-send').onclick=async()=>{{const r=await fetch('/loop/'+topic+'/answer',{{method:'POST',credentials:'same-origin',body:ans.value}});document.getElementById('answered').textContent=' '+(await r.text());}};}}\
-const live=document.getElementById('live');const loaded=Date.now();const es=new EventSource('/loop/'+topic+'/events');\
-es.onmessage=m=>{{live.textContent+=m.data+'\\n';const e=JSON.parse(m.data);if((e.event==='run_ended'||e.event==='stop')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
+const live=document.getElementById('live');const loaded=Date.now();\
+const local=t=>{{const d=new Date(t);return [d.getHours(),d.getMinutes(),d.getSeconds()].map(n=>String(n).padStart(2,'0')).join(':');}};\
+const es=new EventSource('/loop/'+topic+'/feed');\
+es.onmessage=m=>{{const e=JSON.parse(m.data);const d=document.createElement('div');d.className='line '+e.kind;\
+const at=document.createElement('time');at.dateTime=e.at;at.textContent=local(e.at);\
+d.append(at,e.line+(e.until?' '+local(e.until):''));live.append(d);live.scrollTop=live.scrollHeight;\
+if(e.kind==='end'){{es.close();}}\
+if((e.kind==='run'||e.kind==='end')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
         topic = serde_json::to_string(&v.topic).unwrap_or_default()
     );
     let (controls, live) = match source {
@@ -307,5 +345,14 @@ mod tests {
         // x from the left edge to the right, y 5 halfway and 10 at the top.
         assert!(svg.contains("points=\"30.0,100.0 530.0,30.0\""), "{svg}");
         assert_eq!(svg.matches("<circle").count(), 2);
+        assert!(!svg.contains(">before<"), "{svg}");
+        // A point at 0 is the loop's before: the left edge, named.
+        let svg = chart(
+            "t",
+            &[("final", "#06c", vec![(0.0, 5.0), (1.0, 10.0)])],
+            10.0,
+        );
+        assert!(svg.contains("points=\"30.0,100.0 530.0,30.0\""), "{svg}");
+        assert!(svg.contains(">before</text>"), "{svg}");
     }
 }

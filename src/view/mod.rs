@@ -5,6 +5,7 @@
 pub mod access;
 pub mod dashboard;
 pub mod events;
+pub mod feed;
 pub mod kube;
 pub mod model;
 pub mod remote;

@@ -1,6 +1,7 @@
 //! The dashboard as a person uses it, in a real browser: headless Chromium (Debian's `chromium`
 //! and `chromium-driver`; `.ci/run` installs them) driven over WebDriver loads a running loop's
-//! page, sees its iteration appear live, presses pause and sees the loop pause. A screenshot is
+//! page, sees its iteration appear live as the terminal's lines in local time, presses pause and
+//! sees the loop pause, and reads it at a phone's width. A screenshot is
 //! kept as a test artifact (`target/test-artifacts/dashboard.png`). Without Chromium on the
 //! machine the test says so loudly and skips.
 
@@ -76,8 +77,11 @@ fn start_driver() -> Option<Driver> {
         .local_addr()
         .unwrap()
         .port();
+    // The browser's local time is India's (UTC+05:30, no daylight saving): the page's times are
+    // seen converted from the events' UTC.
     let child = Command::new("/usr/bin/chromedriver")
         .arg(format!("--port={port}"))
+        .env("TZ", "Asia/Kolkata")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -145,6 +149,15 @@ impl Driver {
         );
     }
 
+    fn window(&self, width: u32, height: u32) {
+        call(
+            &self.addr,
+            "POST",
+            &format!("/session/{}/window/rect", self.session),
+            Some(json!({ "width": width, "height": height })),
+        );
+    }
+
     fn screenshot(&self) -> Vec<u8> {
         let v = call(
             &self.addr,
@@ -197,19 +210,40 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
         .unwrap_or_else(|| panic!("{line}"));
     let page = printed.replacen("/?token=", "/loop/night?token=", 1);
     d.go(&page);
-    // The running iteration shows live, from the event stream.
+    // The running iteration shows live, from the feed: the terminal's lines, not raw events.
+    let live_text = || {
+        d.js("return document.getElementById('live').innerText")
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
     wait_for(
         "iteration 1's start in the page",
         Duration::from_secs(30),
         || {
-            let live = d.js("return document.getElementById('live').textContent");
-            let text = live.as_str().unwrap_or_default().to_string();
-            if text.contains("\"event\":\"run_started\",\"iteration\":1") {
+            let text = live_text();
+            if text.contains("Iteration 1/10 running") {
                 Ok(())
             } else {
                 Err(text)
             }
         },
+    );
+    assert!(!live_text().contains("{\""), "{}", live_text());
+    // Each line's time is the event's UTC time in the reader's local time.
+    let first = d
+        .js("const t=document.querySelector('#live .line time');return [t.dateTime,t.textContent]");
+    let utc = chrono::DateTime::parse_from_rfc3339(first[0].as_str().unwrap()).unwrap();
+    let india = chrono::FixedOffset::east_opt(5 * 3600 + 1800).unwrap();
+    assert_eq!(
+        first[1].as_str().unwrap(),
+        utc.with_timezone(&india).format("%H:%M:%S").to_string(),
+        "{first}"
+    );
+    assert!(
+        live_text().contains("Planning ✓ planned"),
+        "{}",
+        live_text()
     );
     // Pressed until the page says so (pressing pause twice is harmless).
     wait_for("the page to say it paused", Duration::from_secs(20), || {
@@ -233,11 +267,35 @@ fn in_a_browser_a_running_loop_shows_live_and_pauses_at_a_click() {
             Err(rows)
         }
     });
-    let png = d.screenshot();
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    wait_for(
+        "iteration 1's line in the feed",
+        Duration::from_secs(30),
+        || {
+            let text = live_text();
+            if text.contains("Iteration 1/10 ✓") {
+                Ok(())
+            } else {
+                Err(text)
+            }
+        },
+    );
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("dashboard.png"), &png).unwrap();
+    let keep = |name: &str| {
+        let png = d.screenshot();
+        assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+        std::fs::write(dir.join(name), &png).unwrap();
+    };
+    keep("dashboard.png");
+    // On a phone's width the page reads without sideways scrolling.
+    d.window(390, 844);
+    let fits =
+        d.js("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]");
+    assert!(
+        fits[0].as_u64().unwrap() <= fits[1].as_u64().unwrap(),
+        "{fits}"
+    );
+    keep("dashboard-phone.png");
     serve.kill().ok();
     serve.wait().ok();
     t.run(&["wiggum", "stop", "night"]).code(0);

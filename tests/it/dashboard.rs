@@ -23,6 +23,20 @@ impl Served {
     pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http(&self.addr, "GET", path, &[("cookie", &self.cookie)])
     }
+
+    /// A stream at `path` as that browser opens it, its lines read beside the test.
+    fn stream(&self, path: &str) -> Lines {
+        let mut c = TcpStream::connect(&self.addr).unwrap();
+        c.write_all(
+            format!(
+                "GET {path} HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
+                self.addr, self.cookie
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        Lines::beside(c)
+    }
 }
 
 impl Drop for Served {
@@ -122,7 +136,8 @@ fn http_at(
 #[test]
 fn every_page_of_an_ended_loop_and_its_event_stream() {
     let t = TestHome::new();
-    t.start_fg("dash", "", &["--max-rounds", "1"]).code(0);
+    let fg = t.start_fg("dash", "", &["--max-rounds", "1"]);
+    fg.code(0);
     let s = serve(&t);
     let (code, index) = s.get("/");
     assert_eq!(code, 200);
@@ -179,6 +194,33 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
         datas.last().unwrap().contains("\"event\":\"stop\""),
         "{stream}"
     );
+    // The page's feed says what the terminal said, line for line, the completion block last,
+    // each with its UTC time (the page shows it in local time); never the raw events.
+    let (code, feed) = s.get("/loop/dash/feed");
+    assert_eq!(code, 200);
+    let items: Vec<serde_json::Value> = feed
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect();
+    let said: Vec<&str> = items.iter().map(|i| i["line"].as_str().unwrap()).collect();
+    assert_eq!(said.join("\n"), fg.stdout().trim_end());
+    assert_eq!(items.last().unwrap()["kind"], "end");
+    assert!(
+        items
+            .iter()
+            .all(|i| chrono::DateTime::parse_from_rfc3339(i["at"].as_str().unwrap()).is_ok()),
+        "{feed}"
+    );
+    assert!(
+        page.contains("new EventSource('/loop/'+topic+'/feed')")
+            && page.contains(
+                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            ),
+        "{page}"
+    );
+    // The chart starts at the loop's before: the original's quality, the gate's first score.
+    assert!(page.contains(">before</text>"), "{page}");
     // No control without the token.
     let (code, said) = http(&s.addr, "POST", "/loop/dash/pause", &[]);
     assert_eq!(code, 401, "{said}");
@@ -199,16 +241,7 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     t.blocked_at_first("live", "");
     let s = serve(&t);
     // The stream, read beside the test.
-    let mut c = TcpStream::connect(&s.addr).unwrap();
-    c.write_all(
-        format!(
-            "GET /loop/live/events HTTP/1.1\r\nhost: {}\r\ncookie: {}\r\nconnection: close\r\n\r\n",
-            s.addr, s.cookie
-        )
-        .as_bytes(),
-    )
-    .unwrap();
-    let mut lines = Lines::beside(c);
+    let mut lines = s.stream("/loop/live/events");
     lines.wait_for_line(
         "iteration 1's start, live",
         "\"event\":\"run_started\",\"iteration\":1",
@@ -231,6 +264,42 @@ fn a_running_loop_streams_live_and_the_token_pauses_and_stops_it() {
     let (code, said) = http(&s.addr, "POST", "/loop/live/stop", &token);
     assert_eq!((code, said.as_str()), (200, "stopping"));
     t.wait_state("the loop to stop", |st| st["status"] == "stopped");
+}
+
+#[test]
+fn a_waiting_loop_s_feed_says_why_and_until_when() {
+    let t = TestHome::new();
+    t.start_bg("far", "limit", "FAKE_RESET=3600", &[]).code(0);
+    let st = t.wait_state("the loop to wait", |s| s["status"] == "waiting");
+    let s = serve(&t);
+    let mut lines = s.stream("/loop/far/feed");
+    lines.wait_for_line(
+        "the wait on the feed",
+        "\"kind\":\"wait\"",
+        Duration::from_secs(20),
+    );
+    let data = lines
+        .seen
+        .iter()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap())
+        .collect::<Vec<_>>();
+    // The limited run's line, as the terminal said it, then the wait with its end.
+    let said: Vec<&str> = data.iter().map(|d| d["line"].as_str().unwrap()).collect();
+    assert!(
+        said[0].starts_with("Planning ✓ planned")
+            && said[1].starts_with("Iteration 1/10 ✗ limited · "),
+        "{said:?}"
+    );
+    let wait = data.iter().find(|d| d["kind"] == "wait").unwrap();
+    assert_eq!(
+        wait["line"],
+        format!("waiting ({}) until", st["waiting_reason"].as_str().unwrap())
+    );
+    let until =
+        |v: &serde_json::Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    assert_eq!(until(&wait["until"]), until(&st["waiting_until"]));
+    t.run(&["wiggum", "stop", "far"]).code(0);
 }
 
 #[test]

@@ -493,6 +493,7 @@ fn completions_for_three_shells_and_a_man_page() {
             &r.stdout()[..200.min(r.stdout().len())]
         );
         assert!(r.stdout().contains("wiggum"), "{shell}");
+        assert!(r.stdout().contains("forget"), "{shell}");
     }
     let r = t.run(&["man"]);
     r.code(0);

@@ -397,6 +397,7 @@ fn failing_validation_rejects_the_iteration_without_a_commit() {
 fn redact(text: &str, t: &crate::support::TestHome) -> String {
     let art = t.art().display().to_string();
     text.replace(&art, "<art>")
+        .replace(&t.home().display().to_string(), "<home>")
         .lines()
         .map(|l| {
             l.split(' ')
@@ -435,8 +436,8 @@ fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records
       cost        unknown
       reason      fix_plan.md has no unchecked items
       artifact    <art>/wiggum/final/artifact.md
-      next        studio-agents wiggum diff progress
-                  studio-agents wiggum summary progress
+      next        STUDIO_AGENTS_HOME=<home> studio-agents wiggum diff progress
+                  STUDIO_AGENTS_HOME=<home> studio-agents wiggum summary progress
     "#);
     // Log records go to daemon.log; the terminal's stderr has only the sandbox line.
     assert!(!r.stderr().contains("INFO"), "{}", r.stderr());

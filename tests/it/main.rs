@@ -33,6 +33,7 @@ mod notify;
 mod orphans;
 mod papercuts;
 mod questions;
+mod refusals;
 mod remote;
 mod repos;
 mod types;

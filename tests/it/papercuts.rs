@@ -82,8 +82,10 @@ fn after_a_loop_that_ran_nothing_the_next_lines_point_at_the_cause() {
     ]);
     r.code(1);
     let out = r.stdout();
+    // The test's home is not the default one: the commands name it, to work as printed.
+    let sa = format!("STUDIO_AGENTS_HOME={} studio-agents", t.home().display());
     assert!(
-        out.contains("  next        studio-agents wiggum logs none --planning   (what the agent said)\n              studio-agents wiggum doctor   (what this machine enforces)"),
+        out.contains(&format!("  next        {sa} wiggum logs none --planning   (what the agent said)\n              {sa} wiggum doctor   (what this machine enforces)")),
         "{out}"
     );
     assert!(!out.contains("wiggum diff none"), "{out}");

@@ -254,16 +254,17 @@ fn detach(a: &DelegateArgs, config_file: Option<&Path>, dir: &Path) -> Result<i3
         || Ok(delegation::read(&meta).ok().flatten().and_then(|r| r.pid) == Some(pid)),
     )?;
     let t = &a.topic;
+    let sa = crate::ralph::progress::program(crate::config::home_to_name().as_deref());
     if ready == crate::supervisor::Ready::Finished {
         println!("delegation `{t}` (pid {pid}) ended at once");
         println!("  log:      {}", log_path.display());
-        println!("  status:   studio-agents delegate status {t}");
+        println!("  status:   {sa} delegate status {t}");
         return Ok(0);
     }
     println!("started delegation `{t}` (pid {pid})");
     println!("  artifact: {}", dir.join("artifact.md").display());
     println!("  log:      {}", log_path.display());
-    println!("  status:   studio-agents delegate status {t}");
-    println!("  stop:     studio-agents delegate stop {t}");
+    println!("  status:   {sa} delegate status {t}");
+    println!("  stop:     {sa} delegate stop {t}");
     Ok(0)
 }
