@@ -306,13 +306,14 @@ fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
         return;
     };
     // Written in the layer, or in the seeded home where no layer could be laid: the newer.
-    let written = [
-        h.layer.join("upper").join(rel),
-        sandbox::seeded::dir(&h.layer).join(rel),
-    ];
+    // Read only as the file it is: no link on the way (an agent's link to another file is not
+    // a credential it refreshed).
+    let written = [h.layer.join("upper"), sandbox::seeded::dir(&h.layer)];
     let Some(layered) = written
         .into_iter()
-        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .filter(|root| no_link_below(root, Path::new(rel)))
+        .map(|root| root.join(rel))
+        .filter_map(|p| Some((p.symlink_metadata().ok()?.modified().ok()?, p)))
         .max()
         .map(|(_, p)| p)
     else {
@@ -335,6 +336,28 @@ fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
             Err(e) => tracing::warn!("cannot write back `{program}`'s refreshed credentials: {e}"),
         }
     }
+}
+
+/// Whether `root/rel` is a file reached through directories only: no component of `rel` is a link
+/// (nor the file itself).
+fn no_link_below(root: &Path, rel: &Path) -> bool {
+    let mut at = root.to_path_buf();
+    let mut parts = rel.components().peekable();
+    while let Some(c) = parts.next() {
+        at.push(c);
+        let Ok(m) = at.symlink_metadata() else {
+            return false;
+        };
+        let ok = if parts.peek().is_some() {
+            m.is_dir()
+        } else {
+            m.is_file()
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
 }
 
 /// Make the state directory the agent's CLI writes in when it is missing (a fresh machine, or

@@ -63,13 +63,17 @@ fn is_supervisor_noise(path: &Path) -> bool {
         || name.ends_with(".tmp")
 }
 
-/// Resident memory of the run's tree (its group and every token holder), in bytes.
+/// Memory of the run's tree (its group and every token holder), in bytes: what is resident,
+/// and on Linux what its processes hold in files no directory shows (an unlinked `/dev/shm`
+/// file, a `memfd`).
 #[must_use]
 pub fn tree_rss(pgid: i32, token: &str) -> u64 {
-    kill::survivors(pgid, token)
-        .iter()
-        .map(|s| procs::rss_bytes(s.pid))
-        .sum()
+    let tree = kill::survivors(pgid, token);
+    let resident: u64 = tree.iter().map(|s| procs::rss_bytes(s.pid)).sum();
+    #[cfg(target_os = "linux")]
+    let resident =
+        resident + crate::sys::shm::held_by(&tree.iter().map(|s| s.pid).collect::<Vec<_>>());
+    resident
 }
 
 /// The memory the run's files hold in a shared `/dev/shm`.

@@ -117,10 +117,18 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
         }
     };
     // No layer on the home: a home of the loop's own, seeded from the user's, instead.
-    let seeded = (policy.mode != SandboxMode::Off && !mounts.home)
+    let seeded = match (policy.mode != SandboxMode::Off && !mounts.home)
         .then_some(policy.home_layer.as_ref())
         .flatten()
-        .and_then(|h| seeded_home(policy, h));
+        .map(|h| seeded_home(policy, h))
+    {
+        None => None,
+        Some(Ok(seeded)) => Some(seeded),
+        Some(Err(e)) => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run with the user's home writable");
+            return Confined::Refused;
+        }
+    };
     let policy = &seeded
         .as_ref()
         .map_or_else(|| policy.clone(), |(p, _)| p.clone());
@@ -165,22 +173,17 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
 }
 
 /// The seeded home for a run whose home could not be layered: the policy that grants it and the
-/// variables that point the run at it (`None`, said once, when it cannot be made: the run then
-/// writes its CLI's state where the policy allows, as before).
+/// variables that point the run at it (an error when it cannot be made: the run is refused, never
+/// given the user's home to write).
 #[cfg(target_os = "linux")]
 fn seeded_home(
     policy: &Policy,
     h: &crate::agent::sandbox::policy::HomeLayer,
-) -> Option<(Policy, crate::agent::sandbox::seeded::Seeded)> {
+) -> Result<(Policy, crate::agent::sandbox::seeded::Seeded), String> {
     use crate::agent::sandbox::seeded;
     let plan = seeded::plan(policy, h, Path::exists);
-    match seeded::seed(h, &plan) {
-        Ok(()) => Some((seeded::confine(policy, &plan), plan)),
-        Err(e) => {
-            eprintln!("studio-agents sandbox: {e}; the run writes its CLI's state in the home");
-            None
-        }
-    }
+    seeded::seed(h, &plan)?;
+    Ok((seeded::confine(policy, &plan), plan))
 }
 
 /// macOS: the command runs under `sandbox-exec` with the policy's Seatbelt profile (the

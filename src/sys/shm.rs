@@ -5,27 +5,48 @@
 //! open by no process left is ever removed.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// What `/dev/shm` held before a run.
+/// What `/dev/shm` held before a run: every file and directory in it (the whole tree, bounded),
+/// by inode — a file the run renames or links elsewhere is still not the run's.
 #[derive(Debug)]
 pub struct ShmLedger {
     dir: PathBuf,
     uid: u32,
-    before: HashSet<(OsString, u64)>,
+    before: HashSet<u64>,
+}
+
+/// At most this many entries are looked at (a tree past it is counted and swept in part).
+const MAX_ENTRIES: usize = 100_000;
+
+/// Every entry under `dir` (links not followed), with its metadata, the deepest last.
+fn walk(dir: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            if out.len() >= MAX_ENTRIES {
+                return out;
+            }
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            if m.is_dir() {
+                todo.push(e.path());
+            }
+            out.push((e.path(), m));
+        }
+    }
+    out
 }
 
 impl ShmLedger {
     /// The entries of `dir` now; `None` when it cannot be read (nothing to count or remove).
     #[must_use]
     pub fn open(dir: &Path, uid: u32) -> Option<ShmLedger> {
-        let before = std::fs::read_dir(dir)
-            .ok()?
-            .flatten()
-            .filter_map(|e| Some((e.file_name(), e.metadata().ok()?.ino())))
-            .collect();
+        std::fs::read_dir(dir).ok()?;
+        let before = walk(dir).into_iter().map(|(_, m)| m.ino()).collect();
         Some(ShmLedger {
             dir: dir.to_path_buf(),
             uid,
@@ -33,43 +54,77 @@ impl ShmLedger {
         })
     }
 
-    /// The files the run added (new since the ledger was made, owned by its user), with the
-    /// memory each holds (allocated blocks, not the apparent size: a sparse file holds none).
-    fn added(&self) -> Vec<(PathBuf, u64)> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        entries
-            .flatten()
-            .filter_map(|e| {
-                let m = e.metadata().ok()?;
-                let new = !self.before.contains(&(e.file_name(), m.ino()));
-                (new && m.uid() == self.uid && !m.is_dir()).then(|| (e.path(), m.blocks() * 512))
-            })
-            .collect()
+    /// The files and directories the run added (an inode new since the ledger was made, owned by
+    /// its user), with the memory each holds (allocated blocks, not the apparent size: a sparse
+    /// file holds none), directories after what they hold.
+    fn added(&self) -> Vec<(PathBuf, std::fs::Metadata)> {
+        let mut added: Vec<_> = walk(&self.dir)
+            .into_iter()
+            .filter(|(_, m)| !self.before.contains(&m.ino()) && m.uid() == self.uid)
+            .collect();
+        added.reverse();
+        added
     }
 
-    /// The memory the run's files hold there now, in bytes.
+    /// The memory the run's files hold there now, in bytes (a file linked twice counted once).
     #[must_use]
     pub fn bytes(&self) -> u64 {
-        self.added().iter().map(|(_, b)| b).sum()
+        let mut seen = HashSet::new();
+        self.added()
+            .iter()
+            .filter(|(_, m)| m.is_file() && seen.insert(m.ino()))
+            .map(|(_, m)| m.blocks() * 512)
+            .sum()
     }
 
-    /// Remove what the run added and no live process holds open or mapped; returns what was
-    /// removed and its size. Called once every process of the run is gone.
+    /// Remove what the run added and no live process holds open or mapped; returns the files
+    /// removed and their size. Called once every process of the run is gone.
     #[must_use]
     pub fn sweep(&self) -> Vec<(PathBuf, u64)> {
         let added = self.added();
         if added.is_empty() {
-            return added;
+            return Vec::new();
         }
         let held = held_open(&self.dir);
-        added
-            .into_iter()
-            .filter(|(p, _)| !held.contains(p))
-            .filter(|(p, _)| std::fs::remove_file(p).is_ok())
-            .collect()
+        let mut removed = Vec::new();
+        for (path, m) in added {
+            if m.is_dir() {
+                // Emptied by now unless something in it is held: then it stays.
+                let _kept = std::fs::remove_dir(&path);
+            } else if !held.contains(&path) && std::fs::remove_file(&path).is_ok() {
+                removed.push((path, m.blocks() * 512));
+            }
+        }
+        removed
     }
+}
+
+/// Memory the processes `pids` hold in files no directory shows: an unlinked `/dev/shm` file or a
+/// `memfd` they keep open (each counted once). Their resident size does not show it.
+#[must_use]
+pub fn held_by(pids: &[i32]) -> u64 {
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for pid in pids {
+        let fds = PathBuf::from(format!("/proc/{pid}/fd"));
+        for fd in std::fs::read_dir(&fds).into_iter().flatten().flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let t = target.to_string_lossy();
+            let hidden = t.starts_with("/memfd:")
+                || (t.starts_with("/dev/shm/") && t.ends_with(" (deleted)"));
+            if !hidden {
+                continue;
+            }
+            if let Ok(m) = std::fs::metadata(fd.path())
+                && seen.insert((m.dev(), m.ino()))
+            {
+                total += m.blocks() * 512;
+            }
+        }
+    }
+    total
 }
 
 /// The files under `dir` some process holds open or has mapped (`/proc/*/fd`, `/proc/*/maps`).
@@ -139,6 +194,17 @@ mod tests {
         assert_eq!(swept, ["added", "sparse"]);
         assert!(dir.join("before").exists() && dir.join("held").exists());
         drop(held);
+        // A file that was there before, renamed by the run, is not the run's; a tree the run
+        // made is counted and swept whole, a hard link counted once.
+        std::fs::rename(dir.join("before"), dir.join("renamed")).unwrap();
+        std::fs::create_dir_all(dir.join("d/a/b")).unwrap();
+        std::fs::write(dir.join("d/a/b/deep"), vec![1u8; 32 << 10]).unwrap();
+        std::fs::hard_link(dir.join("d/a/b/deep"), dir.join("d/link")).unwrap();
+        let counted = ledger.bytes() - 4096 /* held */;
+        assert!((32 << 10..64 << 10).contains(&counted), "{counted}");
+        let _swept = ledger.sweep();
+        assert!(dir.join("renamed").exists());
+        assert!(!dir.join("d").exists());
         // Someone else's file (another owner) is never the run's.
         let other = ShmLedger::open(dir, uid + 1).unwrap();
         std::fs::write(dir.join("later"), "x").unwrap();

@@ -94,8 +94,12 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
     use std::os::unix::fs::OpenOptionsExt;
     let upper = h.layer.join("upper");
     let work = h.layer.join("work");
-    for d in [&upper, &work] {
-        std::fs::create_dir_all(d).map_err(|e| format!("the home's layer {}: {e}", d.display()))?;
+    // The layer lies in a shared temp dir: it must be the user's own, all the way down.
+    if let Some(base) = h.layer.parent() {
+        super::seeded::private_dir(base)?;
+    }
+    for d in [&h.layer, &upper, &work] {
+        super::seeded::private_dir(d)?;
     }
     let text = |p: &Path| -> Result<String, String> {
         p.to_str()

@@ -176,17 +176,32 @@ pub fn credentials_of(program: &str) -> Option<&'static str> {
         .map(|(_, path)| *path)
 }
 
-/// Whether `refreshed` may replace `current` as a CLI's credentials: both JSON objects with the
-/// same keys (a token rotated, not a file of another kind).
+/// Whether `refreshed` may replace `current` as a CLI's credentials: both JSON objects of the
+/// same shape — the same keys at every level, each value of the same kind (a token rotated, a
+/// time moved on; not a file of another kind, nor one whose values became something else).
 #[must_use]
 pub fn same_kind_of_credentials(current: &[u8], refreshed: &[u8]) -> bool {
-    let keys = |b: &[u8]| -> Option<Vec<String>> {
-        let v: serde_json::Value = serde_json::from_slice(b).ok()?;
-        let mut k: Vec<String> = v.as_object()?.keys().cloned().collect();
-        k.sort();
-        Some(k)
-    };
-    matches!((keys(current), keys(refreshed)), (Some(a), Some(b)) if a == b && !a.is_empty())
+    fn same_shape(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+        use serde_json::Value as V;
+        match (a, b) {
+            (V::Object(x), V::Object(y)) => {
+                x.len() == y.len()
+                    && x.iter()
+                        .all(|(k, v)| y.get(k).is_some_and(|w| same_shape(v, w)))
+            }
+            (V::Array(_), V::Array(_))
+            | (V::String(_), V::String(_))
+            | (V::Number(_), V::Number(_))
+            | (V::Bool(_), V::Bool(_))
+            | (V::Null, V::Null) => true,
+            _ => false,
+        }
+    }
+    let parse = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).ok();
+    match (parse(current), parse(refreshed)) {
+        (Some(a), Some(b)) => a.as_object().is_some_and(|o| !o.is_empty()) && same_shape(&a, &b),
+        _ => false,
+    }
 }
 
 /// The layer of the loop on `root`: under the temp dir when that lies outside the home (an
@@ -557,6 +572,16 @@ mod tests {
             br#"{"claudeAiOauth":{"accessToken":"b"}}"#
         ));
         assert!(!same_kind_of_credentials(cur, br#"{"hooks":{}}"#));
+        // The same keys, a value of another kind (a string where an object was).
+        assert!(!same_kind_of_credentials(
+            cur,
+            br#"{"claudeAiOauth":"$(id > /tmp/x)"}"#
+        ));
+        // A key more or less, however deep.
+        assert!(!same_kind_of_credentials(
+            cur,
+            br#"{"claudeAiOauth":{"accessToken":"b","hook":"x"}}"#
+        ));
         assert!(!same_kind_of_credentials(cur, b"not json"));
         assert!(!same_kind_of_credentials(b"{}", b"{}"));
         assert_eq!(credentials_of("codex"), Some(".codex/auth.json"));

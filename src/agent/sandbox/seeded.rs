@@ -80,52 +80,134 @@ pub fn confine(p: &Policy, s: &Seeded) -> Policy {
 
 /// Make the seeded home and copy the CLI's state into it: each file that is missing there or
 /// older than the user's (a credential the user renewed since), up to the caps. A directory
-/// named `.cache` starts empty.
+/// named `.cache` starts empty. What a run left in the seeded home is never followed: a link
+/// (or anything but a directory or a file) where the seeding writes is removed first, so a link
+/// an agent planted cannot turn the seeding into a write into the user's files.
 ///
 /// # Errors
-/// When the seeded home cannot be made.
+/// When the seeded home cannot be made, or the loop's layer is not the user's own (`private_dir`).
 pub fn seed(h: &HomeLayer, s: &Seeded) -> Result<(), String> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&s.home)
-        .map_err(|e| format!("the seeded home {}: {e}", s.home.display()))?;
+    if let Some(base) = h.layer.parent() {
+        private_dir(base)?;
+    }
+    private_dir(&h.layer)?;
+    private_dir(&s.home)?;
     let mut budget = TOTAL_CAP;
     for real in &s.state {
         let Ok(rel) = real.strip_prefix(&h.home) else {
             continue;
         };
+        let Some(parent) = dirs_to(&s.home, rel) else {
+            continue;
+        };
+        let to = parent.join(rel.file_name().unwrap_or_default());
         if rel == Path::new(".cache") {
-            std::fs::create_dir_all(s.home.join(rel)).ok();
+            let _made = own_dir(&to);
             continue;
         }
-        copy_tree(real, &s.home.join(rel), &mut budget);
+        copy_tree(real, &to, &mut budget);
     }
     Ok(())
 }
 
-/// Copy `from` (a file or a directory, links left out) to `to`, where newer.
+/// A directory of the user's own, private: made (0700) when missing; refused when it is a link,
+/// not a directory, or another user's (a shared temp dir where someone made it first); its mode
+/// narrowed to 0700 when it is the user's but open to others.
+///
+/// # Errors
+/// Naming the directory and what is wrong with it.
+pub fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let me = nix::unistd::geteuid().as_raw();
+    match dir.symlink_metadata() {
+        Err(_) => std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("the home's layer {}: {e}", dir.display())),
+        Ok(m) if !m.file_type().is_dir() => Err(format!(
+            "the home's layer {} is not a directory (a link?); remove it",
+            dir.display()
+        )),
+        Ok(m) if m.uid() != me => Err(format!(
+            "the home's layer {} belongs to uid {}, not to you (uid {me}); remove it",
+            dir.display(),
+            m.uid()
+        )),
+        Ok(m) if m.mode() & 0o077 != 0 => {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("the home's layer {}: {e}", dir.display()))
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Make `dir` a real directory: whatever else is there (a link, a file) is removed first.
+fn own_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match dir.symlink_metadata() {
+        Ok(m) if m.file_type().is_dir() => return Ok(()),
+        Ok(_) => std::fs::remove_file(dir)?,
+        Err(_) => {}
+    }
+    std::fs::DirBuilder::new().mode(0o700).create(dir)
+}
+
+/// The directories on the way from `home` to `rel`'s parent, each made a real directory;
+/// returns that parent (`None` when one cannot be made).
+fn dirs_to(home: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut at = home.to_path_buf();
+    let parents: Vec<_> = rel
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .collect();
+    for c in parents {
+        at.push(c);
+        own_dir(&at).ok()?;
+    }
+    Some(at)
+}
+
+/// Copy `from` (a file or a directory; links in it left out) to `to`, where newer; never
+/// through a link at `to`.
 fn copy_tree(from: &Path, to: &Path, budget: &mut u64) {
     let Ok(meta) = from.symlink_metadata() else {
         return;
     };
     if meta.is_dir() {
-        if std::fs::create_dir_all(to).is_err() {
+        if own_dir(to).is_err() {
             return;
         }
         for entry in std::fs::read_dir(from).into_iter().flatten().flatten() {
             copy_tree(&entry.path(), &to.join(entry.file_name()), budget);
         }
     } else if meta.is_file() && meta.len() <= FILE_CAP && meta.len() <= *budget {
-        let newer = to
-            .metadata()
-            .and_then(|t| Ok(meta.modified()? > t.modified()?))
-            .unwrap_or(true);
-        if newer && std::fs::copy(from, to).is_ok() {
+        let there = to.symlink_metadata().ok();
+        let newer = there.as_ref().is_none_or(|t| {
+            !t.file_type().is_file()
+                || matches!((meta.modified(), t.modified()), (Ok(a), Ok(b)) if a > b)
+        });
+        if newer && copy_file(from, to, there.is_some()).is_ok() {
             *budget -= meta.len();
         }
     }
+}
+
+/// Write `from`'s bytes to `to` (0600), after removing what was there: a link is never
+/// followed (`O_NOFOLLOW`, `O_EXCL`).
+fn copy_file(from: &Path, to: &Path, exists: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if exists {
+        std::fs::remove_file(to)?;
+    }
+    let mut src = std::fs::File::open(from)?;
+    let mut dst = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(to)?;
+    std::io::copy(&mut src, &mut dst).map(|_| ())
 }
 
 #[cfg(test)]
@@ -201,5 +283,91 @@ mod tests {
         std::fs::write(&seeded, "{\"hooks\":1}").unwrap();
         seed(&h, &s).unwrap();
         assert_eq!(std::fs::read_to_string(&seeded).unwrap(), "{\"hooks\":1}");
+    }
+
+    #[test]
+    fn a_link_planted_in_the_seeded_home_is_never_followed() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let home = t.path().join("home");
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(home.join(".config/claude")).unwrap();
+        std::fs::write(home.join(".claude/settings.json"), "{}").unwrap();
+        std::fs::write(home.join(".config/claude/x"), "x").unwrap();
+        std::fs::write(home.join(".bashrc"), "mine").unwrap();
+        let h = HomeLayer {
+            home: home.clone(),
+            layer: t.path().join("layer"),
+            pass_through: vec![],
+        };
+        let s = Seeded {
+            home: dir(&h.layer),
+            state: vec![home.join(".claude"), home.join(".config/claude")],
+            env: vec![],
+        };
+        seed(&h, &s).unwrap();
+        // A run replaces what the seeding writes with links into the user's home: a file, a
+        // missing file, a directory on the way.
+        let settings = s.home.join(".claude/settings.json");
+        std::fs::remove_file(&settings).unwrap();
+        symlink(home.join(".bashrc"), &settings).unwrap();
+        symlink(home.join(".bash_login"), s.home.join(".claude/new.json")).unwrap();
+        std::fs::remove_dir_all(s.home.join(".config")).unwrap();
+        symlink(&home, s.home.join(".config")).unwrap();
+        std::fs::write(home.join(".claude/new.json"), "new").unwrap();
+        // The user renews their settings: the seeding copies them again.
+        std::thread::sleep(std::time::Duration::from_millis(20)); // allow: mtimes must differ
+        std::fs::write(home.join(".claude/settings.json"), "{\"renewed\":1}").unwrap();
+        seed(&h, &s).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+            "mine"
+        );
+        assert!(!home.join(".bash_login").exists());
+        assert!(
+            !home.join("claude").exists(),
+            "written through the linked .config"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&settings).unwrap(),
+            "{\"renewed\":1}"
+        );
+        assert!(
+            !settings
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert!(s.home.join(".config/claude/x").is_file());
+    }
+
+    #[test]
+    fn a_layer_made_by_another_user_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let mine = t.path().join("mine");
+        private_dir(&mine).unwrap();
+        assert!(private_dir(&mine).is_ok());
+        // Open to others: narrowed.
+        std::fs::set_permissions(&mine, std::fs::Permissions::from_mode(0o777)).unwrap();
+        private_dir(&mine).unwrap();
+        let mode = std::fs::metadata(&mine).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // A link in its place.
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&mine, &link).unwrap();
+        assert!(private_dir(&link).unwrap_err().contains("not a directory"));
+        // Another user's (as root the test can make one).
+        if nix::unistd::geteuid().is_root() {
+            let theirs = t.path().join("theirs");
+            std::fs::create_dir(&theirs).unwrap();
+            nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(65534)), None).unwrap();
+            assert!(
+                private_dir(&theirs)
+                    .unwrap_err()
+                    .contains("belongs to uid 65534")
+            );
+        }
     }
 }
