@@ -155,6 +155,8 @@ pub struct Defaults {
     /// directory; `start --spec`). Empty: the artifact directory's `artifact.md`, if any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub spec: Vec<std::path::PathBuf>,
+    /// Keep the machine from idle sleep while an agent of this loop runs.
+    pub keep_awake: bool,
 }
 
 /// `[defaults] isolation`.
@@ -196,6 +198,7 @@ impl Default for Defaults {
             isolation: Isolation::None,
             worktree_dir: None,
             spec: Vec::new(),
+            keep_awake: true,
         }
     }
 }

@@ -59,6 +59,7 @@ fn watch_lock(mut guard: lock::Guard) {
 /// Say what `start` found, and keep a copy of the user's uncommitted work before any agent runs.
 pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     eprintln!("{}", p.harness.sandbox);
+    eprintln!("{}", awake_line(p.settings.defaults.keep_awake));
     for n in &p.notes {
         eprintln!("warning: {n}");
     }
@@ -66,6 +67,16 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
         eprintln!("note: {n}");
     }
     Ok(())
+}
+
+/// Whether idle sleep will be held off while agents run, asked once at start.
+fn awake_line(enabled: bool) -> String {
+    let probed = if enabled {
+        crate::sys::awake::probe()
+    } else {
+        Ok(())
+    };
+    crate::sys::awake::line(enabled, &probed)
 }
 
 /// Run the loop in this process. Returns the exit code.

@@ -3,6 +3,8 @@
 
 pub mod home;
 pub mod http;
+#[cfg(target_os = "linux")]
+pub mod logind;
 pub mod procs;
 pub mod wait;
 
