@@ -8,6 +8,7 @@
 pub mod control;
 pub mod delegation;
 mod detach;
+mod finish;
 mod logging;
 pub mod remote;
 mod signals;
@@ -210,6 +211,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     git2::opts::enable_caching(false);
     let (tx, rx) = watch::channel(StopLevel::None);
     signals::spawn_handler(tx, Some(p.layout.requests()))?;
+    let finishing = p.settings.finish.clone();
     let mut lp = start::open(p, rx).await?;
     let reason = match lp.run().await {
         Ok(r) => r,
@@ -236,6 +238,9 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
         }
     };
     kill::reap_adopted();
+    if finish::wanted(&finishing, reason) {
+        finish::pull_request(&lp.runner.topic).await;
+    }
     let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match reason.ending() {
         crate::disk::state::Ending::Failed => 1,
