@@ -66,11 +66,8 @@ pub fn run(a: &PrArgs, config: Option<PathBuf>) -> Result<i32> {
 /// `wiggum/wiggum.toml` as it is now, which its agents can write (it names where the token goes).
 fn finish_settings(h: &Handle, config: Option<PathBuf>) -> Result<Finish> {
     let pinned = h.layout.pinned_settings();
-    if !pinned.is_file() {
-        return Ok(h.settings().finish);
-    }
     let s = crate::config::load(&crate::config::Sources {
-        home: Some(pinned),
+        home: Some(pinned).filter(|p| p.is_file()),
         loop_file: Some(h.home.join("wiggum.toml")),
         explicit: config,
     })?;

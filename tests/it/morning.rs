@@ -43,6 +43,14 @@ fn a_morning_opens_one_pull_request_on_each_forge_and_a_second_run_updates_it() 
     let t = TestHome::new();
     let (root, bare) = morning(&t);
     let tip = git(&root, &["rev-parse", "wiggum/notes"]);
+    // What the loop's agents could write says nothing about where the token goes.
+    let own = root.join(".git/wiggum-worktrees/notes/notes/wiggum/wiggum.toml");
+    assert!(own.is_file(), "{}", own.display());
+    std::fs::write(
+        &own,
+        "[finish]\napi = \"http://127.0.0.1:9\"\ntoken_env = \"HOME\"\n",
+    )
+    .unwrap();
     let cases = [
         (
             Kind::Github,
