@@ -82,8 +82,9 @@ async fn ask(why: &str) -> Result<Hold, String> {
 
 #[cfg(target_os = "macos")]
 async fn ask(_why: &str) -> Result<Hold, String> {
+    let pid = std::process::id().to_string();
     let child = std::process::Command::new("/usr/bin/caffeinate")
-        .args(["-i", "-w", &std::process::id().to_string()])
+        .args(["-i", "-w", pid.as_str()])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::support::forge::{Forge, Kind};
-use crate::support::{TestHome, git, wait_for};
+use crate::support::{TestHome, git};
 use crate::worktrees::{repo_with, start};
 
 const TOKEN: &str = "s3cret";
@@ -15,8 +15,9 @@ fn refs(dir: &Path) -> String {
     git(dir, &["for-each-ref", "--format=%(refname) %(objectname)"])
 }
 
-/// A worktree loop `notes` that ran to its end, and a bare repository as `origin` holding main.
-fn morning(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
+/// A repository with the artifact directory `notes`, and a bare repository as its `origin`
+/// holding main.
+fn with_remote(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
     let root = repo_with(t, &["notes"]);
     let bare = t.root().join("remote.git");
     git(
@@ -28,6 +29,12 @@ fn morning(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
         &["remote", "add", "origin", &bare.display().to_string()],
     );
     git(&root, &["push", "-q", "origin", "main"]);
+    (root, bare)
+}
+
+/// [`with_remote`], and a worktree loop `notes` that ran to its end.
+fn morning(t: &TestHome) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (root, bare) = with_remote(t);
     start(t, "notes", "", "", &["--foreground"]).code(0);
     (root, bare)
 }
@@ -204,6 +211,7 @@ fn a_missing_token_a_refused_token_and_a_refused_push_each_say_what_to_do() {
 #[test]
 fn idle_sleep_is_held_off_while_the_agent_runs_and_let_go_when_the_loop_ends() {
     use crate::support::logind::Logind;
+    use crate::support::wait_for;
     let t = TestHome::new();
     let bus = Logind::start(&t.root().join("bus"), "");
     let env = [("DBUS_SYSTEM_BUS_ADDRESS", bus.address.as_str())];
@@ -266,6 +274,7 @@ fn idle_sleep_is_held_off_while_the_agent_runs_and_let_go_when_the_loop_ends() {
     );
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn where_nothing_can_hold_off_sleep_it_is_said_once() {
     let t = TestHome::new();
@@ -305,17 +314,7 @@ fn where_nothing_can_hold_off_sleep_it_is_said_once() {
 #[test]
 fn a_loop_that_ends_done_opens_its_pull_request_itself() {
     let t = TestHome::new();
-    let root = repo_with(&t, &["notes"]);
-    let bare = t.root().join("remote.git");
-    git(
-        &t.root(),
-        &["init", "-q", "--bare", "-b", "main", "remote.git"],
-    );
-    git(
-        &root,
-        &["remote", "add", "origin", &bare.display().to_string()],
-    );
-    git(&root, &["push", "-q", "origin", "main"]);
+    let (root, bare) = with_remote(&t);
     let forge = Forge::start(Kind::Github, TOKEN);
     t.write_home_config(&format!(
         "[finish]\npull_request = true\nforge = \"github\"\napi = \"{}\"\nrepository = \"team/notes\"\ntoken_env = \"FORGE_TOKEN\"\n",
