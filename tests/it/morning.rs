@@ -213,7 +213,7 @@ fn idle_sleep_is_held_off_while_the_agent_runs_and_let_go_when_the_loop_ends() {
     use crate::support::logind::Logind;
     use crate::support::wait_for;
     let t = TestHome::new();
-    let bus = Logind::start(&t.root().join("bus"), "");
+    let bus = Logind::start(&t.root().join("bus"));
     let env = [("DBUS_SYSTEM_BUS_ADDRESS", bus.address.as_str())];
     let fake = format!(
         "FAKE_RELEASE={} FAKE_BLOCK_AT=1",
