@@ -42,6 +42,12 @@ pub fn run(a: &PrArgs, config: Option<PathBuf>) -> Result<i32> {
     let target = forge::target(&url, &finish)?;
     let token = token(&target)?;
     let base = base_of(&finish, &branch, &url)?;
+    if base == branch.name {
+        return Err(Error::input(format!(
+            "the loop `{}` ran on {base}, the branch its pull request would go into: run it with --worktree or on a branch of its own, or name another in [finish] base",
+            a.topic
+        )));
+    }
     let pull = api::Pull {
         title: a.topic.clone(),
         body: body(&h, &a.topic, &branch.tree)?,

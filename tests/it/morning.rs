@@ -347,3 +347,47 @@ fn a_loop_that_ends_done_opens_its_pull_request_itself() {
     );
     assert_eq!(forge.pulls().len(), 1);
 }
+
+#[test]
+fn a_loop_without_a_worktree_proposes_the_branch_it_ran_on() {
+    let t = TestHome::new();
+    let (root, bare) = with_remote(&t);
+    let forge = Forge::start(Kind::Gitea, TOKEN);
+    settings(&t, "gitea", &forge.api);
+    let art = t.root().join("notes");
+    let run = |branch: &str| {
+        let args = t.start_args(
+            "notes",
+            &art,
+            &t.agent_cmd("", ""),
+            &["--foreground", "--max-iterations", "1"],
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        t.run(&args).code(0);
+        assert_eq!(git(&root, &["branch", "--show-current"]).trim(), branch);
+    };
+    // On the branch the pull request would go into: refused, nothing pushed or asked.
+    run("main");
+    let before = refs(&bare);
+    let r = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    r.code(2);
+    assert_eq!(
+        r.stderr(),
+        "error: the loop `notes` ran on main, the branch its pull request would go into: run it with --worktree or on a branch of its own, or name another in [finish] base\n"
+    );
+    assert!(forge.seen().is_empty());
+    assert_eq!(refs(&bare), before);
+    // On a branch of its own: that branch, into the remote's default.
+    git(&root, &["checkout", "-q", "-b", "night"]);
+    run("night");
+    let r = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    r.code(0);
+    assert_eq!(
+        r.stdout(),
+        "opened pull request #1 (night → main): https://forge.test/team/notes/pull/1\n"
+    );
+    assert_eq!(
+        git(&bare, &["rev-parse", "night"]),
+        git(&root, &["rev-parse", "night"])
+    );
+}
