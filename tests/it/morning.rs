@@ -81,62 +81,72 @@ fn a_morning_opens_one_pull_request_on_each_forge_and_a_second_run_updates_it() 
             "token s3cret",
         ),
     ];
-    for (kind, name, url, find, auth) in cases {
-        let forge = Forge::start(kind, TOKEN);
-        settings(&t, name, &forge.api);
-        let before = refs(&root);
-        let r = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
-        r.code(0);
-        assert_eq!(
-            r.stdout(),
-            format!("opened pull request #1 (wiggum/notes → main): {url}\n"),
-            "{name}"
-        );
-        // The branch is on the remote, and nothing here moved (no remote-tracking ref either).
-        assert_eq!(git(&bare, &["rev-parse", "wiggum/notes"]), tip);
-        assert_eq!(refs(&root), before);
-        let pulls = forge.pulls();
-        assert_eq!(pulls.len(), 1, "{name}: {pulls:?}");
-        let p = &pulls[0];
-        assert_eq!(
-            (p.head.as_str(), p.base.as_str(), p.title.as_str()),
-            ("wiggum/notes", "main", "notes")
-        );
-        for says in [
-            "studio-agents wiggum summary notes",
-            "quality           before   after   change",
-            "Iteration 1/2 ✓ accepted",
-            "status completed",
-            "\nTime: ",
-            " for 2 iterations, cost unknown\n",
-            "Final artifact: `notes/wiggum/final/artifact.md`",
-        ] {
-            assert!(p.body.contains(says), "{name}: {says:?} in\n{}", p.body);
-        }
-        let seen = forge.seen();
-        assert_eq!(seen[0].line, find, "{name}");
-        assert!(
-            seen.iter().all(|s| s.auth.as_deref() == Some(auth)),
-            "{name}: {seen:?}"
-        );
-        // Again: the same pull request, updated.
-        let again = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
-        again.code(0);
-        assert_eq!(
-            again.stdout(),
-            format!("updated pull request #1 (wiggum/notes → main): {url}\n")
-        );
-        assert_eq!(forge.pulls().len(), 1, "{name}");
-        let last = forge.seen().pop().unwrap();
-        let verb = if kind == Kind::Gitlab { "PUT" } else { "PATCH" };
-        assert!(
-            last.line.starts_with(&format!("{verb} ")),
-            "{name}: {}",
-            last.line
-        );
-        assert!(last.line.ends_with("/1"), "{name}: {}", last.line);
-        assert_eq!(refs(&root), before);
+    for case in cases {
+        one_forge(&t, &root, &bare, &tip, case);
     }
+}
+
+/// A forge, what it is called in `[finish] forge`, the pull request's page, the request that
+/// finds it, and the header carrying the token.
+type Case = (Kind, &'static str, &'static str, &'static str, &'static str);
+
+/// `pr` opens the pull request on `case`'s forge, then updates it; nothing local moves.
+fn one_forge(t: &TestHome, root: &Path, bare: &Path, tip: &str, case: Case) {
+    let (kind, name, url, find, auth) = case;
+    let forge = Forge::start(kind, TOKEN);
+    settings(t, name, &forge.api);
+    let before = refs(root);
+    let r = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    r.code(0);
+    assert_eq!(
+        r.stdout(),
+        format!("opened pull request #1 (wiggum/notes → main): {url}\n"),
+        "{name}"
+    );
+    // The branch is on the remote, and nothing here moved (no remote-tracking ref either).
+    assert_eq!(git(bare, &["rev-parse", "wiggum/notes"]), tip);
+    assert_eq!(refs(root), before);
+    let pulls = forge.pulls();
+    assert_eq!(pulls.len(), 1, "{name}: {pulls:?}");
+    let p = &pulls[0];
+    assert_eq!(
+        (p.head.as_str(), p.base.as_str(), p.title.as_str()),
+        ("wiggum/notes", "main", "notes")
+    );
+    for says in [
+        "studio-agents wiggum summary notes",
+        "quality           before   after   change",
+        "Iteration 1/2 ✓ accepted",
+        "status completed",
+        "\nTime: ",
+        " for 2 iterations, cost unknown\n",
+        "Final artifact: `notes/wiggum/final/artifact.md`",
+    ] {
+        assert!(p.body.contains(says), "{name}: {says:?} in\n{}", p.body);
+    }
+    let seen = forge.seen();
+    assert_eq!(seen[0].line, find, "{name}");
+    assert!(
+        seen.iter().all(|s| s.auth.as_deref() == Some(auth)),
+        "{name}: {seen:?}"
+    );
+    // Again: the same pull request, updated.
+    let again = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    again.code(0);
+    assert_eq!(
+        again.stdout(),
+        format!("updated pull request #1 (wiggum/notes → main): {url}\n")
+    );
+    assert_eq!(forge.pulls().len(), 1, "{name}");
+    let last = forge.seen().pop().unwrap();
+    let verb = if kind == Kind::Gitlab { "PUT" } else { "PATCH" };
+    assert!(
+        last.line.starts_with(&format!("{verb} ")),
+        "{name}: {}",
+        last.line
+    );
+    assert!(last.line.ends_with("/1"), "{name}: {}", last.line);
+    assert_eq!(refs(root), before);
 }
 
 #[test]
