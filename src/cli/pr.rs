@@ -163,7 +163,10 @@ fn push(b: &Branch, remote: &str, url: &str) -> Result<()> {
 /// The pull request's description: `summary`'s text and the final artifact's path.
 fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
     let g = super::inspect::gather(h)?;
-    let text = crate::sys::term::printable(&g.text(topic, &h.layout));
+    let text = fit(
+        &crate::sys::term::printable(&g.text(topic, &h.layout)),
+        MAX_SUMMARY,
+    );
     let fence = fence_for(&text);
     let artifact = h.layout.final_artifact();
     let shown = artifact.strip_prefix(tree).map_or_else(
@@ -189,6 +192,34 @@ fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
     ))
 }
 
+/// The most of `summary`'s text a description holds: forges refuse long ones (GitHub's limit is
+/// 65,536 characters).
+const MAX_SUMMARY: usize = 50_000;
+
+/// `text` within `max` bytes: its first lines and its last, the lines between left out and
+/// counted. Pure.
+fn fit(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let take = |it: &mut dyn Iterator<Item = &&str>| {
+        let mut used = 0;
+        it.take_while(|l| {
+            used += l.len() + 1;
+            used <= max / 2
+        })
+        .count()
+    };
+    let head = take(&mut lines.iter());
+    let tail = take(&mut lines.iter().rev()).min(lines.len() - head);
+    let left = lines.len() - head - tail;
+    let mut out: Vec<String> = lines[..head].iter().map(|l| (*l).to_string()).collect();
+    out.push(format!("… {left} lines left out (summary shows them all)"));
+    out.extend(lines[lines.len() - tail..].iter().map(|l| (*l).to_string()));
+    out.join("\n")
+}
+
 /// A code fence longer than any run of backticks in `text`.
 fn fence_for(text: &str) -> String {
     let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
@@ -197,7 +228,23 @@ fn fence_for(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fence_for;
+    use super::{fence_for, fit};
+
+    #[test]
+    fn a_long_summary_keeps_its_head_and_its_last_lines() {
+        let text: Vec<String> = (1..=100).map(|n| format!("line {n:03}")).collect();
+        let text = text.join("\n");
+        assert_eq!(fit(&text, 10_000), text);
+        let cut = fit(&text, 100);
+        assert!(cut.len() <= 100 + 60, "{cut}");
+        assert!(cut.starts_with("line 001\n"), "{cut}");
+        assert!(cut.ends_with("\nline 100"), "{cut}");
+        let left: usize = cut
+            .lines()
+            .find_map(|l| l.strip_prefix("… ")?.split(' ').next()?.parse().ok())
+            .unwrap();
+        assert_eq!(left + cut.lines().count() - 1, 100, "{cut}");
+    }
 
     #[test]
     fn the_fence_outlasts_any_backticks_inside() {
