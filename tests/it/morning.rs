@@ -77,7 +77,7 @@ fn a_morning_opens_one_pull_request_on_each_forge_and_a_second_run_updates_it() 
             Kind::Gitea,
             "forgejo",
             "https://forge.test/team/notes/pull/1",
-            "GET /api/v1/repos/team/notes/pulls?state=open&limit=50",
+            "GET /api/v1/repos/team/notes/pulls?state=open&limit=50&page=1",
             "token s3cret",
         ),
     ];
@@ -147,6 +147,34 @@ fn one_forge(t: &TestHome, root: &Path, bare: &Path, tip: &str, case: Case) {
     );
     assert!(last.line.ends_with("/1"), "{name}: {}", last.line);
     assert_eq!(refs(root), before);
+}
+
+#[test]
+fn on_gitea_the_pull_request_is_found_past_the_first_page_of_the_listing() {
+    let t = TestHome::new();
+    let (root, _bare) = morning(&t);
+    let forge = Forge::start(Kind::Gitea, TOKEN);
+    forge.seed(60);
+    settings(&t, "gitea", &forge.api);
+    let before = refs(&root);
+    let r = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    r.code(0);
+    assert_eq!(
+        r.stdout(),
+        "opened pull request #61 (wiggum/notes → main): https://forge.test/team/notes/pull/61\n"
+    );
+    let again = t.run_with(&["wiggum", "pr", "notes"], &[("FORGE_TOKEN", TOKEN)]);
+    again.code(0);
+    assert_eq!(
+        again.stdout(),
+        "updated pull request #61 (wiggum/notes → main): https://forge.test/team/notes/pull/61\n"
+    );
+    let lines: Vec<String> = forge.seen().into_iter().map(|s| s.line).collect();
+    assert!(
+        lines.iter().any(|l| l.ends_with("&page=2")) && forge.pulls().len() == 61,
+        "{lines:?}"
+    );
+    assert_eq!(refs(&root), before);
 }
 
 #[test]

@@ -119,9 +119,16 @@ fn repo_url(t: &Target) -> String {
     }
 }
 
-/// The request listing the open pull requests of `head`.
+/// A page of Gitea's listing of open pull requests.
+const PAGE: usize = 50;
+
+/// The most pages of it read for the branch's own.
+const PAGES: u32 = 20;
+
+/// The request listing the open pull requests of `head` (Gitea: its `page`, from 1, of all of
+/// them).
 #[must_use]
-pub fn find(t: &Target, head: &str) -> Request {
+pub fn find(t: &Target, head: &str, page: u32) -> Request {
     let url = match t.kind {
         ForgeKind::Github => {
             let owner = t.repository.split('/').next().unwrap_or_default();
@@ -137,7 +144,7 @@ pub fn find(t: &Target, head: &str) -> Request {
             encode(head)
         ),
         // Gitea filters by head only in newer versions: the list is read for the branch.
-        ForgeKind::Gitea => format!("{}/pulls?state=open&limit=50", repo_url(t)),
+        ForgeKind::Gitea => format!("{}/pulls?state=open&limit={PAGE}&page={page}", repo_url(t)),
     };
     Request {
         method: "GET",
@@ -226,6 +233,11 @@ fn found(kind: ForgeKind, head: &str, listing: &[u8]) -> Result<Option<(u64, Str
     })
 }
 
+/// How many entries a listing holds.
+fn listed(listing: &[u8]) -> usize {
+    serde_json::from_slice::<Vec<serde::de::IgnoredAny>>(listing).map_or(0, |v| v.len())
+}
+
 /// The pull request in a create or update answer: (number, page).
 fn answered(kind: ForgeKind, body: &[u8]) -> Result<(u64, String)> {
     let bad = |e: serde_json::Error| {
@@ -301,15 +313,24 @@ impl<'a> Session<'a> {
     /// is pushed: a refused token or a wrong repository changes nothing anywhere).
     pub async fn existing(&self, head: &str) -> Result<Option<u64>> {
         let t = self.target;
-        let listing = send(
-            &self.client,
-            t,
-            self.token,
-            &find(t, head),
-            "find the pull request",
-        )
-        .await?;
-        Ok(found(t.kind, head, &listing)?.map(|(n, _)| n))
+        for page in 1..=PAGES {
+            let listing = send(
+                &self.client,
+                t,
+                self.token,
+                &find(t, head, page),
+                "find the pull request",
+            )
+            .await?;
+            if let Some((n, _)) = found(t.kind, head, &listing)? {
+                return Ok(Some(n));
+            }
+            // GitHub and GitLab filter by branch; Gitea's listing goes on while pages are full.
+            if t.kind != ForgeKind::Gitea || listed(&listing) < PAGE {
+                break;
+            }
+        }
+        Ok(None)
     }
 
     /// Update pull request `existing` to say `p`, or open one.
@@ -409,7 +430,7 @@ mod tests {
     fn each_forge_has_its_own_requests() {
         let gh = target(ForgeKind::Github);
         assert_eq!(
-            find(&gh, "wiggum/notes").url,
+            find(&gh, "wiggum/notes", 1).url,
             "http://f/api/repos/team/notes/pulls?state=open&head=team%3Awiggum%2Fnotes"
         );
         let c = create(&gh, &pull());
@@ -431,7 +452,7 @@ mod tests {
             ..target(ForgeKind::Gitlab)
         };
         assert_eq!(
-            find(&gl, "wiggum/notes").url,
+            find(&gl, "wiggum/notes", 1).url,
             "http://f/api/projects/group%2Fsub%2Fnotes/merge_requests?state=opened&source_branch=wiggum%2Fnotes"
         );
         let c = create(&gl, &pull());
@@ -447,9 +468,11 @@ mod tests {
         );
         let gt = target(ForgeKind::Gitea);
         assert_eq!(
-            find(&gt, "x").url,
-            "http://f/api/repos/team/notes/pulls?state=open&limit=50"
+            find(&gt, "x", 2).url,
+            "http://f/api/repos/team/notes/pulls?state=open&limit=50&page=2"
         );
+        assert_eq!(listed(b"[{},{\"a\":1}]"), 2);
+        assert_eq!(listed(b"{}"), 0);
     }
 
     #[test]

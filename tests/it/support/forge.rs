@@ -77,6 +77,21 @@ impl Forge {
         self.books.lock().unwrap().seen.clone()
     }
 
+    /// Hold `n` open pull requests of other branches before any request.
+    pub fn seed(&self, n: u64) {
+        let mut b = self.books.lock().unwrap();
+        for i in 0..n {
+            let number = b.pulls.len() as u64 + 1;
+            b.pulls.push(Pull {
+                number,
+                head: format!("other-{i}"),
+                base: "main".into(),
+                title: "other".into(),
+                body: String::new(),
+            });
+        }
+    }
+
     /// The pull requests it holds.
     pub fn pulls(&self) -> Vec<Pull> {
         self.books.lock().unwrap().pulls.clone()
@@ -150,7 +165,21 @@ fn answer(
     };
     match method {
         "GET" => {
-            let list: Vec<_> = pulls.iter().map(|p| shown(kind, p)).collect();
+            // Gitea pages its listing (`limit`, `page` from 1); the others filter by branch.
+            let query = |k: &str| {
+                path.split(['?', '&'])
+                    .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('=')?.parse::<usize>().ok())
+            };
+            let (limit, page) = (
+                query("limit").unwrap_or(usize::MAX),
+                query("page").unwrap_or(1),
+            );
+            let list: Vec<_> = pulls
+                .iter()
+                .skip(limit.saturating_mul(page.saturating_sub(1)))
+                .take(limit)
+                .map(|p| shown(kind, p))
+                .collect();
             (200, serde_json::Value::Array(list))
         }
         "POST" => {
