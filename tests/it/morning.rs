@@ -334,6 +334,37 @@ fn where_nothing_can_hold_off_sleep_it_is_said_once() {
     let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
     let said = log.matches("keep awake: no system bus").count();
     assert_eq!(said, 1, "{log}");
+    // A logind that refuses: said as such, once.
+    let t = TestHome::new();
+    let bus = crate::support::logind::Logind::refusing(&t.root().join("bus"));
+    let args = t.start_args(
+        "refused",
+        &t.art(),
+        &t.agent_cmd("", ""),
+        &["--foreground", "--max-iterations", "3"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)]);
+    r.code(0);
+    let refused = "logind refused (org.freedesktop.DBus.Error.AccessDenied: Permission denied)";
+    assert!(
+        r.stderr().contains(&format!(
+            "\nawake: nothing holds off idle sleep: {refused}\n"
+        )),
+        "{}",
+        r.stderr()
+    );
+    let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
+    assert_eq!(
+        log.matches(&format!("keep awake: {refused}")).count(),
+        1,
+        "{log}"
+    );
+    assert!(
+        bus.calls().len() > 2,
+        "asked again at each run: {:?}",
+        bus.calls()
+    );
     // Off, nothing is asked and the line says so.
     t.write_home_config("[defaults]\nkeep_awake = false\n");
     let doctor = t.run_with(

@@ -32,6 +32,8 @@ impl Bus {
 
 struct Manager {
     calls: Calls,
+    /// Refuse every call, as logind's policy may.
+    refuse: bool,
 }
 
 #[zbus::interface(name = "org.freedesktop.login1.Manager")]
@@ -43,17 +45,20 @@ impl Manager {
         why: String,
         mode: String,
     ) -> zbus::fdo::Result<zbus::zvariant::OwnedFd> {
-        let (mut read, write) =
-            std::io::pipe().map_err(|e| zbus::fdo::Error::Failed(e.to_string()))?;
         let calls = Arc::clone(&self.calls);
         let n = {
             let mut c = calls.lock().unwrap();
             c.push(Call {
                 args: [what, who, why, mode],
-                closed: false,
+                closed: self.refuse,
             });
             c.len() - 1
         };
+        if self.refuse {
+            return Err(zbus::fdo::Error::AccessDenied("Permission denied".into()));
+        }
+        let (mut read, write) =
+            std::io::pipe().map_err(|e| zbus::fdo::Error::Failed(e.to_string()))?;
         std::thread::spawn(move || {
             let mut sink = Vec::new();
             let _eof = read.read_to_end(&mut sink);
@@ -74,6 +79,15 @@ pub struct Logind {
 impl Logind {
     /// Listen on a socket in `dir`.
     pub fn start(dir: &Path) -> Logind {
+        Self::serve(dir, false)
+    }
+
+    /// [`Self::start`], refusing every `Inhibit`.
+    pub fn refusing(dir: &Path) -> Logind {
+        Self::serve(dir, true)
+    }
+
+    fn serve(dir: &Path, refuse: bool) -> Logind {
         std::fs::create_dir_all(dir).unwrap();
         let socket = dir.join("bus");
         let address = format!("unix:path={}", socket.display());
@@ -90,7 +104,7 @@ impl Logind {
                 let listener = tokio::net::UnixListener::bind(&socket).unwrap();
                 let _told = ready_tx.send(());
                 tokio::select! {
-                    () = accept(listener, served) => {}
+                    () = accept(listener, served, refuse) => {}
                     _stopped = rx => {}
                 }
             });
@@ -112,7 +126,7 @@ impl Logind {
 }
 
 /// Serve every connection: the bus's side of it, with both objects on it.
-async fn accept(listener: tokio::net::UnixListener, calls: Calls) {
+async fn accept(listener: tokio::net::UnixListener, calls: Calls, refuse: bool) {
     let mut open = Vec::new();
     while let Ok((stream, _)) = listener.accept().await {
         let conn = zbus::connection::Builder::unix_stream(stream)
@@ -124,6 +138,7 @@ async fn accept(listener: tokio::net::UnixListener, calls: Calls) {
                     "/org/freedesktop/login1",
                     Manager {
                         calls: Arc::clone(&calls),
+                        refuse,
                     },
                 )
             });
