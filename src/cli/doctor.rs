@@ -71,6 +71,10 @@ pub struct Findings {
     pub git: Option<String>,
     /// The settings files in effect, lowest first.
     pub settings: Vec<PathBuf>,
+    /// Whether idle sleep can be held off while agents run (asked now; `[defaults] keep_awake`).
+    pub keep_awake: bool,
+    /// The line `start` prints about it.
+    pub awake_line: String,
     /// Whether `[safety] sandbox = "required"` would let a loop run here.
     pub required_satisfied: bool,
 }
@@ -200,7 +204,10 @@ pub fn examine(explicit: Option<PathBuf>) -> Result<Findings> {
         })
         .collect();
     let git = on_path("git").as_deref().and_then(version_of);
+    let awake = crate::sys::awake::probe();
     Ok(Findings {
+        keep_awake: awake.is_ok(),
+        awake_line: crate::sys::awake::line(settings.defaults.keep_awake, &awake),
         sandbox_line: enforced.line(),
         filesystem: enforced.filesystem,
         tcp_rules: enforced.filesystem && enforced.abi >= 4,
@@ -347,6 +354,7 @@ pub fn render(r: &Findings) -> String {
             .as_deref()
             .unwrap_or("not on PATH (needed only for filter drivers, e.g. git-lfs)")
     ));
+    line(r.awake_line.clone());
     if r.settings.is_empty() {
         line("settings  built-in defaults".into());
     } else {

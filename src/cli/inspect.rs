@@ -185,10 +185,6 @@ fn print_validation(log: &std::path::Path, n: u32, out: &mut impl Write) -> Resu
 
 /// `summary`: the lift (quality before → after, gate r1 → final) and one line per run.
 pub fn summary(a: &SummaryArgs) -> Result<i32> {
-    let all = Want {
-        recent: usize::MAX,
-        ..Want::default()
-    };
     // A remote loop is read from a throwaway checkout of its branch (kept until the end).
     let (h, _checkout) = match &a.remote {
         Some(url) => {
@@ -203,10 +199,56 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
         }
         None => (Handle::open_present(&a.topic)?, None),
     };
-    let v = model::load(&h, all)?;
+    let g = gather(&h)?;
+    if a.json {
+        let v = summary::SummaryJson {
+            topic: &a.topic,
+            state: g.state.as_ref(),
+            lift: &g.lift,
+            lines: &g.lines,
+            iterations: &g.runs,
+            report: report::aggregate(&g.runs, 7.0),
+        };
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(0);
+    }
+    say(&g.text(&a.topic, &h.layout));
+    Ok(0)
+}
+
+/// What `summary` shows of a loop.
+pub(crate) struct Gathered {
+    runs: Vec<crate::disk::records::RunRecord>,
+    /// `state.json`, when there is one.
+    pub state: Option<crate::disk::state::LoopState>,
+    lift: summary::Lift,
+    lines: Vec<String>,
+}
+
+impl Gathered {
+    /// `summary`'s text.
+    pub(crate) fn text(&self, topic: &str, layout: &Layout) -> String {
+        let tests = crate::ralph::work::read_tree(layout);
+        summary_text(
+            topic,
+            &self.lift,
+            tests.as_ref(),
+            &self.lines,
+            self.state.as_ref(),
+        )
+    }
+}
+
+/// The loop's records, state, lift and a line per run.
+pub(crate) fn gather(h: &Handle) -> Result<Gathered> {
+    let all = Want {
+        recent: usize::MAX,
+        ..Want::default()
+    };
+    let v = model::load(h, all)?;
     let (runs, st) = (v.recent, v.state);
     let layout = &h.layout;
-    let lift = summary::lift_of(&h, st.as_ref(), &runs);
+    let lift = summary::lift_of(h, st.as_ref(), &runs);
     // What each iteration did: its review's first line.
     let what = |n: u32| -> Option<String> {
         let text = fsutil::read_capped(&layout.review(n), 64 << 10).ok()?;
@@ -223,27 +265,12 @@ pub fn summary(a: &SummaryArgs) -> Result<i32> {
             progress::run_line(r, max, did.as_deref())
         })
         .collect();
-    if a.json {
-        let v = summary::SummaryJson {
-            topic: &a.topic,
-            state: st.as_ref(),
-            lift: &lift,
-            lines: &lines,
-            iterations: &runs,
-            report: report::aggregate(&runs, 7.0),
-        };
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return Ok(0);
-    }
-    let tests = crate::ralph::work::read_tree(layout);
-    say(&summary_text(
-        &a.topic,
-        &lift,
-        tests.as_ref(),
-        &lines,
-        st.as_ref(),
-    ));
-    Ok(0)
+    Ok(Gathered {
+        runs,
+        state: st,
+        lift,
+        lines,
+    })
 }
 
 /// `summary`'s text: the lift, a line per run, how the loop stands.

@@ -18,6 +18,7 @@ pub(crate) mod forget;
 pub(crate) mod gate;
 pub(crate) mod inspect;
 pub(crate) mod panel;
+pub(crate) mod pr;
 pub(crate) mod remote;
 pub(crate) mod sandbox_exec;
 pub(crate) mod serve;
@@ -172,6 +173,12 @@ pub enum Wiggum {
         after_help = "Examples:\n  studio-agents wiggum summary research\n  studio-agents wiggum summary research --json"
     )]
     Summary(inspect::SummaryArgs),
+    /// Push a loop's branch and open its pull request (GitHub, GitLab, Gitea/Forgejo), the
+    /// summary as its description; a second run updates the same one.
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum pr research\n  GITLAB_TOKEN=... studio-agents wiggum pr docs"
+    )]
+    Pr(pr::PrArgs),
     /// Signs: lessons for the agent, appended to AGENT.md.
     #[command(subcommand)]
     Sign(sign::Sign),
@@ -268,6 +275,7 @@ pub fn main() -> i32 {
             Wiggum::Logs(a) => inspect::logs(a),
             Wiggum::Diff(a) => diff::run(a),
             Wiggum::Summary(a) => inspect::summary(a),
+            Wiggum::Pr(a) => pr::run(a, config.clone()),
             Wiggum::Sign(s) => sign::sign(s),
             Wiggum::Answer(a) => answer::run(a),
             Wiggum::Events(a) => events::run(a),

@@ -140,6 +140,10 @@ fn weakens(key: &str, before: Option<&toml::Value>, after: Option<&toml::Value>)
             now == Some("any") || after.is_none() || (now.is_none() && added())
         }
         "git.hooks" => after.and_then(toml::Value::as_str) == Some("run"),
+        // Where the branch is pushed and the forge's token is sent.
+        "finish.api" | "finish.token_env" | "finish.remote" | "finish.repository"
+        | "finish.forge" => after.is_some(),
+        "finish.pull_request" => after.and_then(toml::Value::as_bool) == Some(true),
         k if k.starts_with("safety.max_") => {
             // A ceiling raised, or set to 0 (none) or removed where one was set.
             match (number(before), number(after)) {
@@ -239,6 +243,27 @@ mod tests {
                 ("hooks.on_iteration_end".to_string(), true),
                 ("validation.commands".to_string(), true),
             ]
+        );
+    }
+
+    #[test]
+    fn where_the_token_and_the_branch_go_weakens() {
+        let got = changes(
+            "[finish]\napi = \"https://git.example.org/api/v1\"\npull_request = true\n",
+            "[finish]\napi = \"http://elsewhere.example/api/v1\"\ntoken_env = \"HOME\"\npull_request = false\nbase = \"dev\"\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("finish.api".to_string(), true),
+                ("finish.base".to_string(), false),
+                ("finish.pull_request".to_string(), false),
+                ("finish.token_env".to_string(), true),
+            ]
+        );
+        assert_eq!(
+            changes("", "[finish]\npull_request = true\n"),
+            vec![("finish.pull_request".to_string(), true)]
         );
     }
 

@@ -14,9 +14,9 @@ pub use entries::{
 };
 pub use names::check_names;
 pub use settings::{
-    GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink, OPTIONAL_SECTIONS,
-    OnGateFail, OnQuestion, Price, PromiseCheck, QualityWeights, Safety, SandboxMode, Settings,
-    SinkKind, TypeDef, UnixSockets, code_weights, price_of,
+    Finish, ForgeKind, GateTarget, GitHooks, Hooks, Isolation, Notify, NotifyEvent, NotifySink,
+    OPTIONAL_SECTIONS, OnGateFail, OnQuestion, Price, PromiseCheck, QualityWeights, Safety,
+    SandboxMode, Settings, SinkKind, TypeDef, UnixSockets, code_weights, price_of,
 };
 #[cfg(test)]
 pub use settings::{Network, NetworkRule, default_weights};

@@ -23,6 +23,8 @@ pub struct Settings {
     pub git: GitSettings,
     /// Commands told about the loop's events (notifications).
     pub hooks: Hooks,
+    /// What happens to the loop's branch when it ends: a pull request.
+    pub finish: Finish,
     /// Built-in notification sinks: webhooks, ntfy, Slack, Discord, the desktop.
     #[serde(skip_serializing_if = "Notify::is_empty")]
     pub notify: Notify,
@@ -163,6 +165,8 @@ pub struct Defaults {
     /// removed at the next `start`; 0 keeps them forever.
     #[serde(skip_serializing_if = "is_default_keep_days")]
     pub keep_days: u32,
+    /// Keep the machine from idle sleep while an agent of this loop runs.
+    pub keep_awake: bool,
 }
 
 /// The days kept copies are kept by default.
@@ -213,8 +217,50 @@ impl Default for Defaults {
             worktree_dir: None,
             spec: Vec::new(),
             keep_days: KEEP_DAYS,
+            keep_awake: true,
         }
     }
+}
+
+/// `[finish]`: the pull request of `wiggum pr`, and whether a loop that ends done opens it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Finish {
+    /// Push the branch and open (or update) its pull request when the loop ends done.
+    pub pull_request: bool,
+    /// `github`, `gitlab`, `gitea` or `forgejo` (default: from the remote's URL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forge: Option<ForgeKind>,
+    /// The remote pushed to (default `origin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// The forge's API base, for a self-hosted forge (default: from the remote's host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api: Option<String>,
+    /// `owner/name` on the forge (default: from the remote's URL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// The branch the pull request goes into (default: the branch a worktree loop started
+    /// from, else the remote's default branch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The environment variable holding the forge's token (default `GITHUB_TOKEN`,
+    /// `GITLAB_TOKEN` or `GITEA_TOKEN`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_env: Option<String>,
+}
+
+/// `[finish] forge`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForgeKind {
+    /// github.com or GitHub Enterprise.
+    Github,
+    /// gitlab.com or a self-hosted GitLab.
+    Gitlab,
+    /// Gitea, and Forgejo (Codeberg), which speaks the same API.
+    #[serde(alias = "forgejo")]
+    Gitea,
 }
 
 /// `[quality_metrics]`: weights of the built-in metrics (ADR 0015).

@@ -5,6 +5,7 @@
 
 mod commit;
 pub mod filters;
+pub mod forge;
 pub mod generated;
 pub mod history;
 pub mod patch;

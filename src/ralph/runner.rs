@@ -38,6 +38,8 @@ pub struct Runner {
     pub sinks: crate::config::Notify,
     /// Notifications on their way.
     pub deliveries: super::deliver::Deliveries,
+    /// `[defaults] keep_awake`: idle sleep held off while an agent runs.
+    pub awake: crate::sys::awake::Awake,
     /// `[prices]`, to price the tokens of agents that report no cost.
     pub prices: std::collections::BTreeMap<String, crate::config::Price>,
     /// The loop's file watch: a run's file changes count as its activity.
@@ -299,6 +301,11 @@ impl Runner {
         let before = self.protected.before(&self.layout, phase.work);
         before.persist(self.layout.records())?;
         let continued = crate::sys::resumed::count();
+        // Held for the run alone: waits, pauses and the loop's end let the machine sleep.
+        let _awake = self
+            .awake
+            .hold(&format!("loop `{}` runs an agent", self.topic))
+            .await;
         let state_path = self.layout.state();
         let st = &mut self.state;
         let run = launch::run(

@@ -727,6 +727,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         hooks: p.settings.hooks.clone(),
         sinks: p.settings.notify.clone(),
         deliveries: super::deliver::Deliveries::default(),
+        awake: crate::sys::awake::Awake::new(p.settings.defaults.keep_awake),
         protected: super::guard::Protected {
             git_configs: crate::git::preflight::config_files(repo.git(), repo.workdir()),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),

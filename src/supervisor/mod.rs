@@ -8,6 +8,7 @@
 pub mod control;
 pub mod delegation;
 mod detach;
+mod finish;
 mod logging;
 pub mod remote;
 mod signals;
@@ -59,6 +60,7 @@ fn watch_lock(mut guard: lock::Guard) {
 /// Say what `start` found, and keep a copy of the user's uncommitted work before any agent runs.
 pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     eprintln!("{}", p.harness.sandbox);
+    eprintln!("{}", awake_line(p.settings.defaults.keep_awake));
     for n in &p.notes {
         eprintln!("warning: {n}");
     }
@@ -79,6 +81,16 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
         eprintln!("note: {n}");
     }
     Ok(())
+}
+
+/// Whether idle sleep will be held off while agents run, asked once at start.
+fn awake_line(enabled: bool) -> String {
+    let probed = if enabled {
+        crate::sys::awake::probe()
+    } else {
+        Ok(())
+    };
+    crate::sys::awake::line(enabled, &probed)
 }
 
 /// Run the loop in this process. Returns the exit code.
@@ -212,6 +224,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     git2::opts::enable_caching(false);
     let (tx, rx) = watch::channel(StopLevel::None);
     signals::spawn_handler(tx, Some(p.layout.requests()))?;
+    let finishing = p.settings.finish.clone();
     let mut lp = start::open(p, rx).await?;
     let reason = match lp.run().await {
         Ok(r) => r,
@@ -238,6 +251,9 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
         }
     };
     kill::reap_adopted();
+    if finish::wanted(&finishing, reason) {
+        finish::pull_request(&lp.runner.topic).await;
+    }
     let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match reason.ending() {
         crate::disk::state::Ending::Failed => 1,

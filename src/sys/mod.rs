@@ -4,6 +4,7 @@
 //! failpoints (`failpoint`), text for a person's terminal without control sequences (`term`), and
 //! the one module with `unsafe` code (`kernel`).
 
+pub mod awake;
 pub mod beneath;
 pub mod cgroup;
 pub mod failpoint;

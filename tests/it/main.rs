@@ -29,6 +29,7 @@ mod lock;
 mod loop_core;
 mod loop_gate;
 mod misbehaving;
+mod morning;
 mod notify;
 mod orphans;
 mod papercuts;

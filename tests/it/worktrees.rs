@@ -11,7 +11,7 @@ use crate::support::{TestHome, git, wait_for};
 
 /// A repository at the test root with the artifact directories `names` inside it (each with
 /// an `artifact.md`), one base commit on `main`.
-fn repo_with(t: &TestHome, names: &[&str]) -> PathBuf {
+pub(crate) fn repo_with(t: &TestHome, names: &[&str]) -> PathBuf {
     let root = t.root();
     git(&root, &["init", "-q", "-b", "main"]);
     std::fs::write(
@@ -34,7 +34,7 @@ fn repo_with(t: &TestHome, names: &[&str]) -> PathBuf {
 }
 
 /// `start <topic> --artifact-path <root>/<topic> --worktree` with the fake agent, and `extra`.
-fn start(
+pub(crate) fn start(
     t: &TestHome,
     topic: &str,
     fake: &str,
