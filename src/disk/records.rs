@@ -377,6 +377,13 @@ pub struct RunRecord {
     /// Build output and caches left out of the commit (`__pycache__/`, `target/`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
+    /// A kept iteration whose gate did not pass: the loop's result after it (the best so far,
+    /// which may be an earlier iteration) and the score that passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<super::state::Best>,
+    /// The agent wrote to the original `artifact.md`: what became of the edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
 }
 
 /// What a validation run showed, as people read it.
@@ -449,6 +456,8 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            best: None,
+            original: None,
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -502,6 +511,8 @@ impl RunRecord {
             validation: None,
             lines: None,
             left_out: Vec::new(),
+            best: None,
+            original: None,
         }
     }
 

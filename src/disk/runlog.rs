@@ -86,6 +86,8 @@ mod tests {
             validation: None,
             lines: None,
             left_out: vec![],
+            best: None,
+            original: None,
         }
     }
 

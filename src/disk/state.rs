@@ -86,6 +86,22 @@ pub struct LoopState {
     /// Paths (relative to the artifact dir) the loop's agents changed that no commit holds yet:
     /// a rejected or discarded attempt's work, committed with the next accepted iteration.
     pub carried_paths: Vec<PathBuf>,
+    /// The accepted iteration whose artifact is `wiggum/final/artifact.md` (document loops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best: Option<Best>,
+}
+
+/// The accepted iteration whose artifact is the loop's result, and how its gate judged it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    /// The iteration.
+    pub iteration: u32,
+    /// The gate's kept score (none when no gate judged it).
+    pub score: Option<f64>,
+    /// Whether its gate passed (true when no gate judged it).
+    pub passed: bool,
+    /// The score that passes (`[defaults] pass_threshold`).
+    pub pass: f64,
 }
 
 impl LoopState {
@@ -189,6 +205,7 @@ impl Default for LoopState {
             cost_usd: 0.0,
             reviewed: false,
             carried_paths: Vec::new(),
+            best: None,
             limited_agents: BTreeMap::new(),
             harness: None,
             spend: Spend::default(),

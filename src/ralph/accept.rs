@@ -524,6 +524,22 @@ async fn commit_kept(
     Ok(Ok(what))
 }
 
+/// A document loop's result after kept iteration `n` (`ralph::best`): its copy written before
+/// the commit, so the commit takes it; recorded in the books once the commit is made.
+fn keep_result(
+    lp: &Loop,
+    n: u32,
+    gate: Option<&GateRecord>,
+) -> Res<Option<crate::disk::state::Best>> {
+    if !lp.work.seeds_artifact() {
+        return Ok(None);
+    }
+    let next = super::best::candidate(n, gate, lp.settings.defaults.pass_threshold);
+    let keep_best = lp.settings.gate.on_gate_fail == OnGateFail::KeepBest;
+    let prev = lp.runner.state.best.as_ref();
+    super::best::settle(&lp.runner.layout, prev, next, keep_best).map(Some)
+}
+
 /// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one
 /// item's size) is not committed, whatever `on_gate_fail` keeps of a document: its first issue.
 fn failed_review(lp: &Loop, gate: Option<&GateRecord>) -> Option<String> {
@@ -643,8 +659,19 @@ pub async fn accept(
     }
     let mut what = None;
     if keep {
+        let result = keep_result(lp, n, rec.gate.as_ref())?;
         match commit_kept(lp, n, &mut rec, changed, &claimed).await? {
-            Ok(said) => what = said,
+            Ok(said) => {
+                what = said;
+                if let Some(best) = result {
+                    lp.runner.result_is(best);
+                    rec.best = rec
+                        .gate
+                        .as_ref()
+                        .is_some_and(|g| g.verdict != Verdict::Pass)
+                        .then_some(best);
+                }
+            }
             Err(why) => {
                 reject(lp, rec, why, changed, plan_before)?;
                 return Ok(None);

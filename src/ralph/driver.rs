@@ -371,13 +371,12 @@ impl Loop {
         let (reason, why) = &self.validate_final(reason, why).await?;
         let (reason, why) = (*reason, why.as_str());
         let layout = self.runner.layout.clone();
+        // The result is committed with the iteration that made it; a loop an earlier version
+        // ran has its copy made from the last accepted iteration.
         let last = self.runner.state.last_committed_iteration;
-        if last > 0 {
-            let src = layout.iteration_artifact(last);
-            if let Some(text) = fsutil::read_opt(&src)? {
-                fsutil::create_dir_all(&layout.final_dir())?;
-                fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())?;
-            }
+        let result = self.runner.state.best.map_or(last, |b| b.iteration);
+        if result > 0 {
+            super::best::write_copy(&layout, result)?;
         }
         let end = Step::End(reason, why.to_string());
         self.runner.step(end)?;

@@ -7,6 +7,7 @@
 
 pub mod accept;
 pub mod agent_choice;
+pub mod best;
 pub mod books;
 pub mod budget;
 pub mod changes;

@@ -87,28 +87,15 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     };
     let outcome = match (r.outcome, super::failure::label(r.agent_exit)) {
         (Outcome::Crashed, Some(limit)) => limit.to_string(),
+        (Outcome::Accepted, _) if kept_failing(r) => "kept".to_string(),
         (o, _) => o.as_str().replace('_', " "),
     };
     parts.push(format!("{head}{retry} {mark} {outcome}"));
     if let Some(by) = &r.agent {
         parts.push(format!("by {by}"));
     }
-    if let Some(g) = &r.gate {
-        let r1 = g
-            .wiggum_r1
-            .map_or(String::new(), |s| format!("r1 {s:.1}, "));
-        let rounds = if g.rounds == 1 { "round" } else { "rounds" };
-        // A verdict other than PASS is named: an iteration kept despite its gate says so.
-        let verdict = match g.verdict.as_str() {
-            "PASS" => String::new(),
-            v => format!(" {v}"),
-        };
-        parts.push(format!(
-            "gate {}{verdict} ({r1}{} {rounds})",
-            g.final_score.map_or("-".into(), |s| format!("{s:.1}")),
-            g.rounds
-        ));
-    }
+    parts.extend(gate_part(r));
+    parts.extend(r.original.clone());
     if let Some(l) = &r.lines {
         let files = if l.files == 1 { "file" } else { "files" };
         parts.push(format!("{} {files} +{} -{}", l.files, l.added, l.removed));
@@ -148,6 +135,48 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     parts.join(" · ")
 }
 
+/// An accepted iteration whose gate did not pass (kept by `on_gate_fail = "keep-best"`).
+fn kept_failing(r: &RunRecord) -> bool {
+    r.outcome == Outcome::Accepted
+        && r.gate
+            .as_ref()
+            .is_some_and(|g| g.verdict != crate::gate::Verdict::Pass)
+}
+
+/// The gate's part of a run line: `gate 7.4 (r1 6.1, 2 rounds)`; for an iteration kept though
+/// its gate did not pass, the loop's best and the score that passes: `gate 6.7 (best so far;
+/// pass 8.0)`, `gate 5.2 (best 6.7, iteration 1; pass 8.0)`.
+fn gate_part(r: &RunRecord) -> Option<String> {
+    let g = r.gate.as_ref()?;
+    let score = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.1}"));
+    if let Some(b) = r.best.filter(|_| kept_failing(r)) {
+        let best = if b.iteration == r.iteration {
+            "best so far".to_string()
+        } else {
+            format!("best {}, iteration {}", score(b.score), b.iteration)
+        };
+        return Some(format!(
+            "gate {} ({best}; pass {:.1})",
+            score(g.final_score),
+            b.pass
+        ));
+    }
+    let r1 = g
+        .wiggum_r1
+        .map_or(String::new(), |s| format!("r1 {s:.1}, "));
+    let rounds = if g.rounds == 1 { "round" } else { "rounds" };
+    // A verdict other than PASS is named: an iteration the gate failed says so.
+    let verdict = match g.verdict.as_str() {
+        "PASS" => String::new(),
+        v => format!(" {v}"),
+    };
+    Some(format!(
+        "gate {}{verdict} ({r1}{} {rounds})",
+        score(g.final_score),
+        g.rounds
+    ))
+}
+
 /// What the completion block says about a loop that ended.
 #[derive(Debug, Clone)]
 pub struct Completion {
@@ -171,6 +200,8 @@ pub struct Completion {
     pub detail: String,
     /// The final artifact, when an iteration was accepted.
     pub artifact: Option<PathBuf>,
+    /// The iteration whose artifact it is, and how its gate judged it.
+    pub best: Option<crate::disk::state::Best>,
     /// A code loop's last validation of its work tree.
     pub tests: Option<crate::disk::records::TreeValidation>,
     /// A code loop (the repository is the work: no document quality to show).
@@ -209,6 +240,7 @@ pub fn completion_of(
         reason: st.stop_reason()?,
         detail: st.stop_detail().unwrap_or_default().to_string(),
         artifact: artifact.exists().then_some(artifact),
+        best: st.best,
         tests: kind
             .writes_repository()
             .then(|| super::work::read_tree(layout))
@@ -319,6 +351,35 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
     out
 }
 
+/// Where the loop's result is and which iteration's artifact it is: `<dir>/wiggum/final/
+/// artifact.md (iteration 3)`; none before an iteration of a document loop was kept.
+#[must_use]
+pub fn result_of(st: &crate::disk::state::LoopState) -> Option<String> {
+    let b = st.best?;
+    let path = crate::disk::layout::result_path(&st.artifact_path);
+    Some(format!("{} (iteration {})", path.display(), b.iteration))
+}
+
+/// The block's lines of the loop's result: the gate that never passed (the best it gave, and
+/// what passes), and the final artifact with the iteration it is.
+fn result_lines(c: &Completion) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(b) = c.best.filter(|b| !b.passed) {
+        let score = b.score.map_or("-".into(), |s| format!("{s:.1}"));
+        out.push(format!(
+            "  gate        never passed: the best was {score}, iteration {} (pass {:.1})",
+            b.iteration, b.pass
+        ));
+    }
+    if let Some(a) = &c.artifact {
+        let of = c
+            .best
+            .map_or(String::new(), |b| format!(" (iteration {})", b.iteration));
+        out.push(format!("  artifact    {}{of}", a.display()));
+    }
+    out
+}
+
 /// The block printed when a loop ends (and by `status` for an ended loop).
 #[must_use]
 pub fn completion_block(c: &Completion) -> String {
@@ -358,9 +419,7 @@ pub fn completion_block(c: &Completion) -> String {
     if !c.detail.is_empty() {
         out.push(format!("  reason      {}", c.detail));
     }
-    if let Some(a) = &c.artifact {
-        out.push(format!("  artifact    {}", a.display()));
-    }
+    out.extend(result_lines(c));
     if c.iterations == 0 && c.artifact.is_none() {
         // Nothing ran to show a diff or a summary of: what fixes the cause instead.
         out.push(format!(
@@ -464,6 +523,7 @@ mod tests {
             reason: StopReason::Breaker,
             detail: "planning wrote no items".into(),
             artifact: None,
+            best: None,
             tests: None,
             code: false,
         };
@@ -488,6 +548,7 @@ mod tests {
             reason: StopReason::PlanEmpty,
             detail: "no open items".into(),
             artifact: Some("/a/wiggum/final/artifact.md".into()),
+            best: None,
             tests: None,
             code: false,
         };
@@ -530,6 +591,7 @@ mod tests {
             reason: StopReason::ValidationFailed,
             detail: String::new(),
             artifact: None,
+            best: None,
             tests: Some(tree),
             code: true,
         };
