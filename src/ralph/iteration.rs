@@ -227,6 +227,8 @@ struct Seen {
     tail: String,
     /// The spec files the agent edited, put back.
     put_back: Option<String>,
+    /// What became of the agent's edit of the original artifact, if it made one.
+    original: Option<String>,
 }
 
 /// What the iteration does after an attempt was settled.
@@ -264,6 +266,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let progress = !seen.changed.is_empty() || seen.run.committed;
         let verdict = weigh(lp, &seen.run, &seen.tail, progress, false);
         let mut rec = record(&seen.run, seen.by.as_deref(), n, attempt, verdict.outcome());
+        rec.original.clone_from(&seen.original);
         if matches!(verdict, decide::Verdict::Then(_)) {
             rec.files_changed.clone_from(&seen.changed);
             rec.promise_seen = promise::seen_count(
@@ -328,7 +331,13 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     };
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
+    let original = if lp.work.seeds_artifact() {
+        super::original::hold(&layout, n)?
+    } else {
+        None
+    };
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    let original = super::original::put_back(&layout, n, original)?;
     let put_back = put_back_spec(lp)?;
     let after = lp.tracker.snapshot(&lp.repo)?;
     let raw = after.changed_since(&before);
@@ -351,6 +360,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         by,
         run,
         put_back,
+        original,
     })
 }
 

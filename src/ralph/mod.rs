@@ -27,6 +27,7 @@ pub mod iteration;
 pub mod limits;
 pub mod named;
 pub mod notify;
+pub mod original;
 pub mod progress;
 pub mod promise;
 pub mod recover;

@@ -115,3 +115,80 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
         sum.stdout()
     );
 }
+
+/// A clumsy agent of the user's own: plans two items; in iteration 2 it appends its section to
+/// the original `artifact.md` instead of its iteration's copy; answers a revision with the
+/// document.
+fn clumsy_agent(t: &TestHome) -> String {
+    let script = write(
+        t,
+        "clumsy.sh",
+        r#"cat > /dev/null
+plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning) printf '# Plan\n\n- [ ] Name the cause\n- [ ] Name the fix\n' > "$plan" ;;
+iteration)
+  item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
+  target="$ITERATION_DIR/artifact.md"
+  [ "$ITERATION" = 2 ] && target="$ARTIFACT_PATH/artifact.md"
+  printf '\n## %s\n\nWritten in iteration %s: the cache in `roles.go` denies the new role.\n' "$item" "$ITERATION" >> "$target"
+  sed "s/^- \[ \] $item/- [x] $item/" "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
+  ;;
+revision) cat "$ITERATION_DIR/artifact.md" ;;
+esac
+"#,
+    );
+    format!("sh {script}")
+}
+
+#[test]
+fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
+    let t = TestHome::new();
+    let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    let args = t.start_args(
+        "clumsy",
+        &t.art(),
+        &clumsy_agent(&t),
+        &["--foreground", "--max-rounds", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    r.code(0);
+    let out = redact(&r.stdout(), &t);
+    let second = out
+        .lines()
+        .find(|l| l.starts_with("Iteration 2/"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        second.contains(
+            " · wrote to the original; taken as iteration 2's artifact and the original restored · "
+        ),
+        "{second}"
+    );
+    // The original is as the user committed it, on disk and in every commit.
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        original
+    );
+    assert_eq!(git_out(&t, &["show", "HEAD:artifact.md"]), original);
+    assert_eq!(
+        git_out(&t, &["log", "--format=%s", "--", "artifact.md"])
+            .lines()
+            .count(),
+        1,
+        "only the commit that made the repository holds it"
+    );
+    // The edit is iteration 2's artifact.
+    let it2 =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-002/artifact.md")).unwrap();
+    assert!(
+        it2.starts_with(&original) && it2.contains("## Name the fix\n\nWritten in iteration 2"),
+        "{it2}"
+    );
+    // "Before" measures the original as it was: the figure is the original's.
+    assert!(out.contains("\n  quality     0.22 → "), "{out}");
+    assert_eq!(
+        t.runs("iteration")[1]["original"],
+        second.split(" · ").nth(2).unwrap()
+    );
+}
