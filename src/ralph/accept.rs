@@ -193,6 +193,12 @@ impl Reviser for LoopReviser<'_> {
         self.lp.revision_tampered.extend(foreign);
         Ok(run)
     }
+
+    fn took(&mut self, round: u32, how: String) {
+        self.lp
+            .revision_notes
+            .push(format!("revision round {round}: {how}"));
+    }
 }
 
 /// Run the gate on the iteration's output. Returns the record (None when the gate is off) and
@@ -461,6 +467,14 @@ fn reject(
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
+/// Add `what` to the run record's note.
+fn add_note(rec: &mut RunRecord, what: String) {
+    rec.note = Some(match rec.note.take() {
+        Some(note) => format!("{note}; {what}"),
+        None => what,
+    });
+}
+
 /// The protected files a revision round changed (restored), and why that rejects the
 /// iteration; taken from the loop's books.
 fn revision_tampered(lp: &mut Loop) -> Option<(Vec<String>, String)> {
@@ -625,7 +639,11 @@ pub async fn accept(
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
     lp.revision_tampered.clear();
+    lp.revision_notes.clear();
     let (gate, keep) = gate(lp, n, &task, changed).await?;
+    for how in std::mem::take(&mut lp.revision_notes) {
+        add_note(&mut rec, how);
+    }
     if let Some((protected, why)) = revision_tampered(lp) {
         rec.protected_changed = protected;
         rec.gate = gate;
@@ -639,10 +657,7 @@ pub async fn accept(
     {
         let why = format!("in a revision round, {why}");
         tracing::warn!("iteration {n}: {why}");
-        rec.note = Some(match rec.note.take() {
-            Some(note) => format!("{note}; {why}"),
-            None => why,
-        });
+        add_note(&mut rec, why);
     }
     if let Some(g) = &gate {
         lp.runner.gate_scored(g);

@@ -192,3 +192,60 @@ fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
         second.split(" · ").nth(2).unwrap()
     );
 }
+
+#[test]
+fn a_revision_answer_on_stdout_is_the_document_from_its_first_heading() {
+    let t = TestHome::new();
+    let cfg = scripted_judge(&t, &["5.0", "9.0"]);
+    // The agent prints a diagnostic line before the document it revises.
+    let agent = write(
+        &t,
+        "chatty.sh",
+        r#"cat > /dev/null
+plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning) printf '# Plan\n\n- [ ] Name the cause\n' > "$plan" ;;
+iteration)
+  printf '\n## Cause\n\nThe cache in `roles.go` denies the new role.\n' >> "$ITERATION_DIR/artifact.md"
+  sed 's/^- \[ \] /- [x] /' "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
+  ;;
+revision)
+  echo "doc-agent: phase=revision iteration=$ITERATION"
+  cat "$ITERATION_DIR/artifact.md"
+  printf '\nChecked against the request log of the 25th.\n'
+  ;;
+esac
+"#,
+    );
+    let args = t.start_args(
+        "chatty",
+        &t.art(),
+        &format!("sh {agent}"),
+        &[
+            "--foreground",
+            "--config",
+            &cfg,
+            "--evaluator",
+            "judge",
+            "--max-rounds",
+            "2",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let it1 =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap();
+    assert!(it1.starts_with("# Report\n"), "{it1}");
+    assert!(
+        it1.ends_with("\nChecked against the request log of the 25th.\n"),
+        "{it1}"
+    );
+    assert!(!it1.contains("doc-agent"), "{it1}");
+    let rec = &t.runs("iteration")[0];
+    assert_eq!(rec["gate"]["final"], "PASS", "{rec}");
+    assert_eq!(
+        rec["note"],
+        "revision round 2: the document taken from stdout, the 1 line printed before its first heading left out",
+        "{rec}"
+    );
+}
