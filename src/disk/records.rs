@@ -281,6 +281,21 @@ pub enum RecordKind {
     GateRound,
 }
 
+/// A pause or a resume of the loop, a line of `runs.jsonl` of its own (`record` is `pause` or
+/// `resume`): `wiggum events` shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// `pause` or `resume`.
+    pub record: String,
+    /// The iteration the loop waits before.
+    pub iteration: u32,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// Why it paused (`paused by the user`, `human review before iteration 3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// What every agent run contributes to its record.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunFacts {

@@ -39,6 +39,9 @@ pub struct LoopState {
     pub last_quality: Option<f64>,
     /// When the loop (this run of it) started.
     pub started_at: DateTime<Utc>,
+    /// How long the loop's earlier runs took, in milliseconds (its elapsed time counts them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub earlier_ms: u64,
     /// When this file was last written.
     pub updated_at: DateTime<Utc>,
     /// The supervisor's pid.
@@ -178,6 +181,26 @@ impl LoopState {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl LoopState {
+    /// Milliseconds the loop has run, every run of it counted, until `end` (now while it runs,
+    /// its last write when it ended).
+    #[must_use]
+    pub fn elapsed_ms(&self, end: DateTime<Utc>) -> u64 {
+        let this = u64::try_from((end - self.started_at).num_milliseconds()).unwrap_or(0);
+        self.earlier_ms.saturating_add(this)
+    }
+
+    /// What the earlier runs and this one took, for the next run's `earlier_ms`.
+    #[must_use]
+    pub fn ran_ms(&self) -> u64 {
+        self.elapsed_ms(self.updated_at)
+    }
+}
+
 impl Default for LoopState {
     fn default() -> Self {
         let now = Utc::now();
@@ -192,6 +215,7 @@ impl Default for LoopState {
             quality_threshold: 0.0,
             last_quality: None,
             started_at: now,
+            earlier_ms: 0,
             updated_at: now,
             pid: 0,
             pid_start_ticks: None,

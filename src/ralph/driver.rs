@@ -213,6 +213,8 @@ impl Loop {
         }
         self.runner.step(Step::Pause)?;
         self.runner.save()?;
+        let reason = requests::read(&ctl).pause_reason;
+        self.control_record("pause", n, reason)?;
         tracing::info!("paused before iteration {n}");
         while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
             if requests::read(&ctl).stop_after_iteration {
@@ -222,8 +224,20 @@ impl Loop {
         }
         self.runner.step(Step::Resume)?;
         self.runner.save()?;
+        self.control_record("resume", n, None)?;
         tracing::info!("resumed");
         Ok(true)
+    }
+
+    /// A pause or a resume before iteration `n`, in the run records (for `events`).
+    fn control_record(&self, what: &str, n: u32, reason: Option<String>) -> Result<()> {
+        let rec = crate::disk::records::ControlRecord {
+            record: what.to_string(),
+            iteration: n,
+            at: chrono::Utc::now(),
+            reason,
+        };
+        crate::disk::runlog::record(&self.runner.layout, &rec)
     }
 
     /// The planning phase: attempts until one writes plan items, each decided as an iteration's

@@ -184,6 +184,8 @@ pub struct Completion {
     pub topic: String,
     /// Iterations completed, and the limit.
     pub iterations: u32,
+    /// The iteration the loop ended in the middle of (not completed), if it did.
+    pub during: Option<u32>,
     /// `max_iterations`.
     pub max: u32,
     /// Built-in quality of the original artifact and of the final one.
@@ -229,13 +231,15 @@ pub fn completion_of(
     } else {
         st.updated_at
     };
+    let (iterations, during) = completed(layout, st.current_iteration);
     Some(Completion {
         topic: st.topic.clone(),
-        iterations: st.current_iteration,
+        iterations,
+        during,
         max: st.max_iterations,
         quality: (before.map(|m| m.overall), after.map(|m| m.overall)),
         flat,
-        elapsed_ms: u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0),
+        elapsed_ms: st.elapsed_ms(end),
         cost: st.spend.shown(),
         reason: st.stop_reason()?,
         detail: st.stop_detail().unwrap_or_default().to_string(),
@@ -247,6 +251,42 @@ pub fn completion_of(
             .flatten(),
         code: kind.writes_repository(),
     })
+}
+
+/// Iterations the loop completed, and the one it ended in the middle of: the last record of
+/// iteration `current` says whether it ran to its end.
+fn completed(layout: &Layout, current: u32) -> (u32, Option<u32>) {
+    let mut last = None;
+    let read = runlog::for_each(&layout.runs(), |r| {
+        if r.record == RecordKind::Iteration && r.iteration == current {
+            last = Some(r.outcome);
+        }
+    });
+    if read.is_err() {
+        return (current, None);
+    }
+    done_of(current, last)
+}
+
+/// Iterations completed when iteration `current`'s last record (if any) has outcome `last`,
+/// and the one not completed. Pure.
+#[must_use]
+pub fn done_of(current: u32, last: Option<Outcome>) -> (u32, Option<u32>) {
+    match last {
+        Some(Outcome::Accepted | Outcome::GateFailed | Outcome::Rejected | Outcome::NoChange) => {
+            (current, None)
+        }
+        _ if current > 0 => (current - 1, Some(current)),
+        _ => (0, None),
+    }
+}
+
+/// `3/10`, and `3/10 (iteration 4 was not completed)` for a loop that ended during one.
+fn iterations_of(c: &Completion) -> String {
+    let during = c.during.map_or(String::new(), |n| {
+        format!(" (iteration {n} was not completed)")
+    });
+    format!("{}/{}{during}", c.iterations, c.max)
 }
 
 /// The built-in metrics of an artifact version as its type measures them, read up to 8 MiB;
@@ -336,7 +376,7 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
         String::new()
     };
     let mut out = vec![
-        format!("  iterations  {}/{}{red}", c.iterations, c.max),
+        format!("  iterations  {}{red}", iterations_of(c)),
         format!("  tests       {}", t.tree.summary),
     ];
     if !t.tree.green {
@@ -404,9 +444,9 @@ pub fn completion_block(c: &Completion) -> String {
         out.extend(tests_lines(c, t));
     } else if c.code {
         // A code loop without validation: no tests to show, and no document to measure.
-        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
+        out.push(format!("  iterations  {}", iterations_of(c)));
     } else {
-        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
+        out.push(format!("  iterations  {}", iterations_of(c)));
         out.push(format!("  quality     {quality}"));
         if let Some(flat) = &c.flat {
             out.push(format!("              {flat}"));
@@ -515,6 +555,7 @@ mod tests {
         let c = Completion {
             topic: "t".into(),
             iterations: 0,
+            during: None,
             max: 10,
             quality: (Some(0.2), None),
             flat: None,
@@ -540,6 +581,7 @@ mod tests {
         let c = Completion {
             topic: "research".into(),
             iterations: 3,
+            during: None,
             max: 10,
             quality: (Some(0.40), Some(0.62)),
             flat: None,
@@ -583,6 +625,7 @@ mod tests {
         let c = Completion {
             topic: "calc".into(),
             iterations: 3,
+            during: None,
             max: 10,
             quality: (None, None),
             flat: None,

@@ -672,9 +672,12 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
             crate::agent::launch::git_confinement(&p.settings.safety, layout.root(), &common)?;
         repo.confine(crate::git::filters::Confine { argv, env });
     }
+    let earlier_ms = prev.as_ref().map_or(0, LoopState::ran_ms);
     let prev = prev.unwrap_or_default();
     // A fresh state (planning), carrying what outlives a run of the supervisor.
     let mut state = LoopState::default();
+    state.earlier_ms = earlier_ms;
+    state.best = prev.best.filter(|b| b.iteration <= completed);
     state.topic = p.topic.clone();
     state.artifact_path = layout.root().to_path_buf();
     state.current_iteration = completed;

@@ -34,14 +34,15 @@ pub fn secs(s: u64) -> String {
 #[must_use]
 pub fn eta(v: &LoopView, now: DateTime<Utc>) -> Option<u64> {
     let s = v.state.as_ref()?;
-    if !v.running() || !s.status().is_live() {
+    // A loop that waits (paused, on a limit) has no time of arrival to tell.
+    if !v.running() || v.status != Shown::Is(Status::Running) {
         return None;
     }
     let done = u64::from(s.current_iteration.saturating_sub(1));
     if done == 0 {
         return None;
     }
-    let elapsed = u64::try_from((now - s.started_at).num_seconds()).ok()?;
+    let elapsed = s.elapsed_ms(now) / 1000;
     let by_limit = u64::from(s.max_iterations.saturating_sub(s.current_iteration - 1));
     let left = s
         .items_remaining

@@ -24,7 +24,7 @@ fn scripted_judge(t: &TestHome, scores: &[&str]) -> String {
 d={d}
 n=$(($(cat $d/calls 2>/dev/null || echo 0) + 1)); echo $n > $d/calls
 s=$(sed -n "${{n}}p" $d/scores); [ -n "$s" ] || s=$(tail -n 1 $d/scores)
-echo "{{\"depth\": $s, \"relevance\": $s, \"completeness\": $s, \"grounded\": $s, \"specificity\": $s, \"structure\": $s, \"issues\": [\"more evidence\"]}}"
+echo "{{\"depth\": $s, \"relevance\": $s, \"completeness\": $s, \"grounded\": $s, \"specificity\": $s, \"structure\": $s, \"issues\": [\"depth is 0.5/10: no runnable example\"]}}"
 "#,
             d = dir.display()
         ),
@@ -113,6 +113,12 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
         sum.stdout().contains(&format!("\nresult {result}")),
         "{}",
         sum.stdout()
+    );
+    // The judge's issue is counted as the kind it is: its figures taken out, not called a path.
+    let report = t.run(&["wiggum", "report", "best"]).stdout();
+    assert!(
+        report.contains("depth is #.#/#: no runnable example") && !report.contains("<path>"),
+        "{report}"
     );
 }
 
@@ -248,4 +254,78 @@ esac
         "revision round 2: the document taken from stdout, the 1 line printed before its first heading left out",
         "{rec}"
     );
+}
+
+fn ms_between(st: &serde_json::Value) -> i64 {
+    let at = |k: &str| chrono::DateTime::parse_from_rfc3339(st[k].as_str().unwrap()).unwrap();
+    (at("updated_at") - at("started_at")).num_milliseconds()
+}
+
+#[test]
+fn a_stop_mid_iteration_counts_what_was_done_a_pause_shows_no_eta_and_elapsed_counts_every_run() {
+    let t = TestHome::new();
+    let blocked_at = |n: u32, release: &str| {
+        format!(
+            "FAKE_RELEASE={} FAKE_ITEMS=4 FAKE_BLOCK_AT={n}",
+            t.root().join(release).display()
+        )
+    };
+    // The first run is stopped while iteration 2 works.
+    t.start_bg("words", "block", &blocked_at(2, "release-1"), &[])
+        .code(0);
+    t.wait_state("iteration 2 to run", |s| {
+        s["current_iteration"] == 2 && s["agent_pid"].is_number()
+    });
+    t.wait_blocked();
+    let running = t.run(&["wiggum", "status", "words"]).stdout();
+    assert!(running.contains("\n  eta:       about "), "{running}");
+    t.run(&["wiggum", "stop", "words"]).code(0);
+    t.wait_stopped("words");
+    let first = t.state();
+    let st = t.run(&["wiggum", "status", "words"]).stdout();
+    assert!(
+        st.contains("\n  iterations  1/10 (iteration 2 was not completed)\n"),
+        "{st}"
+    );
+    // The second run pauses before iteration 4, then resumes to the end.
+    std::fs::remove_file(t.pids_file()).ok();
+    t.start_bg("words", "block", &blocked_at(3, "release-2"), &[])
+        .code(0);
+    t.wait_state("iteration 3 to run", |s| {
+        s["current_iteration"] == 3 && s["agent_pid"].is_number()
+    });
+    t.wait_blocked();
+    t.run(&["wiggum", "pause", "words"]).code(0);
+    std::fs::write(t.root().join("release-2"), "").unwrap();
+    t.wait_state("the loop to pause", |s| s["status"] == "paused");
+    let paused = t.run(&["wiggum", "status", "words"]).stdout();
+    assert!(!paused.contains("eta:"), "{paused}");
+    // Elapsed counts the first run too.
+    let earlier = t.state()["earlier_ms"].as_i64().unwrap();
+    assert!(
+        earlier >= ms_between(&first) && earlier < ms_between(&first) + 10_000,
+        "{earlier} {first}"
+    );
+    t.run(&["wiggum", "resume", "words"]).code(0);
+    t.wait_stopped("words");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+    let events = t.run(&["wiggum", "events", "words"]).stdout();
+    let said: Vec<serde_json::Value> = events
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["event"] == "pause" || e["event"] == "resume")
+        .collect();
+    assert_eq!(said.len(), 2, "{events}");
+    assert_eq!(
+        (&said[0]["event"], &said[0]["iteration"], &said[0]["reason"]),
+        (
+            &serde_json::json!("pause"),
+            &serde_json::json!(4),
+            &serde_json::json!("paused by the user")
+        ),
+        "{events}"
+    );
+    assert_eq!(said[1]["event"], "resume", "{events}");
+    let done = t.run(&["wiggum", "status", "words"]).stdout();
+    assert!(done.contains("\n  iterations  4/10\n"), "{done}");
 }
