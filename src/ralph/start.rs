@@ -81,6 +81,8 @@ pub struct Prepared {
     pub home: PathBuf,
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
+    /// No repository holds the artifact directory: the loop makes one (`git init`), said once.
+    pub new_repository: bool,
     /// The user's work anywhere the agents may write (relative to `work_root`): what
     /// `theirs::keep` copies out of their reach before any agent runs.
     pub at_risk: Vec<PathBuf>,
@@ -155,7 +157,8 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let agents = resolve_agents(opts, &layout, &artifact_type, &mut settings)?;
     let evaluator = check_evaluator(opts, &settings, &layout)?;
     check_inputs(&settings, &layout)?;
-    notes.splice(0..0, repository_notes(&settings, &layout)?);
+    let (repo_notes, new_repository) = repository_notes(&settings, &layout)?;
+    notes.splice(0..0, repo_notes);
     // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
     let detached_daemon = opts.probed.is_some();
     let theirs = if detached_daemon {
@@ -184,6 +187,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         evaluator,
         home: home.to_path_buf(),
         notes,
+        new_repository,
         at_risk,
         work_root,
         harness,
@@ -446,8 +450,9 @@ fn check_inputs(settings: &Settings, layout: &Layout) -> Result<()> {
 }
 
 /// The repository checked (`git/preflight.rs`), and what `start` says of it once: hooks the
-/// loop's commits skip, signing it cannot do, a promise taken on trust.
-fn repository_notes(settings: &Settings, layout: &Layout) -> Result<Vec<String>> {
+/// loop's commits skip, signing it cannot do, a promise taken on trust; and whether there is no
+/// repository yet (the loop makes one).
+fn repository_notes(settings: &Settings, layout: &Layout) -> Result<(Vec<String>, bool)> {
     let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();
     if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {
@@ -467,7 +472,7 @@ fn repository_notes(settings: &Settings, layout: &Layout) -> Result<Vec<String>>
             "[defaults] promise_check = \"trust\": any completion promise ends the loop, with plan items open or the gate failing".into(),
         );
     }
-    Ok(notes)
+    Ok((notes, findings.none))
 }
 
 /// What the harness will enforce for this loop's agents, probed on this kernel; `required`

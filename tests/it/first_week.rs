@@ -115,6 +115,13 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
         sum.stdout()
     );
     // The judge's issue is counted as the kind it is: its figures taken out, not called a path.
+    // A start on the repository the loop made says nothing of making one.
+    let again = t.run(&args);
+    assert!(
+        !again.stderr().contains("no git repository"),
+        "{}",
+        again.stderr()
+    );
     let report = t.run(&["wiggum", "report", "best"]).stdout();
     assert!(
         report.contains("depth is #.#/#: no runnable example") && !report.contains("<path>"),
@@ -160,6 +167,16 @@ fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
     r.code(0);
+    // The directory was in no repository: the loop made one, and said so.
+    assert!(
+        r.stderr().contains(&format!(
+            "note: {} is in no git repository; the loop makes one there (git init) and commits each accepted iteration to it\n",
+            t.art().display()
+        )),
+        "{}",
+        r.stderr()
+    );
+    assert!(t.art().join(".git").is_dir());
     let out = redact(&r.stdout(), &t);
     let second = out
         .lines()
