@@ -319,26 +319,41 @@ fn settle_kind(
     Ok((artifact_type, notes))
 }
 
-/// A directory another topic's loop has run to its limit: a new topic there would end at once,
-/// reading as if it ran. Say whose it is and how to go on.
+/// A directory whose loop ran as another topic: a new topic there would go on with that loop's
+/// iterations (or, at its limit, end at once) under a name it never had. Refused, naming whose it
+/// is and how to go on.
 fn refuse_finished_neighbour(opts: &StartOpts, layout: &Layout, settings: &Settings) -> Result<()> {
-    if let Ok(Some(prev)) = crate::disk::state::read(&layout.state())
-        && !prev.topic.is_empty()
-        && prev.topic != opts.topic
-        && prev.current_iteration >= settings.defaults.max_iterations
-    {
-        return Err(Error::input(format!(
-            "--artifact-path {}: the loop there is `{}`, which has run {} of {} iterations; go on with `studio-agents wiggum start {} --max-iterations {}`, or choose a directory of its own for `{}`",
-            layout.root().display(),
-            prev.topic,
-            prev.current_iteration,
-            settings.defaults.max_iterations,
-            prev.topic,
-            prev.current_iteration + settings.defaults.max_iterations,
-            opts.topic
-        )));
+    let Ok(Some(prev)) = crate::disk::state::read(&layout.state()) else {
+        return Ok(());
+    };
+    if prev.topic.is_empty() || prev.topic == opts.topic {
+        return Ok(());
     }
-    Ok(())
+    // A loop running there is refused as such (exit 3), naming its pid.
+    if crate::disk::lock::holder(&layout.lock())
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Ok(());
+    }
+    let max = settings.defaults.max_iterations;
+    let go_on = if prev.current_iteration >= max {
+        format!(
+            "`studio-agents wiggum start {} --max-iterations {}`",
+            prev.topic,
+            prev.current_iteration + max
+        )
+    } else {
+        format!("`studio-agents wiggum start {}`", prev.topic)
+    };
+    Err(Error::input(format!(
+        "--artifact-path {}: the loop there is `{}`, which has run {} of {max} iterations; go on with {go_on}, or choose a directory of its own for `{}`",
+        layout.root().display(),
+        prev.topic,
+        prev.current_iteration,
+        opts.topic
+    )))
 }
 
 /// The loop's agents.

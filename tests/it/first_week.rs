@@ -346,3 +346,28 @@ fn a_stop_mid_iteration_counts_what_was_done_a_pause_shows_no_eta_and_elapsed_co
     let done = t.run(&["wiggum", "status", "words"]).stdout();
     assert!(done.contains("\n  iterations  4/10\n"), "{done}");
 }
+
+#[test]
+fn a_new_topic_on_a_directory_whose_loop_ran_as_another_names_it_and_writes_nothing() {
+    let t = TestHome::new();
+    t.start_with_env("a", "", "FAKE_ITEMS=5", &["--max-iterations", "2"])
+        .code(0);
+    t.start_with_env("a", "", "FAKE_ITEMS=5", &["--max-iterations", "3"])
+        .code(0);
+    let before = std::fs::read(t.wiggum("state.json")).unwrap();
+    let head = git_out(&t, &["rev-parse", "HEAD"]);
+    let r = t.start_with_env("b", "", "FAKE_ITEMS=5", &["--max-iterations", "10"]);
+    r.code(2);
+    assert_eq!(
+        r.stderr().trim_end().lines().last().unwrap_or_default(),
+        format!(
+            "error: --artifact-path {}: the loop there is `a`, which has run 3 of 10 iterations; go on with `studio-agents wiggum start a`, or choose a directory of its own for `b`",
+            t.art().display()
+        ),
+        "{}",
+        r.stderr()
+    );
+    assert_eq!(std::fs::read(t.wiggum("state.json")).unwrap(), before);
+    assert_eq!(git_out(&t, &["rev-parse", "HEAD"]), head);
+    assert!(!t.home().join("loops/b.toml").exists());
+}
