@@ -168,7 +168,16 @@ impl Reviser for LoopReviser<'_> {
             stdout: Some(self.lp.runner.layout.revision_answer(self.iteration, round)),
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
+        let layout = self.lp.runner.layout.clone();
+        let original = if self.lp.work.seeds_artifact() {
+            super::original::hold(&layout, self.iteration)?
+        } else {
+            None
+        };
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
+        if let Some(what) = super::original::put_back(&layout, self.iteration, original, false)? {
+            self.took(round, what);
+        }
         // One rule for every run: a revision that changed protected files (restored by the
         // runner) rejects its iteration, as the iteration's own run would. The iteration's own
         // directory is the revision's to work in (what it deletes there is written again from

@@ -337,7 +337,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         None
     };
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
-    let original = super::original::put_back(&layout, n, original)?;
+    let original = super::original::put_back(&layout, n, original, true)?;
     let put_back = put_back_spec(lp)?;
     let after = lp.tracker.snapshot(&lp.repo)?;
     let raw = after.changed_since(&before);

@@ -49,10 +49,16 @@ pub fn hold(layout: &Layout, n: u32) -> Result<Option<Held>> {
     }))
 }
 
-/// After iteration `n`'s run: put the original back when the run changed it, its edit taken as
-/// the iteration's artifact when the run left that as it found it. What became of it, if
-/// anything did.
-pub fn put_back(layout: &Layout, n: u32, held: Option<Held>) -> Result<Option<String>> {
+/// After a run of iteration `n`: put the original back when the run changed it, its edit taken
+/// as the iteration's artifact when the run left that as it found it and `may_take` (an
+/// iteration's own run; a revision round's edit of the original is no revision of the
+/// iteration's document). What became of it, if anything did.
+pub fn put_back(
+    layout: &Layout,
+    n: u32,
+    held: Option<Held>,
+    may_take: bool,
+) -> Result<Option<String>> {
     let Some(held) = held else {
         return Ok(None);
     };
@@ -64,7 +70,8 @@ pub fn put_back(layout: &Layout, n: u32, held: Option<Held>) -> Result<Option<St
     let deleted = !original.is_file() || crate::sys::beneath::is_link(&original);
     let artifact = layout.iteration_artifact(n);
     let untouched = fsutil::read_opt(&artifact).ok().flatten() == held.seed;
-    let taken = !deleted && untouched && artifact.parent().is_some_and(std::path::Path::is_dir);
+    let taken =
+        may_take && !deleted && untouched && artifact.parent().is_some_and(std::path::Path::is_dir);
     if taken {
         fsutil::copy_file(&original, &artifact)?;
     }
@@ -107,7 +114,7 @@ mod tests {
         std::fs::write(l.iteration_artifact(2), "# Mine\n").unwrap();
         let held = hold(&l, 2).unwrap();
         std::fs::write(l.original_artifact(), "# Mine\n\nMore.\n").unwrap();
-        let what = put_back(&l, 2, held).unwrap();
+        let what = put_back(&l, 2, held, true).unwrap();
         assert!(what.unwrap().contains("taken as iteration 2's artifact"));
         assert_eq!(
             std::fs::read_to_string(l.original_artifact()).unwrap(),
@@ -119,7 +126,7 @@ mod tests {
         );
         // A run that leaves the original alone: nothing said, nothing kept.
         let held = hold(&l, 2).unwrap();
-        assert_eq!(put_back(&l, 2, held).unwrap(), None);
+        assert_eq!(put_back(&l, 2, held, true).unwrap(), None);
         assert!(!l.records().join("original.md").exists());
     }
 }

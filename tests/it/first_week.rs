@@ -216,15 +216,13 @@ fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
     );
 }
 
-#[test]
-fn a_revision_answer_on_stdout_is_the_document_from_its_first_heading() {
-    let t = TestHome::new();
-    let cfg = scripted_judge(&t, &["5.0", "9.0"]);
-    // The agent prints a diagnostic line before the document it revises.
-    let agent = write(
-        &t,
-        "chatty.sh",
-        r#"cat > /dev/null
+/// An agent of one plan item whose revision rounds run `revision` (shell).
+fn one_item_agent(t: &TestHome, revision: &str) -> String {
+    write(
+        t,
+        "one-item.sh",
+        &format!(
+            r#"cat > /dev/null
 plan="$WIGGUM_DIR/fix_plan.md"
 case "$WIGGUM_PHASE" in
 planning) printf '# Plan\n\n- [ ] Name the cause\n' > "$plan" ;;
@@ -233,12 +231,66 @@ iteration)
   sed 's/^- \[ \] /- [x] /' "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
   ;;
 revision)
-  echo "doc-agent: phase=revision iteration=$ITERATION"
-  cat "$ITERATION_DIR/artifact.md"
-  printf '\nChecked against the request log of the 25th.\n'
+  {revision}
   ;;
 esac
-"#,
+"#
+        ),
+    )
+}
+
+#[test]
+fn a_revision_round_that_writes_to_the_original_has_it_put_back() {
+    let t = TestHome::new();
+    let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    let cfg = scripted_judge(&t, &["5.0"]);
+    let agent = one_item_agent(
+        &t,
+        r#"printf '\nRevised where it must not be.\n' >> "$ARTIFACT_PATH/artifact.md""#,
+    );
+    let args = t.start_args(
+        "inplace",
+        &t.art(),
+        &format!("sh {agent}"),
+        &[
+            "--foreground",
+            "--config",
+            &cfg,
+            "--evaluator",
+            "judge",
+            "--max-rounds",
+            "2",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        original
+    );
+    let it1 =
+        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap();
+    assert!(
+        it1.contains("## Cause") && !it1.contains("Revised where"),
+        "{it1}"
+    );
+    let rec = &t.runs("iteration")[0];
+    assert_eq!(
+        rec["note"], "revision round 2: wrote to the original; the original restored",
+        "{rec}"
+    );
+}
+
+#[test]
+fn a_revision_answer_on_stdout_is_the_document_from_its_first_heading() {
+    let t = TestHome::new();
+    let cfg = scripted_judge(&t, &["5.0", "9.0"]);
+    // The agent prints a diagnostic line before the document it revises.
+    let agent = one_item_agent(
+        &t,
+        r#"echo "doc-agent: phase=revision iteration=$ITERATION"
+  cat "$ITERATION_DIR/artifact.md"
+  printf '\nChecked against the request log of the 25th.\n'"#,
     );
     let args = t.start_args(
         "chatty",
