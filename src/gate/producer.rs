@@ -93,7 +93,7 @@ fn pick(
             Some("the document taken from the file the producer edited".into()),
         ),
         (RevisionOutput::Stdout, false) => {
-            let headed = before.as_deref().is_some_and(|b| first_line_is_heading(b));
+            let headed = before.as_deref().is_some_and(first_line_is_heading);
             match from_first_heading(&answer).filter(|_| headed) {
                 Some((skipped, doc)) if skipped > 0 => {
                     let lines = if skipped == 1 { "line" } else { "lines" };

@@ -2,6 +2,7 @@
 //! committed it, a revision that takes the document only, and words that agree with each other.
 
 use crate::loop_core::redact;
+use crate::support::home::Run;
 use crate::support::{TestHome, git};
 
 fn write(t: &TestHome, name: &str, text: &str) -> String {
@@ -40,26 +41,28 @@ fn git_out(t: &TestHome, args: &[&str]) -> String {
     git(&t.art(), args)
 }
 
+/// `start <topic> --foreground` with `agent`, judged by the scripted judge of `cfg`, and
+/// `extra`; the terminal as a user has it.
+fn start_judged(t: &TestHome, topic: &str, agent: &str, cfg: &str, extra: &[&str]) -> Run {
+    let mut more = vec!["--foreground", "--config", cfg, "--evaluator", "judge"];
+    more.extend_from_slice(extra);
+    let args = t.start_args(topic, &t.art(), agent, &more);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")])
+}
+
+/// Iteration `n`'s artifact.
+fn iteration_artifact(t: &TestHome, n: u32) -> String {
+    std::fs::read_to_string(t.wiggum(&format!("iterations/001-100/iteration-{n:03}/artifact.md")))
+        .unwrap()
+}
+
 #[test]
 fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which() {
     let t = TestHome::new();
     let cfg = scripted_judge(&t, &["6.7", "5.2", "6.0"]);
-    let args = t.start_args(
-        "best",
-        &t.art(),
-        &t.agent_cmd("", "FAKE_ITEMS=3"),
-        &[
-            "--foreground",
-            "--config",
-            &cfg,
-            "--evaluator",
-            "judge",
-            "--max-rounds",
-            "1",
-        ],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = t.run_with(&args, &[("STUDIO_AGENTS_LOG", "")]);
+    let agent = t.agent_cmd("", "FAKE_ITEMS=3");
+    let r = start_judged(&t, "best", &agent, &cfg, &["--max-rounds", "1"]);
     r.code(0);
     insta::assert_snapshot!(redact(&r.stdout(), &t), @r#"
     Planning ✓ planned · <time> · 3 items in fix_plan.md
@@ -116,7 +119,7 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
     );
     // The judge's issue is counted as the kind it is: its figures taken out, not called a path.
     // A start on the repository the loop made says nothing of making one.
-    let again = t.run(&args);
+    let again = start_judged(&t, "best", &agent, &cfg, &["--max-rounds", "1"]);
     assert!(
         !again.stderr().contains("no git repository"),
         "{}",
@@ -248,28 +251,19 @@ fn a_revision_round_that_writes_to_the_original_has_it_put_back() {
         &t,
         r#"printf '\nRevised where it must not be.\n' >> "$ARTIFACT_PATH/artifact.md""#,
     );
-    let args = t.start_args(
+    start_judged(
+        &t,
         "inplace",
-        &t.art(),
         &format!("sh {agent}"),
-        &[
-            "--foreground",
-            "--config",
-            &cfg,
-            "--evaluator",
-            "judge",
-            "--max-rounds",
-            "2",
-        ],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    t.run(&args).code(0);
+        &cfg,
+        &["--max-rounds", "2"],
+    )
+    .code(0);
     assert_eq!(
         std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
         original
     );
-    let it1 =
-        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap();
+    let it1 = iteration_artifact(&t, 1);
     assert!(
         it1.contains("## Cause") && !it1.contains("Revised where"),
         "{it1}"
@@ -292,24 +286,15 @@ fn a_revision_answer_on_stdout_is_the_document_from_its_first_heading() {
   cat "$ITERATION_DIR/artifact.md"
   printf '\nChecked against the request log of the 25th.\n'"#,
     );
-    let args = t.start_args(
+    start_judged(
+        &t,
         "chatty",
-        &t.art(),
         &format!("sh {agent}"),
-        &[
-            "--foreground",
-            "--config",
-            &cfg,
-            "--evaluator",
-            "judge",
-            "--max-rounds",
-            "2",
-        ],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    t.run(&args).code(0);
-    let it1 =
-        std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap();
+        &cfg,
+        &["--max-rounds", "2"],
+    )
+    .code(0);
+    let it1 = iteration_artifact(&t, 1);
     assert!(it1.starts_with("# Report\n"), "{it1}");
     assert!(
         it1.ends_with("\nChecked against the request log of the 25th.\n"),
