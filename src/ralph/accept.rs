@@ -547,6 +547,81 @@ async fn commit_kept(
     Ok(Ok(what))
 }
 
+/// The gate on iteration `n`, with what its revision rounds did said in `rec` (where their
+/// document came from, a plan one of them deleted put back). `Ok(keep)`, or `Err(why)` when a
+/// round changed protected files (the iteration is rejected).
+async fn judged(
+    lp: &mut Loop,
+    n: u32,
+    task: &str,
+    changed: &[PathBuf],
+    rec: &mut RunRecord,
+    plan_after: &str,
+) -> Res<std::result::Result<bool, String>> {
+    lp.revision_tampered.clear();
+    lp.revision_notes.clear();
+    let (gate, keep) = gate(lp, n, task, changed).await?;
+    for how in std::mem::take(&mut lp.revision_notes) {
+        add_note(rec, how);
+    }
+    if let Some((protected, why)) = revision_tampered(lp) {
+        rec.protected_changed = protected;
+        rec.gate = gate;
+        return Ok(Err(why));
+    }
+    // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
+    // the iteration's own run left it (else the next iteration would end the loop as done).
+    if gate.is_some()
+        && let Some(why) = guard_plan(&lp.runner.layout, plan_after)?
+    {
+        let why = format!("in a revision round, {why}");
+        tracing::warn!("iteration {n}: {why}");
+        add_note(rec, why);
+    }
+    if let Some(g) = &gate {
+        lp.runner.gate_scored(g);
+    }
+    rec.gate = gate;
+    Ok(Ok(keep))
+}
+
+/// Commit a kept iteration with the loop's result beside it (`Ok(what it did)`, `Err(why)` when
+/// a hook refused the commit), or carry the work of one the gate's policy reverted to the next
+/// commit.
+async fn keep_or_carry(
+    lp: &mut Loop,
+    n: u32,
+    dir: &Path,
+    keep: bool,
+    rec: &mut RunRecord,
+    changed: &[PathBuf],
+    claimed: &[String],
+) -> Res<std::result::Result<Option<String>, String>> {
+    if !keep {
+        let layout = lp.runner.layout.clone();
+        commit::carry(lp, changed);
+        commit::carry(
+            lp,
+            &commit::loop_paths(&layout, false, Some(dir), std::iter::empty()),
+        );
+        rec.outcome = Outcome::GateFailed;
+        return Ok(Ok(None));
+    }
+    let result = keep_result(lp, n, rec.gate.as_ref())?;
+    let said = commit_kept(lp, n, rec, changed, claimed).await?;
+    if said.is_ok()
+        && let Some(best) = result
+    {
+        lp.runner.result_is(best);
+        let failed = rec
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.verdict != Verdict::Pass);
+        rec.best = failed.then_some(best);
+    }
+    Ok(said)
+}
+
 /// A document loop's result after kept iteration `n` (`ralph::best`): its copy written before
 /// the commit, so the commit takes it; recorded in the books once the commit is made.
 fn keep_result(
@@ -647,31 +722,13 @@ pub async fn accept(
     } else {
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
-    lp.revision_tampered.clear();
-    lp.revision_notes.clear();
-    let (gate, keep) = gate(lp, n, &task, changed).await?;
-    for how in std::mem::take(&mut lp.revision_notes) {
-        add_note(&mut rec, how);
-    }
-    if let Some((protected, why)) = revision_tampered(lp) {
-        rec.protected_changed = protected;
-        rec.gate = gate;
-        reject(lp, rec, why, changed, plan_before)?;
-        return Ok(None);
-    }
-    // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
-    // the iteration's own run left it (else the next iteration would end the loop as done).
-    if gate.is_some()
-        && let Some(why) = guard_plan(&layout, &plan_after)?
-    {
-        let why = format!("in a revision round, {why}");
-        tracing::warn!("iteration {n}: {why}");
-        add_note(&mut rec, why);
-    }
-    if let Some(g) = &gate {
-        lp.runner.gate_scored(g);
-    }
-    rec.gate = gate;
+    let keep = match judged(lp, n, &task, changed, &mut rec, &plan_after).await? {
+        Ok(keep) => keep,
+        Err(why) => {
+            reject(lp, rec, why, changed, plan_before)?;
+            return Ok(None);
+        }
+    };
     if let Some(why) = failed_review(lp, rec.gate.as_ref()) {
         reject(lp, rec, why, changed, plan_before)?;
         return Ok(None);
@@ -681,34 +738,13 @@ pub async fn accept(
     {
         rec.quality = Some(lp.measure(&text));
     }
-    let mut what = None;
-    if keep {
-        let result = keep_result(lp, n, rec.gate.as_ref())?;
-        match commit_kept(lp, n, &mut rec, changed, &claimed).await? {
-            Ok(said) => {
-                what = said;
-                if let Some(best) = result {
-                    lp.runner.result_is(best);
-                    rec.best = rec
-                        .gate
-                        .as_ref()
-                        .is_some_and(|g| g.verdict != Verdict::Pass)
-                        .then_some(best);
-                }
-            }
-            Err(why) => {
-                reject(lp, rec, why, changed, plan_before)?;
-                return Ok(None);
-            }
+    let what = match keep_or_carry(lp, n, dir, keep, &mut rec, changed, &claimed).await? {
+        Ok(what) => what,
+        Err(why) => {
+            reject(lp, rec, why, changed, plan_before)?;
+            return Ok(None);
         }
-    } else {
-        commit::carry(lp, changed);
-        commit::carry(
-            lp,
-            &commit::loop_paths(&layout, false, Some(dir), std::iter::empty()),
-        );
-        rec.outcome = Outcome::GateFailed;
-    }
+    };
     let (open, optional) =
         fix_plan::open_counts(&plan_after, &lp.settings.defaults.optional_sections);
     lp.runner.plan_counts(open, Some(optional));
