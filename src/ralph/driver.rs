@@ -317,7 +317,13 @@ impl Loop {
         };
         let agent = self.agent.clone();
         let before = self.tracker.snapshot(&self.repo)?;
+        let original = if self.work.seeds_artifact() {
+            super::original::hold(&layout, 0)?
+        } else {
+            None
+        };
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
+        let original = super::original::put_back(&layout, 0, original, false)?;
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
@@ -338,6 +344,7 @@ impl Loop {
         rec.env_passed.clone_from(&run.env_names);
         rec.outcome = d.outcome;
         rec.note.clone_from(&d.note);
+        rec.original = original;
         if d.outcome == Outcome::Rejected {
             rec.protected_changed.clone_from(&run.protected_changed);
             rec.validation_failed = rec.note.take();

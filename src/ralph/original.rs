@@ -81,7 +81,12 @@ pub fn put_back(
     fsutil::copy_file(&held.copy, &original)?;
     fsutil::remove_file_opt(&held.copy)?;
     let what = said(n, deleted, taken);
-    tracing::warn!("iteration {n}: the agent {what}");
+    let at = if n == 0 {
+        "planning".to_string()
+    } else {
+        format!("iteration {n}")
+    };
+    tracing::warn!("{at}: the agent {what}");
     Ok(Some(what))
 }
 

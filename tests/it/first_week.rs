@@ -132,9 +132,9 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
     );
 }
 
-/// A clumsy agent of the user's own: plans two items; in iteration 2 it appends its section to
-/// the original `artifact.md` instead of its iteration's copy; answers a revision with the
-/// document.
+/// A clumsy agent of the user's own: plans two items (and notes so in the original
+/// `artifact.md`); in iteration 2 it appends its section to the original instead of its
+/// iteration's copy; answers a revision with the document.
 fn clumsy_agent(t: &TestHome) -> String {
     let script = write(
         t,
@@ -142,7 +142,10 @@ fn clumsy_agent(t: &TestHome) -> String {
         r#"cat > /dev/null
 plan="$WIGGUM_DIR/fix_plan.md"
 case "$WIGGUM_PHASE" in
-planning) printf '# Plan\n\n- [ ] Name the cause\n- [ ] Name the fix\n' > "$plan" ;;
+planning)
+  printf '# Plan\n\n- [ ] Name the cause\n- [ ] Name the fix\n' > "$plan"
+  echo "planned: two items" >> "$ARTIFACT_PATH/artifact.md"
+  ;;
 iteration)
   item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
   target="$ITERATION_DIR/artifact.md"
@@ -181,6 +184,10 @@ fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
     );
     assert!(t.art().join(".git").is_dir());
     let out = redact(&r.stdout(), &t);
+    assert!(
+        out.starts_with("Planning ✓ planned · wrote to the original; the original restored · "),
+        "{out}"
+    );
     let second = out
         .lines()
         .find(|l| l.starts_with("Iteration 2/"))
