@@ -337,6 +337,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         None
     };
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    crate::sys::failpoint::hit("after-run")?;
     let original = super::original::put_back(&layout, n, original, true)?;
     let put_back = put_back_spec(lp)?;
     let after = lp.tracker.snapshot(&lp.repo)?;

@@ -90,6 +90,29 @@ pub fn put_back(
     Ok(Some(what))
 }
 
+/// At a start after a supervisor died during a run: the original as it was before that run,
+/// put back when the run changed it. Whether it was.
+pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
+    let copy = layout.records().join("original.md");
+    if !copy.is_file() {
+        return Ok(false);
+    }
+    let original = layout.original_artifact();
+    let changed = !fsutil::same_content(&original, &copy)?;
+    if changed {
+        if crate::sys::beneath::is_link(&original) || original.is_dir() {
+            fsutil::remove_dir_all_opt(&original)?;
+        }
+        fsutil::copy_file(&copy, &original)?;
+        tracing::warn!(
+            "{}: changed by a run whose supervisor died; put back as it was before that run",
+            original.display()
+        );
+    }
+    fsutil::remove_file_opt(&copy)?;
+    Ok(changed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +156,14 @@ mod tests {
         let held = hold(&l, 2).unwrap();
         assert_eq!(put_back(&l, 2, held, true).unwrap(), None);
         assert!(!l.records().join("original.md").exists());
+        // A supervisor that died during a run: the next start puts the original back.
+        let _held = hold(&l, 2).unwrap();
+        std::fs::write(l.original_artifact(), "# Mine, edited\n").unwrap();
+        assert!(restore_after_crash(&l).unwrap());
+        assert_eq!(
+            std::fs::read_to_string(l.original_artifact()).unwrap(),
+            "# Mine\n"
+        );
+        assert!(!restore_after_crash(&l).unwrap());
     }
 }

@@ -682,6 +682,7 @@ fn describe_task(
 pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result<Loop> {
     let layout = p.layout.clone();
     let (prev, completed) = super::recover::recover(&layout).await?;
+    super::original::restore_after_crash(&layout)?;
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
     requests::clear(&layout.requests())?;
     let mut repo = Repo::open_or_init(layout.root())?;

@@ -415,3 +415,49 @@ fn a_new_topic_on_a_directory_whose_loop_ran_as_another_names_it_and_writes_noth
     assert_eq!(git_out(&t, &["rev-parse", "HEAD"]), head);
     assert!(!t.home().join("loops/b.toml").exists());
 }
+
+#[test]
+fn an_edit_of_the_original_by_a_run_whose_supervisor_died_is_put_back_at_the_next_start() {
+    let t = TestHome::new();
+    let original = std::fs::read_to_string(t.art().join("artifact.md")).unwrap();
+    let agent = write(
+        &t,
+        "into-original.sh",
+        r#"cat > /dev/null
+plan="$WIGGUM_DIR/fix_plan.md"
+case "$WIGGUM_PHASE" in
+planning) printf '# Plan\n\n- [ ] Name the cause\n' > "$plan" ;;
+iteration) printf '\n## Cause\n\nWritten where it must not be.\n' >> "$ARTIFACT_PATH/artifact.md" ;;
+esac
+"#,
+    );
+    let args = t.start_args(
+        "died",
+        &t.art(),
+        &format!("sh {agent}"),
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run_with(&args, &[("STUDIO_AGENTS_FAILPOINT", "after-run")]);
+    assert_eq!(r.out.status.code(), None, "aborted: {}", r.stderr());
+    assert_ne!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        original,
+        "the run wrote to the original before its supervisor died"
+    );
+    let again = t.start_fg("died", "", &["--max-iterations", "1"]);
+    again.code(0);
+    assert!(
+        again.stderr().contains(&format!(
+            "{}: changed by a run whose supervisor died; put back as it was before that run",
+            t.art().join("artifact.md").display()
+        )),
+        "{}",
+        again.stderr()
+    );
+    assert_eq!(
+        std::fs::read_to_string(t.art().join("artifact.md")).unwrap(),
+        original
+    );
+    assert_eq!(git_out(&t, &["show", "HEAD:artifact.md"]), original);
+}
