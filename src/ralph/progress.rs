@@ -149,7 +149,9 @@ fn kept_failing(r: &RunRecord) -> bool {
 fn gate_part(r: &RunRecord) -> Option<String> {
     let g = r.gate.as_ref()?;
     let score = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.1}"));
-    if let Some(b) = r.best.filter(|_| kept_failing(r)) {
+    // (An ERROR names itself below: its score is no measure of the best.)
+    let failed = g.verdict == crate::gate::Verdict::Fail;
+    if let Some(b) = r.best.filter(|_| failed && kept_failing(r)) {
         let best = if b.iteration == r.iteration {
             "best so far".to_string()
         } else {
@@ -529,6 +531,49 @@ mod tests {
             run_line(&rec(Outcome::NoChange), 5, None),
             "Iteration 2/5 · no change · 8.2s"
         );
+    }
+
+    #[test]
+    fn a_kept_iteration_whose_gate_did_not_pass_names_the_best_and_the_pass_score() {
+        let gate = |verdict: &str, score: Option<f64>| {
+            serde_json::from_value(serde_json::json!({"final": verdict, "termination":
+                "rounds_exhausted", "rounds": 1, "wiggum_r1": score, "final_score": score,
+                "best_round": 1, "wiggum_scores": {}, "issues": {}, "evaluator": "judge"}))
+            .unwrap()
+        };
+        let best = |iteration, score| crate::disk::state::Best {
+            iteration,
+            score: Some(score),
+            passed: false,
+            pass: 8.0,
+        };
+        let mut r = rec(Outcome::Accepted);
+        r.gate = Some(gate("FAIL", Some(6.71)));
+        r.best = Some(best(2, 6.71));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate 6.7 (best so far; pass 8.0) · 8.2s"
+        );
+        r.gate = Some(gate("FAIL", Some(5.2)));
+        r.best = Some(best(1, 6.71));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate 5.2 (best 6.7, iteration 1; pass 8.0) · 8.2s"
+        );
+        // The evaluator failed: the line says ERROR, not a best it cannot know.
+        r.gate = Some(gate("ERROR", None));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate - ERROR (1 round) · 8.2s"
+        );
+        for (current, last, want) in [
+            (4, Some(Outcome::Accepted), (4, None)),
+            (4, Some(Outcome::Interrupted), (3, Some(4))),
+            (4, None, (3, Some(4))),
+            (0, None, (0, None)),
+        ] {
+            assert_eq!(done_of(current, last), want, "{current} {last:?}");
+        }
     }
 
     #[test]
