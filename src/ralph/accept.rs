@@ -169,11 +169,8 @@ impl Reviser for LoopReviser<'_> {
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
         let layout = self.lp.runner.layout.clone();
-        let original = if self.lp.work.seeds_artifact() {
-            super::original::hold(&layout, self.iteration)?
-        } else {
-            None
-        };
+        let original =
+            super::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
         if let Some(what) = super::original::put_back(&layout, self.iteration, original, false)? {
             self.took(round, what);

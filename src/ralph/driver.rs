@@ -317,11 +317,7 @@ impl Loop {
         };
         let agent = self.agent.clone();
         let before = self.tracker.snapshot(&self.repo)?;
-        let original = if self.work.seeds_artifact() {
-            super::original::hold(&layout, 0)?
-        } else {
-            None
-        };
+        let original = super::original::hold(&layout, 0, self.work.seeds_artifact())?;
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
         let original = super::original::put_back(&layout, 0, original, false)?;
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);

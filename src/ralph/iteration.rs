@@ -331,11 +331,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     };
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
-    let original = if lp.work.seeds_artifact() {
-        super::original::hold(&layout, n)?
-    } else {
-        None
-    };
+    let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
     crate::sys::failpoint::hit("after-run")?;
     let original = super::original::put_back(&layout, n, original, true)?;

@@ -34,10 +34,11 @@ pub fn said(n: u32, deleted: bool, taken: bool) -> String {
     }
 }
 
-/// Keep the original and iteration `n`'s seed before its run (none when there is no original).
-pub fn hold(layout: &Layout, n: u32) -> Result<Option<Held>> {
+/// Keep the original and iteration `n`'s seed before a run of a `document` loop (none for a
+/// code loop, whose `artifact.md` is its spec, or when there is no original).
+pub fn hold(layout: &Layout, n: u32, document: bool) -> Result<Option<Held>> {
     let original = layout.original_artifact();
-    if !original.is_file() {
+    if !document || !original.is_file() {
         return Ok(None);
     }
     fsutil::create_dir_all(layout.records())?;
@@ -140,7 +141,7 @@ mod tests {
         std::fs::write(l.original_artifact(), "# Mine\n").unwrap();
         std::fs::create_dir_all(l.iteration_dir(2)).unwrap();
         std::fs::write(l.iteration_artifact(2), "# Mine\n").unwrap();
-        let held = hold(&l, 2).unwrap();
+        let held = hold(&l, 2, true).unwrap();
         std::fs::write(l.original_artifact(), "# Mine\n\nMore.\n").unwrap();
         let what = put_back(&l, 2, held, true).unwrap();
         assert!(what.unwrap().contains("taken as iteration 2's artifact"));
@@ -153,11 +154,11 @@ mod tests {
             "# Mine\n\nMore.\n"
         );
         // A run that leaves the original alone: nothing said, nothing kept.
-        let held = hold(&l, 2).unwrap();
+        let held = hold(&l, 2, true).unwrap();
         assert_eq!(put_back(&l, 2, held, true).unwrap(), None);
         assert!(!l.records().join("original.md").exists());
         // A supervisor that died during a run: the next start puts the original back.
-        let _held = hold(&l, 2).unwrap();
+        let _held = hold(&l, 2, true).unwrap();
         std::fs::write(l.original_artifact(), "# Mine, edited\n").unwrap();
         assert!(restore_after_crash(&l).unwrap());
         assert_eq!(
