@@ -388,11 +388,12 @@ impl Loop {
         let (reason, why) = &self.validate_final(reason, why).await?;
         let (reason, why) = (*reason, why.as_str());
         let layout = self.runner.layout.clone();
-        // The result is committed with the iteration that made it; a loop an earlier version
-        // ran has its copy made from the last accepted iteration.
+        // A document loop's result is committed with the iteration that made it; a loop an
+        // earlier version ran has its copy made from the last accepted iteration. A code loop's
+        // result is its repository.
         let last = self.runner.state.last_committed_iteration;
         let result = self.runner.state.best.map_or(last, |b| b.iteration);
-        if result > 0 {
+        if result > 0 && self.work.seeds_artifact() {
             super::best::write_copy(&layout, result)?;
         }
         let end = Step::End(reason, why.to_string());
