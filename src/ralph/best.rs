@@ -50,22 +50,15 @@ pub fn settle(layout: &Layout, prev: Option<&Best>, next: Best, keep_best: bool)
     Ok(best)
 }
 
-/// Make `wiggum/final/artifact.md` iteration `n`'s artifact (nothing written when it already
-/// is, or when that iteration has none).
+/// Make `wiggum/final/artifact.md` iteration `n`'s artifact, byte for byte (nothing written when
+/// it already is, or when that iteration has none).
 pub fn write_copy(layout: &Layout, n: u32) -> Result<()> {
-    let Some(text) = fsutil::read_opt(&layout.iteration_artifact(n))? else {
-        return Ok(());
-    };
-    if fsutil::read_opt(&layout.final_artifact())
-        .ok()
-        .flatten()
-        .as_deref()
-        == Some(text.as_str())
-    {
+    let from = layout.iteration_artifact(n);
+    if !from.is_file() || fsutil::same_content(&from, &layout.final_artifact())? {
         return Ok(());
     }
     fsutil::create_dir_all(&layout.final_dir())?;
-    fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())
+    fsutil::copy_file(&from, &layout.final_artifact())
 }
 
 #[cfg(test)]

@@ -5,10 +5,11 @@
 //! wrote to the wrong file). The run line says which, so "before" figures always measure the
 //! original as the user left it.
 
-use std::path::PathBuf;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use crate::disk::layout::Layout;
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::sys::fsutil;
 
 /// What the original and the iteration's artifact held before a run.
@@ -18,6 +19,20 @@ pub struct Held {
     copy: PathBuf,
     /// The iteration's artifact as the run found it (its seed).
     seed: Option<String>,
+    /// The original's permissions, put back with it.
+    mode: u32,
+}
+
+/// Write the kept copy's bytes over the original, with `mode` when given (else the mode the
+/// file there has).
+fn restore(copy: &Path, original: &Path, mode: Option<u32>) -> Result<()> {
+    let bytes = std::fs::read(copy).at(copy, "read")?;
+    fsutil::atomic_write(original, &bytes)?;
+    if let Some(mode) = mode {
+        std::fs::set_permissions(original, std::fs::Permissions::from_mode(mode))
+            .at(original, "set the mode of")?;
+    }
+    Ok(())
 }
 
 /// What became of a run's edit of the original. Pure.
@@ -44,9 +59,15 @@ pub fn hold(layout: &Layout, n: u32, document: bool) -> Result<Option<Held>> {
     fsutil::create_dir_all(layout.records())?;
     let copy = layout.records().join("original.md");
     fsutil::copy_file(&original, &copy)?;
+    let mode = std::fs::metadata(&original)
+        .at(&original, "read the mode of")?
+        .permissions()
+        .mode()
+        & 0o7777;
     Ok(Some(Held {
         copy,
         seed: fsutil::read_opt(&layout.iteration_artifact(n))?,
+        mode,
     }))
 }
 
@@ -79,7 +100,7 @@ pub fn put_back(
     if deleted {
         fsutil::remove_dir_all_opt(&original)?;
     }
-    fsutil::copy_file(&held.copy, &original)?;
+    restore(&held.copy, &original, Some(held.mode))?;
     fsutil::remove_file_opt(&held.copy)?;
     let what = said(n, deleted, taken);
     let at = if n == 0 {
@@ -104,7 +125,7 @@ pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
         if crate::sys::beneath::is_link(&original) || original.is_dir() {
             fsutil::remove_dir_all_opt(&original)?;
         }
-        fsutil::copy_file(&copy, &original)?;
+        restore(&copy, &original, None)?;
         tracing::warn!(
             "{}: changed by a run whose supervisor died; put back as it was before that run",
             original.display()
@@ -139,6 +160,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let l = Layout::new(d.path());
         std::fs::write(l.original_artifact(), "# Mine\n").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let readable = std::fs::Permissions::from_mode(0o644);
+        std::fs::set_permissions(l.original_artifact(), readable).unwrap();
         std::fs::create_dir_all(l.iteration_dir(2)).unwrap();
         std::fs::write(l.iteration_artifact(2), "# Mine\n").unwrap();
         let held = hold(&l, 2, true).unwrap();
@@ -149,10 +173,20 @@ mod tests {
             std::fs::read_to_string(l.original_artifact()).unwrap(),
             "# Mine\n"
         );
+        assert_eq!(mode(&l.original_artifact()), 0o644);
         assert_eq!(
             std::fs::read_to_string(l.iteration_artifact(2)).unwrap(),
             "# Mine\n\nMore.\n"
         );
+        // A run that deletes it: put back, its mode with it.
+        let held = hold(&l, 2, true).unwrap();
+        std::fs::remove_file(l.original_artifact()).unwrap();
+        let what = put_back(&l, 2, held, true).unwrap();
+        assert_eq!(
+            what.as_deref(),
+            Some("deleted the original; the original restored")
+        );
+        assert_eq!(mode(&l.original_artifact()), 0o644);
         // A run that leaves the original alone: nothing said, nothing kept.
         let held = hold(&l, 2, true).unwrap();
         assert_eq!(put_back(&l, 2, held, true).unwrap(), None);
