@@ -6,6 +6,7 @@
 #              artifact, ticks the item, writes review.md; prints the promise when none is left
 #   revision:  answers with the current artifact on stdout (a real agent would revise it)
 #   delegation: writes a first artifact.md for the task (`delegate start`)
+#   (the contract of each phase for an agent command of your own: docs/agents.md)
 set -eu
 plan="${WIGGUM_DIR:-.}/fix_plan.md"
 cat > /dev/null   # read the prompt from stdin, as a real agent does

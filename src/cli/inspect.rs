@@ -305,6 +305,9 @@ fn summary_text(
         if let Some(why) = s.stop_detail() {
             out.push(format!("  {why}"));
         }
+        if let Some(result) = progress::result_of(s) {
+            out.push(format!("result {result}"));
+        }
     }
     out.join("\n")
 }

@@ -60,6 +60,9 @@ fn detail(v: &LoopView) -> String {
     }
     if let Some(s) = &v.state {
         out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
+        if let Some(result) = crate::ralph::progress::result_of(s) {
+            out.push_str(&format!("\n  result:    {result}"));
+        }
         if let Some(w) = &v.worktree {
             out.push_str(&format!(
                 "\n  worktree:  {} (branch {}, from {})",

@@ -278,7 +278,7 @@ impl Layout {
     /// The final accepted artifact.
     #[must_use]
     pub fn final_artifact(&self) -> PathBuf {
-        self.final_dir().join("artifact.md")
+        result_path(&self.root)
     }
 
     /// A path's components, with an iteration directory's folder left out
@@ -335,7 +335,8 @@ impl Layout {
     }
 
     /// Runtime files that are never committed: the lock, state, run records, logs, prompts
-    /// and revision scratch, discarded attempts. `templates/gitignore` lists the same.
+    /// and revision scratch, discarded attempts (the `final/` copy is the loop's result: it is
+    /// committed). `templates/gitignore` lists the same.
     #[must_use]
     pub fn is_runtime_path(rel: &Path) -> bool {
         let parts = Self::parts(rel);
@@ -348,11 +349,7 @@ impl Layout {
                     || name.starts_with("state.json.")
                     || name.ends_with(".tmp")
             }
-            [
-                "wiggum",
-                "discarded" | "planning" | "delegation" | "final",
-                ..,
-            ] => true,
+            ["wiggum", "discarded" | "planning" | "delegation", ..] => true,
             ["wiggum", dir, file] if dir.starts_with("iteration-") => {
                 matches!(
                     *file,
@@ -363,6 +360,12 @@ impl Layout {
             _ => false,
         }
     }
+}
+
+/// The loop's result, `wiggum/final/artifact.md`, of the loop on `root` (committed).
+#[must_use]
+pub fn result_path(root: &Path) -> PathBuf {
+    root.join("wiggum").join("final").join("artifact.md")
 }
 
 /// `iteration-007` for 7.
@@ -524,6 +527,12 @@ mod tests {
         }
     }
 
+    fn ignore_lists(pattern: &str) -> bool {
+        include_str!("../../templates/gitignore")
+            .lines()
+            .any(|l| l == pattern)
+    }
+
     #[test]
     fn runtime_paths_are_supervisor_paths_and_match_the_gitignore() {
         let runtime = [
@@ -546,10 +555,11 @@ mod tests {
             "wiggum/iterations/001-100/iteration-001/artifact.md",
             "wiggum/iterations/001-100/iteration-001/review.md",
             "wiggum/.gitignore",
+            "wiggum/final/artifact.md",
         ] {
             assert!(!Layout::is_runtime_path(Path::new(p)), "{p}");
         }
-        let ignore = include_str!("../../templates/gitignore");
+        assert!(!ignore_lists("final/"));
         for pattern in [
             ".lock",
             "runs.jsonl",
@@ -557,7 +567,7 @@ mod tests {
             "**/iteration-*/revision-*",
             "discarded/",
         ] {
-            assert!(ignore.lines().any(|l| l == pattern), "{pattern}");
+            assert!(ignore_lists(pattern), "{pattern}");
         }
     }
 }

@@ -284,6 +284,21 @@ pub enum RecordKind {
     GateRound,
 }
 
+/// A pause or a resume of the loop, a line of `runs.jsonl` of its own (`record` is `pause` or
+/// `resume`): `wiggum events` shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlRecord {
+    /// `pause` or `resume`.
+    pub record: String,
+    /// The iteration the loop waits before.
+    pub iteration: u32,
+    /// When it happened.
+    pub at: DateTime<Utc>,
+    /// Why it paused (`paused by the user`, `human review before iteration 3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
 /// What every agent run contributes to its record.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunFacts {
@@ -387,6 +402,13 @@ pub struct RunRecord {
     /// dashboard's feed says the line the terminal said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub what: Option<String>,
+    /// A kept iteration whose gate did not pass: the loop's result after it (the best so far,
+    /// which may be an earlier iteration) and the score that passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<super::state::Best>,
+    /// The agent wrote to the original `artifact.md`: what became of the edit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original: Option<String>,
 }
 
 /// What a validation run showed, as people read it.
@@ -461,6 +483,8 @@ impl RunRecord {
             left_out: Vec::new(),
             question: None,
             what: None,
+            best: None,
+            original: None,
             gate: None,
             promise_seen: false,
             premature_promise: None,
@@ -516,6 +540,8 @@ impl RunRecord {
             left_out: Vec::new(),
             question: None,
             what: None,
+            best: None,
+            original: None,
         }
     }
 

@@ -88,6 +88,8 @@ mod tests {
             left_out: vec![],
             question: None,
             what: None,
+            best: None,
+            original: None,
         }
     }
 

@@ -39,6 +39,9 @@ pub struct LoopState {
     pub last_quality: Option<f64>,
     /// When the loop (this run of it) started.
     pub started_at: DateTime<Utc>,
+    /// How long the loop's earlier runs took, in milliseconds (its elapsed time counts them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub earlier_ms: u64,
     /// When this file was last written.
     pub updated_at: DateTime<Utc>,
     /// The supervisor's pid.
@@ -93,12 +96,28 @@ pub struct LoopState {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planning_agent: Option<String>,
     /// Iterations in a row that asked instead of working (reset by one that changed anything).
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "is_zero_u32")]
     pub questions_in_row: u32,
+    /// The accepted iteration whose artifact is `wiggum/final/artifact.md` (document loops).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best: Option<Best>,
 }
 
-fn is_zero(n: &u32) -> bool {
+fn is_zero_u32(n: &u32) -> bool {
     *n == 0
+}
+
+/// The accepted iteration whose artifact is the loop's result, and how its gate judged it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Best {
+    /// The iteration.
+    pub iteration: u32,
+    /// The gate's kept score (none when no gate judged it).
+    pub score: Option<f64>,
+    /// Whether its gate passed (true when no gate judged it).
+    pub passed: bool,
+    /// The score that passes (`[defaults] pass_threshold`).
+    pub pass: f64,
 }
 
 impl LoopState {
@@ -175,6 +194,26 @@ impl LoopState {
     }
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl LoopState {
+    /// Milliseconds the loop has run, every run of it counted, until `end` (now while it runs,
+    /// its last write when it ended).
+    #[must_use]
+    pub fn elapsed_ms(&self, end: DateTime<Utc>) -> u64 {
+        let this = u64::try_from((end - self.started_at).num_milliseconds()).unwrap_or(0);
+        self.earlier_ms.saturating_add(this)
+    }
+
+    /// What the earlier runs and this one took, for the next run's `earlier_ms`.
+    #[must_use]
+    pub fn ran_ms(&self) -> u64 {
+        self.elapsed_ms(self.updated_at)
+    }
+}
+
 impl Default for LoopState {
     fn default() -> Self {
         let now = Utc::now();
@@ -189,6 +228,7 @@ impl Default for LoopState {
             quality_threshold: 0.0,
             last_quality: None,
             started_at: now,
+            earlier_ms: 0,
             updated_at: now,
             pid: 0,
             pid_start_ticks: None,
@@ -205,6 +245,7 @@ impl Default for LoopState {
             question: None,
             planning_agent: None,
             questions_in_row: 0,
+            best: None,
             limited_agents: BTreeMap::new(),
             harness: None,
             spend: Spend::default(),

@@ -26,6 +26,9 @@ pub trait Reviser {
         round: u32,
         prompt: &str,
     ) -> impl Future<Output = Result<AgentRun>>;
+    /// Where revision `round`'s document came from, when it was not the whole answer on stdout
+    /// (for the run record).
+    fn took(&mut self, _round: u32, _how: String) {}
 }
 
 /// Revisions by an agent, one fresh process per round.
@@ -57,17 +60,23 @@ impl<R: Reviser> Producer for AgentProducer<R> {
             )));
         }
         let after = fsutil::read_opt(&self.edited_file)?;
-        Ok(pick(
+        let (text, how) = pick(
             self.spec.table.revision_output,
             run.report.text,
             before,
             after,
-        ))
+        );
+        if let Some(how) = how {
+            self.reviser.took(round, how);
+        }
+        Ok(text)
     }
 }
 
-/// The revised document: the file when the producer edited it in place (whatever it printed —
-/// an agent that edits says so in a sentence, not the document), else its answer on stdout; a
+/// The revised document, and where it came from when that is worth a word: the file when the
+/// producer edited it in place (whatever it printed — an agent that edits says so in a sentence,
+/// not the document), else its answer on stdout, from the document's first heading on when the
+/// document starts with one (what an agent printed before it is its chatter); a
 /// `revision_output = "file"` producer's file in any case. Empty: no revision at all (the gate
 /// ends its rounds as `unchanged`). Pure.
 fn pick(
@@ -75,12 +84,59 @@ fn pick(
     answer: String,
     before: Option<String>,
     after: Option<String>,
-) -> String {
+) -> (String, Option<String>) {
     let edited = after.is_some() && after != before;
     match (mode, edited) {
-        (RevisionOutput::File, _) | (RevisionOutput::Stdout, true) => after.unwrap_or_default(),
-        (RevisionOutput::Stdout, false) => answer,
+        (RevisionOutput::File, _) => (after.unwrap_or_default(), None),
+        (RevisionOutput::Stdout, true) => (
+            after.unwrap_or_default(),
+            Some("the document taken from the file the producer edited".into()),
+        ),
+        (RevisionOutput::Stdout, false) => {
+            let headed = before.as_deref().is_some_and(first_line_is_heading);
+            match from_first_heading(&answer).filter(|_| headed) {
+                Some((skipped, doc)) if skipped > 0 => {
+                    let lines = if skipped == 1 { "line" } else { "lines" };
+                    (
+                        doc.to_string(),
+                        Some(format!(
+                            "the document taken from stdout, the {skipped} {lines} printed before its first heading left out"
+                        )),
+                    )
+                }
+                _ => (answer, None),
+            }
+        }
     }
+}
+
+/// An ATX heading line (`# Title`, `## Part`).
+fn is_heading(line: &str) -> bool {
+    let hashes = line.bytes().take_while(|b| *b == b'#').count();
+    (1..=6).contains(&hashes) && line[hashes..].chars().next().is_none_or(|c| c == ' ')
+}
+
+/// Whether a document's first line with text is a heading.
+fn first_line_is_heading(doc: &str) -> bool {
+    doc.lines()
+        .find(|l| !l.trim().is_empty())
+        .is_some_and(is_heading)
+}
+
+/// The lines before `answer`'s first heading, and the answer from that heading on.
+fn from_first_heading(answer: &str) -> Option<(usize, &str)> {
+    let mut at = 0;
+    for line in answer.split_inclusive('\n') {
+        if is_heading(line.trim_end_matches(['\n', '\r'])) {
+            let skipped = answer[..at]
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count();
+            return Some((skipped, &answer[at..]));
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// No producer at all (`wiggum gate` without `--producer`): the gate evaluates once.
@@ -136,7 +192,41 @@ mod tests {
             (RevisionOutput::File, "chatter", s("v1"), s("v1"), "v1"),
         ];
         for (mode, answer, before, after, want) in cases {
-            assert_eq!(pick(mode, answer.into(), before, after), want);
+            assert_eq!(pick(mode, answer.into(), before, after).0, want);
         }
+    }
+
+    #[test]
+    fn a_revision_on_stdout_is_the_document_from_its_first_heading() {
+        let s = |t: &str| Some(t.to_string());
+        let doc = "# Report\n\n## Summary\nbetter\n";
+        let chatter = format!("doc-agent: phase=revision round 1\n\n{doc}");
+        let (text, how) = pick(
+            RevisionOutput::Stdout,
+            chatter,
+            s("# Report\nv1\n"),
+            s("# Report\nv1\n"),
+        );
+        assert_eq!(text, doc);
+        assert_eq!(
+            how.as_deref(),
+            Some(
+                "the document taken from stdout, the 1 line printed before its first heading left out"
+            )
+        );
+        // Nothing before the heading: the answer whole, nothing said.
+        let (text, how) = pick(RevisionOutput::Stdout, doc.into(), s("# R\n"), s("# R\n"));
+        assert_eq!((text.as_str(), how), (doc, None));
+        // A document that does not start with a heading keeps what comes first.
+        let plain = "Intro line\n# Later\n";
+        let (text, _) = pick(
+            RevisionOutput::Stdout,
+            plain.into(),
+            s("Intro\n"),
+            s("Intro\n"),
+        );
+        assert_eq!(text, plain);
+        // `#hashtag` and `####### seven` are no headings.
+        assert!(!is_heading("#hashtag") && !is_heading("####### x") && is_heading("### x"));
     }
 }

@@ -15,6 +15,8 @@ pub struct Findings {
     pub hooks: Vec<String>,
     /// `commit.gpgsign` is on: the loop's commits will not be signed (libgit2 has no signing).
     pub signing: bool,
+    /// No repository holds the directory: the loop makes one there.
+    pub none: bool,
 }
 
 /// How long `start` waits for another process's `index.lock` before refusing.
@@ -26,7 +28,12 @@ const INDEX_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 pub fn check(artifact: &Path) -> Result<Findings> {
     let repo = match Repository::discover(artifact) {
         Ok(r) => r,
-        Err(e) => return refused_discovery(artifact, &e).map(|()| Findings::default()),
+        Err(e) => {
+            return refused_discovery(artifact, &e).map(|()| Findings {
+                none: true,
+                ..Findings::default()
+            });
+        }
     };
     let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(Findings::default());
@@ -41,6 +48,7 @@ pub fn check(artifact: &Path) -> Result<Findings> {
     let workdir = workdir.canonicalize().unwrap_or(workdir);
     check_place(&repo, &workdir, artifact)?;
     Ok(Findings {
+        none: false,
         hooks: ["pre-commit", "commit-msg"]
             .into_iter()
             .filter(|h| hook_path(&repo, &workdir, h).is_some())

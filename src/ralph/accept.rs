@@ -168,7 +168,13 @@ impl Reviser for LoopReviser<'_> {
             stdout: Some(self.lp.runner.layout.revision_answer(self.iteration, round)),
             temperature: Some(self.lp.settings.gate.revision_temperature),
         };
+        let layout = self.lp.runner.layout.clone();
+        let original =
+            super::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
+        if let Some(what) = super::original::put_back(&layout, self.iteration, original, false)? {
+            self.took(round, what);
+        }
         // One rule for every run: a revision that changed protected files (restored by the
         // runner) rejects its iteration, as the iteration's own run would. The iteration's own
         // directory is the revision's to work in (what it deletes there is written again from
@@ -192,6 +198,12 @@ impl Reviser for LoopReviser<'_> {
             .collect();
         self.lp.revision_tampered.extend(foreign);
         Ok(run)
+    }
+
+    fn took(&mut self, round: u32, how: String) {
+        self.lp
+            .revision_notes
+            .push(format!("revision round {round}: {how}"));
     }
 }
 
@@ -461,6 +473,14 @@ fn reject(
     fsutil::remove_file_opt(&layout.plan_backup())
 }
 
+/// Add `what` to the run record's note.
+fn add_note(rec: &mut RunRecord, what: String) {
+    rec.note = Some(match rec.note.take() {
+        Some(note) => format!("{note}; {what}"),
+        None => what,
+    });
+}
+
 /// The protected files a revision round changed (restored), and why that rejects the
 /// iteration; taken from the loop's books.
 fn revision_tampered(lp: &mut Loop) -> Option<(Vec<String>, String)> {
@@ -522,6 +542,97 @@ async fn commit_kept(
     lp.runner.committed_iteration(n);
     rec.outcome = Outcome::Accepted;
     Ok(Ok(what))
+}
+
+/// The gate on iteration `n`, with what its revision rounds did said in `rec` (where their
+/// document came from, a plan one of them deleted put back). `Ok(keep)`, or `Err(why)` when a
+/// round changed protected files (the iteration is rejected).
+async fn judged(
+    lp: &mut Loop,
+    n: u32,
+    task: &str,
+    changed: &[PathBuf],
+    rec: &mut RunRecord,
+    plan_after: &str,
+) -> Res<std::result::Result<bool, String>> {
+    lp.revision_tampered.clear();
+    lp.revision_notes.clear();
+    let (gate, keep) = gate(lp, n, task, changed).await?;
+    for how in std::mem::take(&mut lp.revision_notes) {
+        add_note(rec, how);
+    }
+    if let Some((protected, why)) = revision_tampered(lp) {
+        rec.protected_changed = protected;
+        rec.gate = gate;
+        return Ok(Err(why));
+    }
+    // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
+    // the iteration's own run left it (else the next iteration would end the loop as done).
+    if gate.is_some()
+        && let Some(why) = guard_plan(&lp.runner.layout, plan_after)?
+    {
+        let why = format!("in a revision round, {why}");
+        tracing::warn!("iteration {n}: {why}");
+        add_note(rec, why);
+    }
+    if let Some(g) = &gate {
+        lp.runner.gate_scored(g);
+    }
+    rec.gate = gate;
+    Ok(Ok(keep))
+}
+
+/// Commit a kept iteration with the loop's result beside it (`Ok(what it did)`, `Err(why)` when
+/// a hook refused the commit), or carry the work of one the gate's policy reverted to the next
+/// commit.
+async fn keep_or_carry(
+    lp: &mut Loop,
+    n: u32,
+    dir: &Path,
+    keep: bool,
+    rec: &mut RunRecord,
+    changed: &[PathBuf],
+    claimed: &[String],
+) -> Res<std::result::Result<Option<String>, String>> {
+    if !keep {
+        let layout = lp.runner.layout.clone();
+        commit::carry(lp, changed);
+        commit::carry(
+            lp,
+            &commit::loop_paths(&layout, false, Some(dir), std::iter::empty()),
+        );
+        rec.outcome = Outcome::GateFailed;
+        return Ok(Ok(None));
+    }
+    let result = keep_result(lp, n, rec.gate.as_ref())?;
+    let said = commit_kept(lp, n, rec, changed, claimed).await?;
+    if said.is_ok()
+        && let Some(best) = result
+    {
+        lp.runner.result_is(best);
+        let failed = rec
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.verdict != Verdict::Pass);
+        rec.best = failed.then_some(best);
+    }
+    Ok(said)
+}
+
+/// A document loop's result after kept iteration `n` (`ralph::best`): its copy written before
+/// the commit, so the commit takes it; recorded in the books once the commit is made.
+fn keep_result(
+    lp: &Loop,
+    n: u32,
+    gate: Option<&GateRecord>,
+) -> Res<Option<crate::disk::state::Best>> {
+    if !lp.work.seeds_artifact() {
+        return Ok(None);
+    }
+    let next = super::best::candidate(n, gate, lp.settings.defaults.pass_threshold);
+    let keep_best = lp.settings.gate.on_gate_fail == OnGateFail::KeepBest;
+    let prev = lp.runner.state.best.as_ref();
+    super::best::settle(&lp.runner.layout, prev, next, keep_best).map(Some)
 }
 
 /// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one
@@ -608,30 +719,13 @@ pub async fn accept(
     } else {
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
-    lp.revision_tampered.clear();
-    let (gate, keep) = gate(lp, n, &task, changed).await?;
-    if let Some((protected, why)) = revision_tampered(lp) {
-        rec.protected_changed = protected;
-        rec.gate = gate;
-        reject(lp, rec, why, changed, plan_before)?;
-        return Ok(None);
-    }
-    // Revision rounds revise the artifact: a plan one of them deleted or emptied is put back as
-    // the iteration's own run left it (else the next iteration would end the loop as done).
-    if gate.is_some()
-        && let Some(why) = guard_plan(&layout, &plan_after)?
-    {
-        let why = format!("in a revision round, {why}");
-        tracing::warn!("iteration {n}: {why}");
-        rec.note = Some(match rec.note.take() {
-            Some(note) => format!("{note}; {why}"),
-            None => why,
-        });
-    }
-    if let Some(g) = &gate {
-        lp.runner.gate_scored(g);
-    }
-    rec.gate = gate;
+    let keep = match judged(lp, n, &task, changed, &mut rec, &plan_after).await? {
+        Ok(keep) => keep,
+        Err(why) => {
+            reject(lp, rec, why, changed, plan_before)?;
+            return Ok(None);
+        }
+    };
     if let Some(why) = failed_review(lp, rec.gate.as_ref()) {
         reject(lp, rec, why, changed, plan_before)?;
         return Ok(None);
@@ -641,23 +735,13 @@ pub async fn accept(
     {
         rec.quality = Some(lp.measure(&text));
     }
-    let mut what = None;
-    if keep {
-        match commit_kept(lp, n, &mut rec, changed, &claimed).await? {
-            Ok(said) => what = said,
-            Err(why) => {
-                reject(lp, rec, why, changed, plan_before)?;
-                return Ok(None);
-            }
+    let what = match keep_or_carry(lp, n, dir, keep, &mut rec, changed, &claimed).await? {
+        Ok(what) => what,
+        Err(why) => {
+            reject(lp, rec, why, changed, plan_before)?;
+            return Ok(None);
         }
-    } else {
-        commit::carry(lp, changed);
-        commit::carry(
-            lp,
-            &commit::loop_paths(&layout, false, Some(dir), std::iter::empty()),
-        );
-        rec.outcome = Outcome::GateFailed;
-    }
+    };
     let (open, optional) =
         fix_plan::open_counts(&plan_after, &lp.settings.defaults.optional_sections);
     lp.runner.plan_counts(open, Some(optional));

@@ -63,6 +63,11 @@ impl Runner {
         self.state.last_committed_iteration = n;
     }
 
+    /// `best` is the loop's result (`wiggum/final/artifact.md`).
+    pub fn result_is(&mut self, best: crate::disk::state::Best) {
+        self.state.best = Some(best);
+    }
+
     /// The plan's open items, and the optional ones among them when counted.
     pub fn plan_counts(&mut self, open: usize, optional: Option<usize>) {
         self.state.items_remaining = Some(open);

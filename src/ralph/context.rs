@@ -58,6 +58,9 @@ pub struct Loop {
     /// Protected files a revision round of the gate changed (restored): the iteration is
     /// rejected as its own run's would be.
     pub revision_tampered: Vec<String>,
+    /// Where the revision rounds of the iteration being accepted took their document from,
+    /// when it was not the whole answer on stdout (for its run record).
+    pub revision_notes: Vec<String>,
     /// What the last commit left out (build output and caches the repository does not track).
     pub left_out: Vec<String>,
 }

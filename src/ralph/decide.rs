@@ -228,7 +228,8 @@ pub fn normalise(error: &str) -> String {
         .split_whitespace()
         .map(|w| {
             let bare = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '/' && c != '.');
-            if bare.contains('/') {
+            // A path names something (`/tmp/x/42.log`); `0.5/10` is a figure.
+            if bare.contains('/') && bare.chars().any(char::is_alphabetic) {
                 "<path>".to_string()
             } else if bare.len() >= 6
                 && bare.chars().all(|c| c.is_ascii_hexdigit())
@@ -395,6 +396,11 @@ mod tests {
         assert_ne!(
             normalise("Error: quota exceeded"),
             normalise("Error: network down")
+        );
+        // A score out of ten is a figure, not a path.
+        assert_eq!(
+            normalise("depth is 0.5/10: no example"),
+            "depth is #.#/#: no example"
         );
     }
 

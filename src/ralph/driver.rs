@@ -213,6 +213,8 @@ impl Loop {
         }
         self.runner.step(Step::Pause)?;
         self.runner.save()?;
+        let reason = requests::read(&ctl).pause_reason;
+        self.control_record("pause", n, reason)?;
         tracing::info!("paused before iteration {n}");
         while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
             if requests::read(&ctl).stop_after_iteration {
@@ -222,8 +224,20 @@ impl Loop {
         }
         self.runner.step(Step::Resume)?;
         self.runner.save()?;
+        self.control_record("resume", n, None)?;
         tracing::info!("resumed");
         Ok(true)
+    }
+
+    /// A pause or a resume before iteration `n`, in the run records (for `events`).
+    fn control_record(&self, what: &str, n: u32, reason: Option<String>) -> Result<()> {
+        let rec = crate::disk::records::ControlRecord {
+            record: what.to_string(),
+            iteration: n,
+            at: chrono::Utc::now(),
+            reason,
+        };
+        crate::disk::runlog::record(&self.runner.layout, &rec)
     }
 
     /// The planning phase: attempts until one writes plan items, each decided as an iteration's
@@ -307,7 +321,9 @@ impl Loop {
             _ => self.agent.clone(),
         };
         let before = self.tracker.snapshot(&self.repo)?;
+        let original = super::original::hold(&layout, 0, self.work.seeds_artifact())?;
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
+        let original = super::original::put_back(&layout, 0, original, false)?;
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
@@ -328,6 +344,7 @@ impl Loop {
         rec.env_passed.clone_from(&run.env_names);
         rec.outcome = d.outcome;
         rec.note.clone_from(&d.note);
+        rec.original = original;
         if d.outcome == Outcome::Rejected {
             rec.protected_changed.clone_from(&run.protected_changed);
             rec.validation_failed = rec.note.take();
@@ -375,13 +392,13 @@ impl Loop {
         let (reason, why) = &self.validate_final(reason, why).await?;
         let (reason, why) = (*reason, why.as_str());
         let layout = self.runner.layout.clone();
+        // A document loop's result is committed with the iteration that made it; a loop an
+        // earlier version ran has its copy made from the last accepted iteration. A code loop's
+        // result is its repository.
         let last = self.runner.state.last_committed_iteration;
-        if last > 0 {
-            let src = layout.iteration_artifact(last);
-            if let Some(text) = fsutil::read_opt(&src)? {
-                fsutil::create_dir_all(&layout.final_dir())?;
-                fsutil::atomic_write(&layout.final_artifact(), text.as_bytes())?;
-            }
+        let result = self.runner.state.best.map_or(last, |b| b.iteration);
+        if result > 0 && self.work.seeds_artifact() {
+            super::best::write_copy(&layout, result)?;
         }
         let end = Step::End(reason, why.to_string());
         self.runner.step(end)?;

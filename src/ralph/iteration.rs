@@ -232,6 +232,8 @@ struct Seen {
     put_back: Option<String>,
     /// What it asked instead of working, if it did (`agent::asked`).
     question: Option<String>,
+    /// What became of the agent's edit of the original artifact, if it made one.
+    original: Option<String>,
 }
 
 /// What the iteration does after an attempt was settled.
@@ -271,6 +273,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let asked = seen.question.is_some();
         let verdict = weigh(lp, &seen.run, &seen.tail, progress, asked, false);
         let mut rec = record(&seen.run, seen.by.as_deref(), n, attempt, verdict.outcome());
+        rec.original.clone_from(&seen.original);
         if matches!(verdict, decide::Verdict::Then(_)) {
             rec.files_changed.clone_from(&seen.changed);
             rec.promise_seen = promise::seen_count(
@@ -340,7 +343,10 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     };
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
+    let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    crate::sys::failpoint::hit("after-run")?;
+    let original = super::original::put_back(&layout, n, original, true)?;
     let put_back = put_back_spec(lp)?;
     let after = lp.tracker.snapshot(&lp.repo)?;
     let raw = after.changed_since(&before);
@@ -372,6 +378,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         by,
         run,
         put_back,
+        original,
     })
 }
 

@@ -8,6 +8,7 @@
 pub mod accept;
 pub mod agent_choice;
 pub mod asking;
+pub mod best;
 pub mod books;
 pub mod budget;
 pub mod changes;
@@ -27,6 +28,7 @@ pub mod iteration;
 pub mod limits;
 pub mod named;
 pub mod notify;
+pub mod original;
 pub mod progress;
 pub mod promise;
 pub mod recover;

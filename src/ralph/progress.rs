@@ -111,28 +111,15 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     }
     let outcome = match (r.outcome, super::failure::label(r.agent_exit)) {
         (Outcome::Crashed, Some(limit)) => limit.to_string(),
+        (Outcome::Accepted, _) if kept_failing(r) => "kept".to_string(),
         (o, _) => o.as_str().replace('_', " "),
     };
     parts.push(format!("{head}{retry} {mark} {outcome}"));
     if let Some(by) = &r.agent {
         parts.push(format!("by {by}"));
     }
-    if let Some(g) = &r.gate {
-        let r1 = g
-            .wiggum_r1
-            .map_or(String::new(), |s| format!("r1 {s:.1}, "));
-        let rounds = if g.rounds == 1 { "round" } else { "rounds" };
-        // A verdict other than PASS is named: an iteration kept despite its gate says so.
-        let verdict = match g.verdict.as_str() {
-            "PASS" => String::new(),
-            v => format!(" {v}"),
-        };
-        parts.push(format!(
-            "gate {}{verdict} ({r1}{} {rounds})",
-            g.final_score.map_or("-".into(), |s| format!("{s:.1}")),
-            g.rounds
-        ));
-    }
+    parts.extend(gate_part(r));
+    parts.extend(r.original.clone());
     if let Some(l) = &r.lines {
         let files = if l.files == 1 { "file" } else { "files" };
         parts.push(format!("{} {files} +{} -{}", l.files, l.added, l.removed));
@@ -172,6 +159,50 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     parts.join(" · ")
 }
 
+/// An accepted iteration whose gate did not pass (kept by `on_gate_fail = "keep-best"`).
+fn kept_failing(r: &RunRecord) -> bool {
+    r.outcome == Outcome::Accepted
+        && r.gate
+            .as_ref()
+            .is_some_and(|g| g.verdict != crate::gate::Verdict::Pass)
+}
+
+/// The gate's part of a run line: `gate 7.4 (r1 6.1, 2 rounds)`; for an iteration kept though
+/// its gate did not pass, the loop's best and the score that passes: `gate 6.7 (best so far;
+/// pass 8.0)`, `gate 5.2 (best 6.7, iteration 1; pass 8.0)`.
+fn gate_part(r: &RunRecord) -> Option<String> {
+    let g = r.gate.as_ref()?;
+    let score = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.1}"));
+    // (An ERROR names itself below: its score is no measure of the best.)
+    let failed = g.verdict == crate::gate::Verdict::Fail;
+    if let Some(b) = r.best.filter(|_| failed && kept_failing(r)) {
+        let best = if b.iteration == r.iteration {
+            "best so far".to_string()
+        } else {
+            format!("best {}, iteration {}", score(b.score), b.iteration)
+        };
+        return Some(format!(
+            "gate {} ({best}; pass {:.1})",
+            score(g.final_score),
+            b.pass
+        ));
+    }
+    let r1 = g
+        .wiggum_r1
+        .map_or(String::new(), |s| format!("r1 {s:.1}, "));
+    let rounds = if g.rounds == 1 { "round" } else { "rounds" };
+    // A verdict other than PASS is named: an iteration the gate failed says so.
+    let verdict = match g.verdict.as_str() {
+        "PASS" => String::new(),
+        v => format!(" {v}"),
+    };
+    Some(format!(
+        "gate {}{verdict} ({r1}{} {rounds})",
+        score(g.final_score),
+        g.rounds
+    ))
+}
+
 /// What the completion block says about a loop that ended.
 #[derive(Debug, Clone)]
 pub struct Completion {
@@ -179,6 +210,8 @@ pub struct Completion {
     pub topic: String,
     /// Iterations completed, and the limit.
     pub iterations: u32,
+    /// The iteration the loop ended in the middle of (not completed), if it did.
+    pub during: Option<u32>,
     /// `max_iterations`.
     pub max: u32,
     /// Built-in quality of the original artifact and of the final one.
@@ -195,6 +228,8 @@ pub struct Completion {
     pub detail: String,
     /// The final artifact, when an iteration was accepted.
     pub artifact: Option<PathBuf>,
+    /// The iteration whose artifact it is, and how its gate judged it.
+    pub best: Option<crate::disk::state::Best>,
     /// A code loop's last validation of its work tree.
     pub tests: Option<crate::disk::records::TreeValidation>,
     /// A code loop (the repository is the work: no document quality to show).
@@ -225,17 +260,20 @@ pub fn completion_of(
     } else {
         st.updated_at
     };
+    let (iterations, during) = completed(layout, st.current_iteration);
     Some(Completion {
         topic: st.topic.clone(),
-        iterations: st.current_iteration,
+        iterations,
+        during,
         max: st.max_iterations,
         quality: (before.map(|m| m.overall), after.map(|m| m.overall)),
         flat,
-        elapsed_ms: u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0),
+        elapsed_ms: st.elapsed_ms(end),
         cost: st.spend.shown(),
         reason: st.stop_reason()?,
         detail: st.stop_detail().unwrap_or_default().to_string(),
         artifact: artifact.exists().then_some(artifact),
+        best: st.best,
         tests: kind
             .writes_repository()
             .then(|| super::work::read_tree(layout))
@@ -243,6 +281,42 @@ pub fn completion_of(
         code: kind.writes_repository(),
         home: crate::config::home_to_name(),
     })
+}
+
+/// Iterations the loop completed, and the one it ended in the middle of: the last record of
+/// iteration `current` says whether it ran to its end.
+fn completed(layout: &Layout, current: u32) -> (u32, Option<u32>) {
+    let mut last = None;
+    let read = runlog::for_each(&layout.runs(), |r| {
+        if r.record == RecordKind::Iteration && r.iteration == current {
+            last = Some(r.outcome);
+        }
+    });
+    if read.is_err() {
+        return (current, None);
+    }
+    done_of(current, last)
+}
+
+/// Iterations completed when iteration `current`'s last record (if any) has outcome `last`,
+/// and the one not completed. Pure.
+#[must_use]
+pub fn done_of(current: u32, last: Option<Outcome>) -> (u32, Option<u32>) {
+    match last {
+        Some(Outcome::Accepted | Outcome::GateFailed | Outcome::Rejected | Outcome::NoChange) => {
+            (current, None)
+        }
+        _ if current > 0 => (current - 1, Some(current)),
+        _ => (0, None),
+    }
+}
+
+/// `3/10`, and `3/10 (iteration 4 was not completed)` for a loop that ended during one.
+fn iterations_of(c: &Completion) -> String {
+    let during = c.during.map_or(String::new(), |n| {
+        format!(" (iteration {n} was not completed)")
+    });
+    format!("{}/{}{during}", c.iterations, c.max)
 }
 
 /// The built-in metrics of an artifact version as its type measures them, read up to 8 MiB;
@@ -332,7 +406,7 @@ fn tests_lines(c: &Completion, t: &crate::disk::records::TreeValidation) -> Vec<
         String::new()
     };
     let mut out = vec![
-        format!("  iterations  {}/{}{red}", c.iterations, c.max),
+        format!("  iterations  {}{red}", iterations_of(c)),
         format!("  tests       {}", t.tree.summary),
     ];
     if !t.tree.green {
@@ -372,6 +446,35 @@ fn shell_word(p: &std::path::Path) -> String {
     }
 }
 
+/// Where the loop's result is and which iteration's artifact it is: `<dir>/wiggum/final/
+/// artifact.md (iteration 3)`; none before an iteration of a document loop was kept.
+#[must_use]
+pub fn result_of(st: &crate::disk::state::LoopState) -> Option<String> {
+    let b = st.best?;
+    let path = crate::disk::layout::result_path(&st.artifact_path);
+    Some(format!("{} (iteration {})", path.display(), b.iteration))
+}
+
+/// The block's lines of the loop's result: the gate that never passed (the best it gave, and
+/// what passes), and the final artifact with the iteration it is.
+fn result_lines(c: &Completion) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(b) = c.best.filter(|b| !b.passed) {
+        let score = b.score.map_or("-".into(), |s| format!("{s:.1}"));
+        out.push(format!(
+            "  gate        never passed: the best was {score}, iteration {} (pass {:.1})",
+            b.iteration, b.pass
+        ));
+    }
+    if let Some(a) = &c.artifact {
+        let of = c
+            .best
+            .map_or(String::new(), |b| format!(" (iteration {})", b.iteration));
+        out.push(format!("  artifact    {}{of}", a.display()));
+    }
+    out
+}
+
 /// The block printed when a loop ends (and by `status` for an ended loop).
 #[must_use]
 pub fn completion_block(c: &Completion) -> String {
@@ -396,9 +499,9 @@ pub fn completion_block(c: &Completion) -> String {
         out.extend(tests_lines(c, t));
     } else if c.code {
         // A code loop without validation: no tests to show, and no document to measure.
-        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
+        out.push(format!("  iterations  {}", iterations_of(c)));
     } else {
-        out.push(format!("  iterations  {}/{}", c.iterations, c.max));
+        out.push(format!("  iterations  {}", iterations_of(c)));
         out.push(format!("  quality     {quality}"));
         if let Some(flat) = &c.flat {
             out.push(format!("              {flat}"));
@@ -411,9 +514,7 @@ pub fn completion_block(c: &Completion) -> String {
     if !c.detail.is_empty() {
         out.push(format!("  reason      {}", c.detail));
     }
-    if let Some(a) = &c.artifact {
-        out.push(format!("  artifact    {}", a.display()));
-    }
+    out.extend(result_lines(c));
     let sa = program(c.home.as_deref());
     if c.iterations == 0 && c.artifact.is_none() {
         // Nothing ran to show a diff or a summary of: what fixes the cause instead.
@@ -495,6 +596,49 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_iteration_whose_gate_did_not_pass_names_the_best_and_the_pass_score() {
+        let gate = |verdict: &str, score: Option<f64>| {
+            serde_json::from_value(serde_json::json!({"final": verdict, "termination":
+                "rounds_exhausted", "rounds": 1, "wiggum_r1": score, "final_score": score,
+                "best_round": 1, "wiggum_scores": {}, "issues": {}, "evaluator": "judge"}))
+            .unwrap()
+        };
+        let best = |iteration, score| crate::disk::state::Best {
+            iteration,
+            score: Some(score),
+            passed: false,
+            pass: 8.0,
+        };
+        let mut r = rec(Outcome::Accepted);
+        r.gate = Some(gate("FAIL", Some(6.71)));
+        r.best = Some(best(2, 6.71));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate 6.7 (best so far; pass 8.0) · 8.2s"
+        );
+        r.gate = Some(gate("FAIL", Some(5.2)));
+        r.best = Some(best(1, 6.71));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate 5.2 (best 6.7, iteration 1; pass 8.0) · 8.2s"
+        );
+        // The evaluator failed: the line says ERROR, not a best it cannot know.
+        r.gate = Some(gate("ERROR", None));
+        assert_eq!(
+            run_line(&r, 10, None),
+            "Iteration 2/10 ✓ kept · gate - ERROR (1 round) · 8.2s"
+        );
+        for (current, last, want) in [
+            (4, Some(Outcome::Accepted), (4, None)),
+            (4, Some(Outcome::Interrupted), (3, Some(4))),
+            (4, None, (3, Some(4))),
+            (0, None, (0, None)),
+        ] {
+            assert_eq!(done_of(current, last), want, "{current} {last:?}");
+        }
+    }
+
+    #[test]
     fn a_flat_quality_says_which_metric_held_it() {
         let m = |c, v, cl, a, o| crate::disk::records::Metrics {
             completeness: c,
@@ -518,6 +662,7 @@ mod tests {
         let c = Completion {
             topic: "t".into(),
             iterations: 0,
+            during: None,
             max: 10,
             quality: (Some(0.2), None),
             flat: None,
@@ -526,6 +671,7 @@ mod tests {
             reason: StopReason::Breaker,
             detail: "planning wrote no items".into(),
             artifact: None,
+            best: None,
             tests: None,
             code: false,
             home: None,
@@ -543,6 +689,7 @@ mod tests {
         let c = Completion {
             topic: "research".into(),
             iterations: 3,
+            during: None,
             max: 10,
             quality: (Some(0.40), Some(0.62)),
             flat: None,
@@ -551,6 +698,7 @@ mod tests {
             reason: StopReason::PlanEmpty,
             detail: "no open items".into(),
             artifact: Some("/a/wiggum/final/artifact.md".into()),
+            best: None,
             tests: None,
             code: false,
             home: None,
@@ -586,6 +734,7 @@ mod tests {
         let c = Completion {
             topic: "calc".into(),
             iterations: 3,
+            during: None,
             max: 10,
             quality: (None, None),
             flat: None,
@@ -594,6 +743,7 @@ mod tests {
             reason: StopReason::ValidationFailed,
             detail: String::new(),
             artifact: None,
+            best: None,
             tests: Some(tree),
             code: true,
             home: None,
@@ -618,6 +768,8 @@ mod tests {
                 reason: StopReason::PlanEmpty,
                 detail: String::new(),
                 artifact: None,
+                best: None,
+                during: None,
                 tests: None,
                 code: true,
                 home: Some(PathBuf::from(home)),

@@ -83,6 +83,8 @@ pub struct Prepared {
     pub home: PathBuf,
     /// Warnings `start` prints once (uncommitted work left out, hooks skipped).
     pub notes: Vec<String>,
+    /// No repository holds the artifact directory: the loop makes one (`git init`), said once.
+    pub new_repository: bool,
     /// The user's work anywhere the agents may write (relative to `work_root`): what
     /// `theirs::keep` copies out of their reach before any agent runs.
     pub at_risk: Vec<PathBuf>,
@@ -158,7 +160,8 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     let agents = resolve_agents(opts, &layout, &artifact_type, &mut settings)?;
     let evaluator = check_evaluator(opts, &settings, &layout)?;
     check_inputs(&settings, &layout)?;
-    notes.splice(0..0, repository_notes(&settings, &layout)?);
+    let (repo_notes, new_repository) = repository_notes(&settings, &layout)?;
+    notes.splice(0..0, repo_notes);
     // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
     let detached_daemon = opts.probed.is_some();
     let theirs = if detached_daemon {
@@ -188,6 +191,7 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
         evaluator,
         home: home.to_path_buf(),
         notes,
+        new_repository,
         at_risk,
         work_root,
         harness,
@@ -319,26 +323,41 @@ fn settle_kind(
     Ok((artifact_type, notes))
 }
 
-/// A directory another topic's loop has run to its limit: a new topic there would end at once,
-/// reading as if it ran. Say whose it is and how to go on.
+/// A directory whose loop ran as another topic: a new topic there would go on with that loop's
+/// iterations (or, at its limit, end at once) under a name it never had. Refused, naming whose it
+/// is and how to go on.
 fn refuse_finished_neighbour(opts: &StartOpts, layout: &Layout, settings: &Settings) -> Result<()> {
-    if let Ok(Some(prev)) = crate::disk::state::read(&layout.state())
-        && !prev.topic.is_empty()
-        && prev.topic != opts.topic
-        && prev.current_iteration >= settings.defaults.max_iterations
-    {
-        return Err(Error::input(format!(
-            "--artifact-path {}: the loop there is `{}`, which has run {} of {} iterations; go on with `studio-agents wiggum start {} --max-iterations {}`, or choose a directory of its own for `{}`",
-            layout.root().display(),
-            prev.topic,
-            prev.current_iteration,
-            settings.defaults.max_iterations,
-            prev.topic,
-            prev.current_iteration + settings.defaults.max_iterations,
-            opts.topic
-        )));
+    let Ok(Some(prev)) = crate::disk::state::read(&layout.state()) else {
+        return Ok(());
+    };
+    if prev.topic.is_empty() || prev.topic == opts.topic {
+        return Ok(());
     }
-    Ok(())
+    // A loop running there is refused as such (exit 3), naming its pid.
+    if crate::disk::lock::holder(&layout.lock())
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Ok(());
+    }
+    let max = settings.defaults.max_iterations;
+    let go_on = if prev.current_iteration >= max {
+        format!(
+            "`studio-agents wiggum start {} --max-iterations {}`",
+            prev.topic,
+            prev.current_iteration + max
+        )
+    } else {
+        format!("`studio-agents wiggum start {}`", prev.topic)
+    };
+    Err(Error::input(format!(
+        "--artifact-path {}: the loop there is `{}`, which has run {} of {max} iterations; go on with {go_on}, or choose a directory of its own for `{}`",
+        layout.root().display(),
+        prev.topic,
+        prev.current_iteration,
+        opts.topic
+    )))
 }
 
 /// The loop's agents.
@@ -453,8 +472,9 @@ fn check_inputs(settings: &Settings, layout: &Layout) -> Result<()> {
 }
 
 /// The repository checked (`git/preflight.rs`), and what `start` says of it once: hooks the
-/// loop's commits skip, signing it cannot do, a promise taken on trust.
-fn repository_notes(settings: &Settings, layout: &Layout) -> Result<Vec<String>> {
+/// loop's commits skip, signing it cannot do, a promise taken on trust; and whether there is no
+/// repository yet (the loop makes one).
+fn repository_notes(settings: &Settings, layout: &Layout) -> Result<(Vec<String>, bool)> {
     let findings = crate::git::preflight::check(layout.root())?;
     let mut notes = Vec::new();
     if !findings.hooks.is_empty() && settings.git.hooks == config::GitHooks::Skip {
@@ -474,7 +494,7 @@ fn repository_notes(settings: &Settings, layout: &Layout) -> Result<Vec<String>>
             "[defaults] promise_check = \"trust\": any completion promise ends the loop, with plan items open or the gate failing".into(),
         );
     }
-    Ok(notes)
+    Ok((notes, findings.none))
 }
 
 /// What the harness will enforce for this loop's agents, probed on this kernel; `required`
@@ -672,6 +692,7 @@ fn describe_task(
 pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result<Loop> {
     let layout = p.layout.clone();
     let (prev, completed) = super::recover::recover(&layout).await?;
+    super::original::restore_after_crash(&layout)?;
     // Requests were for the previous run (a pause, a stop after its iteration): a start is fresh.
     requests::clear(&layout.requests())?;
     let mut repo = Repo::open_or_init(layout.root())?;
@@ -682,9 +703,12 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
             crate::agent::launch::git_confinement(&p.settings.safety, layout.root(), &common)?;
         repo.confine(crate::git::filters::Confine { argv, env });
     }
+    let earlier_ms = prev.as_ref().map_or(0, LoopState::ran_ms);
     let prev = prev.unwrap_or_default();
     // A fresh state (planning), carrying what outlives a run of the supervisor.
     let mut state = LoopState::default();
+    state.earlier_ms = earlier_ms;
+    state.best = prev.best.filter(|b| b.iteration <= completed);
     state.topic = p.topic.clone();
     state.artifact_path = layout.root().to_path_buf();
     state.current_iteration = completed;
@@ -745,6 +769,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         validation: super::work::Tracked::default(),
         left_out: Vec::new(),
         revision_tampered: Vec::new(),
+        revision_notes: Vec::new(),
         spec: super::work::SpecCopy::take(
             work,
             &super::work::setup::spec_files(&p.settings, p.layout.root()),

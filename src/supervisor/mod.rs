@@ -60,6 +60,12 @@ fn watch_lock(mut guard: lock::Guard) {
 /// Say what `start` found, and keep a copy of the user's uncommitted work before any agent runs.
 pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
     eprintln!("{}", p.harness.sandbox);
+    if p.new_repository {
+        eprintln!(
+            "note: {} is in no git repository; the loop makes one there (git init) and commits each accepted iteration to it",
+            p.layout.root().display()
+        );
+    }
     eprintln!("{}", awake_line(p.settings.defaults.keep_awake));
     for n in &p.notes {
         eprintln!("warning: {n}");

@@ -270,7 +270,15 @@ pub fn loop_page(
     }
     let [s, it, q, g, c, time, why] = figures(v);
     let head = format!(
-        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · time {time} · {why}</p>"
+        "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · time {time} · {why}</p>{result}",
+        result = v
+            .state
+            .as_ref()
+            .and_then(crate::ralph::progress::result_of)
+            .map_or(String::new(), |r| format!(
+                "<p id=\"result\">result: {}</p>",
+                esc(&r)
+            ))
     );
     let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
     let question = question_block(v, matches!(source, Source::Local));

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::disk::records::{GateRoundRecord, Outcome, RecordKind, RunRecord};
+use crate::disk::records::{ControlRecord, GateRoundRecord, Outcome, RecordKind, RunRecord};
 use crate::disk::state::{LoopState, StopReason};
 
 /// One event.
@@ -17,7 +17,7 @@ pub struct Event {
     /// The loop's topic.
     pub topic: String,
     /// What happened: `run_started`, `run_ended`, `validation`, `gate_round`, `commit`,
-    /// `question`, `wait`, `breaker`, `stop`.
+    /// `question`, `wait`, `pause`, `resume`, `breaker`, `stop`.
     pub event: &'static str,
     /// The iteration (0: planning, or the loop as a whole).
     pub iteration: u32,
@@ -92,6 +92,12 @@ pub enum Detail {
         /// What the agent's output said.
         reason: String,
     },
+    /// The loop paused (with why) or resumed, before the iteration.
+    Control {
+        /// Why it paused; absent for a resume.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     /// The loop ended: why.
     Stop {
         /// The reason's code (docs/json.md).
@@ -114,6 +120,19 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
     let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
         return Vec::new();
     };
+    if let Some(kind @ ("pause" | "resume")) = v.get("record").and_then(|r| r.as_str()) {
+        let event = if kind == "pause" { "pause" } else { "resume" };
+        return serde_json::from_value::<ControlRecord>(v)
+            .map(|c| {
+                vec![ev(
+                    c.at,
+                    event,
+                    c.iteration,
+                    Detail::Control { reason: c.reason },
+                )]
+            })
+            .unwrap_or_default();
+    }
     if v.get("record").and_then(|r| r.as_str()) == Some("gate_round") {
         return serde_json::from_value::<GateRoundRecord>(v)
             .map(|g| {

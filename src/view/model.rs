@@ -237,7 +237,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
             } else {
                 s.updated_at
             };
-            (end - s.started_at).num_seconds()
+            i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
         }),
         pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
         answer_given: st
@@ -283,7 +283,7 @@ impl LoopView {
                 } else {
                     s.updated_at
                 };
-                (end - s.started_at).num_seconds()
+                i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
             }),
             pause_reason: None,
             state: st,

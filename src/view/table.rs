@@ -34,14 +34,15 @@ pub fn secs(s: u64) -> String {
 #[must_use]
 pub fn eta(v: &LoopView, now: DateTime<Utc>) -> Option<u64> {
     let s = v.state.as_ref()?;
-    if !v.running() || !s.status().is_live() {
+    // A loop that waits (paused, on a limit) has no time of arrival to tell.
+    if !v.running() || v.status != Shown::Is(Status::Running) {
         return None;
     }
     let done = u64::from(s.current_iteration.saturating_sub(1));
     if done == 0 {
         return None;
     }
-    let elapsed = u64::try_from((now - s.started_at).num_seconds()).ok()?;
+    let elapsed = s.elapsed_ms(now) / 1000;
     let by_limit = u64::from(s.max_iterations.saturating_sub(s.current_iteration - 1));
     let left = s
         .items_remaining
@@ -77,7 +78,7 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
         }
     });
     let end = if v.running() { now } else { s.updated_at };
-    let elapsed = u64::try_from((end - s.started_at).num_seconds()).unwrap_or(0);
+    let elapsed = s.elapsed_ms(end) / 1000;
     let note = match (v.pid, s.stop_reason()) {
         (Some(p), _) => format!("pid {p}"),
         (None, Some(r)) => r.as_str().to_string(),
@@ -194,6 +195,16 @@ mod tests {
         research  running    4/10  -        7.25  4      1h00m    1h20m  pid 4242
         done      completed  3/10  -        7.25  0      3h01m    -  plan_empty
         ");
+        // Elapsed counts the loop's earlier runs; a paused loop has no ETA.
+        let mut again = view("again", Status::Paused, Some(7), 4, 4);
+        if let Some(st) = again.state.as_mut() {
+            st.earlier_ms = 2 * 3600 * 1000;
+        }
+        let row = render(&[again], now, false);
+        assert!(
+            row.ends_with("again  paused  4/10  -        7.25  4      3h00m    -  pid 7"),
+            "{row}"
+        );
         let coloured = render(&views, now, true);
         assert!(coloured.contains("\x1b[32mrunning\x1b[m"), "{coloured}");
         assert!(!coloured.contains("\x1b[32mTOPIC"), "{coloured}");

@@ -178,6 +178,12 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
         "{page}"
     );
     assert!(page.contains("href=\"/loop/dash/diff/2\""), "{page}");
+    // The page names the loop's result, as `status` does.
+    let result = format!(
+        "<p id=\"result\">result: {}/wiggum/final/artifact.md (iteration 3)</p>",
+        t.art().display()
+    );
+    assert!(page.contains(&result), "{result} in {page}");
     // Nothing is fetched from elsewhere.
     assert!(
         !page.contains("src=\"http") && !page.contains("href=\"http"),

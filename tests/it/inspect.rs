@@ -123,7 +123,7 @@ fn summary_shows_the_lift_and_a_line_per_iteration() {
         .collect();
     assert_eq!(rows.len(), 3, "{out}");
     assert!(
-        rows[1].starts_with("Iteration 2/10 ✓ accepted · gate 5.6 FAIL (r1 5.6, 3 rounds)")
+        rows[1].starts_with("Iteration 2/10 ✓ kept · gate 5.6 (best so far; pass 8.0)")
             && rows[1].ends_with("\"Improve part 2\""),
         "{out}"
     );

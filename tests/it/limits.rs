@@ -135,7 +135,7 @@ fn a_limited_agent_hands_its_iterations_to_the_fallback_and_every_run_is_paid_fo
     assert!(
         lines.len() == 2
             && lines[0].starts_with("Iteration 1/10 ✗ limited · ")
-            && lines[1].starts_with("Iteration 1/10 (attempt 2) ✓ accepted · by spare · "),
+            && lines[1].starts_with("Iteration 1/10 (attempt 2) ✓ kept · by spare · "),
         "{out}"
     );
     let iters = t.runs("iteration");

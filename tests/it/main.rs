@@ -20,6 +20,7 @@ mod doors;
 mod events;
 mod example;
 mod exits;
+mod first_week;
 mod gate_cmd;
 mod harness;
 mod hooks;

@@ -814,7 +814,7 @@ fn a_second_loop_on_the_same_repository_numbers_its_own_iterations() {
     let r = t.run(&args);
     r.code(0);
     assert!(
-        r.stdout().contains("Iteration 1/3 ✓ accepted"),
+        r.stdout().contains("Iteration 1/3 ✓ kept"),
         "{}",
         r.stdout()
     );

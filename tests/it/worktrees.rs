@@ -313,6 +313,16 @@ fn a_squashed_loop_cleans_with_its_branch_and_a_removed_worktree_is_said_so() {
     t.run(&["wiggum", "merge", "ta"]).code(0);
     t.run(&["wiggum", "clean", "ta", "--delete-branch"]).code(0);
     assert!(git(&root, &["branch", "--list", "wiggum/ta"]).is_empty());
+    // The loop's result came home with the merge, and the clean keeps it.
+    assert_eq!(
+        git(&root, &["ls-files", "ta/wiggum/final/artifact.md"]),
+        "ta/wiggum/final/artifact.md\n"
+    );
+    assert!(
+        std::fs::read_to_string(root.join("ta/wiggum/final/artifact.md"))
+            .unwrap()
+            .contains("## Improve part 2")
+    );
     // A worktree removed by hand.
     start(&t, "tb", "", "", &["--foreground"]).code(0);
     std::fs::remove_dir_all(worktree(&t, "tb")).unwrap();
