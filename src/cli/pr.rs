@@ -179,7 +179,7 @@ fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
         } else {
             st.updated_at
         };
-        let ms = u64::try_from((end - st.started_at).num_milliseconds()).unwrap_or(0);
+        let ms = st.elapsed_ms(end);
         format!(
             "Time: {} for {} iterations, cost {}\n",
             crate::ralph::progress::duration(ms),
@@ -187,8 +187,21 @@ fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
             st.spend.shown()
         )
     });
+    let open = g
+        .state
+        .as_ref()
+        .and_then(|st| st.question.as_ref())
+        .filter(|q| q.answer.is_none())
+        .map_or_else(String::new, |q| {
+            let asked = crate::sys::term::printable(&q.text);
+            let fence = fence_for(&asked);
+            format!(
+                "\nA question left open (iteration {}; answer with `studio-agents wiggum answer {topic} \"…\"`):\n\n{fence}text\n{asked}\n{fence}\n",
+                q.iteration
+            )
+        });
     Ok(format!(
-        "The loop `{topic}`, as `studio-agents wiggum summary {topic}` shows it:\n\n{fence}text\n{text}\n{fence}\n\n{took}Final artifact: `{shown}`\n"
+        "The loop `{topic}`, as `studio-agents wiggum summary {topic}` shows it:\n\n{fence}text\n{text}\n{fence}\n\n{took}Final artifact: `{shown}`\n{open}"
     ))
 }
 

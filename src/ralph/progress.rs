@@ -237,6 +237,8 @@ pub struct Completion {
     /// The loop's `STUDIO_AGENTS_HOME` when it is not the default one: the commands the block
     /// prints name it, so they work as printed from another shell.
     pub home: Option<PathBuf>,
+    /// A question an agent asked that no one answered: the iteration that asked it, and what.
+    pub question: Option<(u32, String)>,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -280,6 +282,11 @@ pub fn completion_of(
             .flatten(),
         code: kind.writes_repository(),
         home: crate::config::home_to_name(),
+        question: st
+            .question
+            .as_ref()
+            .filter(|q| q.answer.is_none())
+            .map(|q| (q.iteration, q.text.clone())),
     })
 }
 
@@ -516,6 +523,13 @@ pub fn completion_block(c: &Completion) -> String {
     }
     out.extend(result_lines(c));
     let sa = program(c.home.as_deref());
+    if let Some((n, q)) = &c.question {
+        out.push(format!(
+            "  question    open since iteration {n}: \"{}\"\n              answer: {sa} wiggum answer {} \"…\"",
+            crate::sys::term::printable(q),
+            c.topic
+        ));
+    }
     if c.iterations == 0 && c.artifact.is_none() {
         // Nothing ran to show a diff or a summary of: what fixes the cause instead.
         out.push(format!(
@@ -675,6 +689,7 @@ mod tests {
             tests: None,
             code: false,
             home: None,
+            question: None,
         };
         let block = completion_block(&c);
         assert!(
@@ -702,6 +717,7 @@ mod tests {
             tests: None,
             code: false,
             home: None,
+            question: None,
         };
         assert_eq!(
             completion_block(&c),
@@ -747,6 +763,7 @@ mod tests {
             tests: Some(tree),
             code: true,
             home: None,
+            question: None,
         };
         assert_eq!(
             completion_block(&c),
@@ -773,6 +790,7 @@ mod tests {
                 tests: None,
                 code: true,
                 home: Some(PathBuf::from(home)),
+                question: None,
             })
         };
         assert!(
@@ -785,6 +803,35 @@ mod tests {
                 .contains("STUDIO_AGENTS_HOME='/tmp/my home' studio-agents wiggum diff demo"),
             "{}",
             block("/tmp/my home")
+        );
+    }
+
+    #[test]
+    fn a_question_left_open_is_in_the_block_with_how_to_answer_it() {
+        let c = Completion {
+            topic: "docs".into(),
+            iterations: 3,
+            during: None,
+            max: 10,
+            quality: (None, None),
+            flat: None,
+            elapsed_ms: 4_000,
+            cost: "unknown".into(),
+            reason: StopReason::PlanEmpty,
+            detail: String::new(),
+            artifact: None,
+            best: None,
+            tests: None,
+            code: true,
+            home: None,
+            question: Some((2, "Should I also update the migration?\u{1b}[2J".into())),
+        };
+        assert!(
+            completion_block(&c).contains(
+                "  question    open since iteration 2: \"Should I also update the migration?\"\n              answer: studio-agents wiggum answer docs \"…\"\n"
+            ),
+            "{}",
+            completion_block(&c)
         );
     }
 }

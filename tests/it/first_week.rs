@@ -77,8 +77,8 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
       reason      fix_plan.md has no unchecked items
       gate        never passed: the best was 6.7, iteration 1 (pass 8.0)
       artifact    <art>/wiggum/final/artifact.md (iteration 1)
-      next        studio-agents wiggum diff best
-                  studio-agents wiggum summary best
+      next        STUDIO_AGENTS_HOME=<home> studio-agents wiggum diff best
+                  STUDIO_AGENTS_HOME=<home> studio-agents wiggum summary best
     "#);
     // The result is the first iteration's artifact, committed, and the tree is clean.
     let first =

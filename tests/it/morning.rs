@@ -116,7 +116,7 @@ fn one_forge(t: &TestHome, root: &Path, bare: &Path, tip: &str, case: Case) {
     for says in [
         "studio-agents wiggum summary notes",
         "quality           before   after   change",
-        "Iteration 1/2 ✓ accepted",
+        "Iteration 1/2 ✓ kept",
         "status completed",
         "\nTime: ",
         " for 2 iterations, cost unknown\n",

@@ -121,10 +121,7 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
         "{}",
         out.stdout()
     );
-    assert!(
-        lines[3].starts_with("Iteration 4/4 ✓ accepted"),
-        "{lines:?}"
-    );
+    assert!(lines[3].starts_with("Iteration 4/4 ✓ kept"), "{lines:?}");
     let st = t.state();
     assert_eq!(st["stop_reason"], "max_iterations", "{st}");
     let runs = t.runs("iteration");
