@@ -18,7 +18,7 @@ use super::spec::{self, AgentSpec};
 use crate::config::{Safety, SandboxMode};
 use crate::disk::records::RunFacts;
 use crate::error::Result;
-use crate::sys::fsutil;
+use crate::sys::{fsutil, timing};
 
 /// Why an agent runs (`WIGGUM_PHASE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -373,6 +373,37 @@ fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
     }
 }
 
+/// When step timings are logged and the run has a helper: where it writes its own (the run's
+/// records, out of the agent's sight; the helper opens the file before it confines itself).
+fn helper_timings(job: &mut Job, l: &Launch) -> Option<PathBuf> {
+    let policy = job.sandbox.as_mut().filter(|p| p.needs_helper())?;
+    timing::enabled().then(|| {
+        let path = l.dir.join("helper-timings");
+        policy.timings = Some(path.clone());
+        path
+    })
+}
+
+/// The helper's steps, as it wrote them (`start=<unix µs> <step>=<µs> …`), logged as the
+/// supervisor's own: `helper.start` is from `spawned` (just before the spawn) to the helper's
+/// first instruction of its own.
+fn record_helper_timings(path: &Path, spawned: DateTime<Utc>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let _gone = std::fs::remove_file(path);
+    for (name, value) in text.split_whitespace().filter_map(|w| w.split_once('=')) {
+        let Ok(us) = value.parse::<i64>() else {
+            continue;
+        };
+        let took = if name == "start" {
+            us - spawned.timestamp_micros()
+        } else {
+            us
+        };
+        let took = Duration::from_micros(u64::try_from(took).unwrap_or(0));
+        timing::record(&format!("helper.{name}"), took);
+    }
+}
+
 /// The store of every loop's records (`$STUDIO_AGENTS_HOME`), kept out of a run's sight, not
 /// only out of its reach — unless the run's writable root lies inside it.
 fn hidden_store(root: &Path) -> Vec<PathBuf> {
@@ -467,10 +498,13 @@ pub async fn run(
     stops: &mut watch::Receiver<StopLevel>,
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
+    let building = timing::step("launch.job");
     let mut job = job(agent, l);
     if let Ok(store) = crate::config::home_dir() {
         out_of_the_store(&job, &store.canonicalize().unwrap_or(store))?;
     }
+    drop(building);
+    let files = timing::step("launch.files");
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let line = promise.trim();
@@ -487,9 +521,17 @@ pub async fn run(
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     make_state_dirs(agent, &job.env);
+    drop(files);
+    let making = timing::step("cgroup.make");
     let group = run_group(&mut job, l);
+    drop(making);
+    let helper_timings = helper_timings(&mut job, l);
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;
+    if let Some(path) = helper_timings {
+        record_helper_timings(&path, started_at);
+    }
+    let removing = timing::step("cgroup.remove");
     if let Some(g) = &group {
         // The last net: whatever left the process group and the token behind goes with the
         // group.
@@ -501,6 +543,8 @@ pub async fn run(
             );
         }
     }
+    drop(removing);
+    let after = timing::step("launch.after");
     fsutil::remove_dir_all_opt(&l.tmp())?;
     write_back_credentials(
         &sandbox::env::program_of(&agent.table.command),
@@ -518,7 +562,9 @@ pub async fn run(
             h.layer.display()
         );
     }
+    drop(after);
     let outcome = outcome?;
+    let _scan = timing::step("launch.scan");
     let format = agent.table.output_format;
     let report = match &l.stdout {
         Some(p) => {

@@ -241,6 +241,7 @@ pub async fn run(
     cmd.wrap(ProcessSession);
     cmd.wrap(crate::sys::kernel::KillWithParent);
     let started = Instant::now();
+    let spawning = crate::sys::timing::step("process.spawn");
     let child = cmd
         .spawn()
         .map_err(|e| Error::runtime(format!("cannot spawn `{}`: {e}", job.command)))?;
@@ -248,6 +249,7 @@ pub async fn run(
         .id()
         .ok_or_else(|| Error::runtime("spawned job has no pid"))?;
     drop(cmd);
+    drop(spawning);
     let pgid = pid.cast_signed();
     kill::manage(pgid);
     crate::sys::failpoint::hit("job-spawned")?;
@@ -273,6 +275,7 @@ pub async fn run(
             None => std::future::pending().await,
         }
     };
+    let waiting = crate::sys::timing::step("process.wait");
     let status = tokio::select! {
         s = leader.wait() => Ok(s),
         () = &mut deadline => Err(Ending::TimedOut),
@@ -290,6 +293,8 @@ pub async fn run(
         }
         Err(other) => other,
     };
+    drop(waiting);
+    let _ending = crate::sys::timing::step("process.terminate");
     let forced = stops.clone();
     let leader_exit = async {
         let _status = leader.wait().await;

@@ -497,7 +497,10 @@ async fn commit_kept(
     let msg = commit_message(n, review.as_deref(), &fallback);
     let what = msg.split_once(": ").map(|(_, w)| w.to_string());
     crate::sys::failpoint::hit("before-commit")?;
-    match commit::commit(lp, &msg, changed, n).await? {
+    let committing = crate::sys::timing::step("commit");
+    let committed = commit::commit(lp, &msg, changed, n).await?;
+    drop(committing);
+    match committed {
         commit::Committed::Rejected(why) => return Ok(Err(why)),
         done => rec.commit = done.sha(),
     }
@@ -609,7 +612,9 @@ pub async fn accept(
         format!("{} — this iteration: {}", lp.task, claimed.join("; "))
     };
     lp.revision_tampered.clear();
+    let judging = crate::sys::timing::step("gate");
     let (gate, keep) = gate(lp, n, &task, changed).await?;
+    drop(judging);
     if let Some((protected, why)) = revision_tampered(lp) {
         rec.protected_changed = protected;
         rec.gate = gate;

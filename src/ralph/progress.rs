@@ -49,7 +49,9 @@ pub fn say(text: &str) {
 
 /// Append a run record and say its line. `what` is what the iteration did (the commit subject).
 pub fn record_and_say(layout: &Layout, rec: &RunRecord, what: Option<&str>) -> Result<()> {
+    let t = crate::sys::timing::step("records.run");
     runlog::record(layout, rec)?;
+    drop(t);
     let max = SINK.get().map_or(0, |s| s.max);
     say(&run_line(rec, max, what));
     Ok(())

@@ -1,7 +1,7 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
 //! file IO (`fsutil`), reading text line by line (`lines`), the `/proc` reader (`procs`), the
 //! async runtime (`runtime`), the file watch that tells which paths changed (`watch`), test
-//! failpoints (`failpoint`), text for a person's terminal without control sequences (`term`), and
+//! failpoints (`failpoint`), step timings for the benchmark (`timing`), text for a person's terminal without control sequences (`term`), and
 //! the one module with `unsafe` code (`kernel`).
 
 pub mod beneath;
@@ -16,4 +16,5 @@ pub mod procs;
 pub mod resumed;
 pub mod runtime;
 pub mod term;
+pub mod timing;
 pub mod watch;

@@ -52,6 +52,10 @@ pub struct Policy {
     /// The size of the run's private `/dev/shm` (its memory ceiling; 0: the kernel's default).
     #[serde(default)]
     pub shm_bytes: u64,
+    /// Where the helper writes how long its own steps took (only while step timings are
+    /// logged: `sys::timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<PathBuf>,
 }
 
 impl Policy {
@@ -280,6 +284,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         shm_bytes: safety.max_memory_mb.saturating_mul(1 << 20),
         closed_ports: Vec::new(),
         home_layer: None,
+        timings: None,
     }
 }
 

@@ -144,6 +144,7 @@ mod tests {
             shm_bytes: 0,
             closed_ports: Vec::new(),
             home_layer: None,
+            timings: None,
         }
     }
 
