@@ -89,7 +89,9 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
     let mut marks = Marks::new(policy.timings.as_deref(), started);
     marks.mark("policy");
     // First: everything this run starts lives in its cgroup, whatever it does to escape.
+    // (A run the supervisor started straight into it is there already.)
     if let Some(group) = &policy.cgroup
+        && !crate::sys::cgroup::is_member(group)
         && let Err(e) = crate::sys::cgroup::join(group)
     {
         eprintln!(

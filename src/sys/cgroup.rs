@@ -113,6 +113,17 @@ pub fn join(path: &Path) -> io::Result<()> {
     std::fs::write(path.join("cgroup.procs"), "0")
 }
 
+/// Whether the calling process is in the group at `path` (as `/proc/self/cgroup` names it,
+/// relative to the cgroup v2 root).
+#[must_use]
+pub fn is_member(path: &Path) -> bool {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    own.lines()
+        .filter_map(|l| l.strip_prefix("0::"))
+        .map(|rel| rel.trim().trim_start_matches('/'))
+        .any(|rel| !rel.is_empty() && path.ends_with(rel))
+}
+
 /// The processes in the group.
 #[must_use]
 pub fn members(path: &Path) -> Vec<i32> {
