@@ -352,6 +352,7 @@ fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
 /// Make the run's cgroup where this machine allows one, with its ceilings, and point the
 /// helper at it. `None`: the process group and token are the nets.
 fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
+    let _t = timing::step("cgroup.make");
     let policy = job
         .sandbox
         .as_mut()
@@ -373,6 +374,22 @@ fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
     }
 }
 
+/// The last net: whatever left the process group and the token behind goes with the run's
+/// group.
+fn remove_group(group: Option<&Path>) {
+    let _t = timing::step("cgroup.remove");
+    let Some(g) = group else {
+        return;
+    };
+    let left = crate::sys::cgroup::kill_and_remove(g, Duration::from_secs(2));
+    if !left.is_empty() {
+        tracing::warn!(
+            "killed {} process(es) of the run that escaped its process group: {left:?}",
+            left.len()
+        );
+    }
+}
+
 /// When step timings are logged and the run has a helper: where it writes its own (the run's
 /// records, out of the agent's sight; the helper opens the file before it confines itself).
 fn helper_timings(job: &mut Job, l: &Launch) -> Option<PathBuf> {
@@ -387,7 +404,10 @@ fn helper_timings(job: &mut Job, l: &Launch) -> Option<PathBuf> {
 /// The helper's steps, as it wrote them (`start=<unix µs> <step>=<µs> …`), logged as the
 /// supervisor's own: `helper.start` is from `spawned` (just before the spawn) to the helper's
 /// first instruction of its own.
-fn record_helper_timings(path: &Path, spawned: DateTime<Utc>) {
+fn record_helper_timings(path: Option<&Path>, spawned: DateTime<Utc>) {
+    let Some(path) = path else {
+        return;
+    };
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let _gone = std::fs::remove_file(path);
     for (name, value) in text.split_whitespace().filter_map(|w| w.split_once('=')) {
@@ -522,28 +542,12 @@ pub async fn run(
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     make_state_dirs(agent, &job.env);
     drop(files);
-    let making = timing::step("cgroup.make");
     let group = run_group(&mut job, l);
-    drop(making);
     let helper_timings = helper_timings(&mut job, l);
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;
-    if let Some(path) = helper_timings {
-        record_helper_timings(&path, started_at);
-    }
-    let removing = timing::step("cgroup.remove");
-    if let Some(g) = &group {
-        // The last net: whatever left the process group and the token behind goes with the
-        // group.
-        let left = crate::sys::cgroup::kill_and_remove(g, Duration::from_secs(2));
-        if !left.is_empty() {
-            tracing::warn!(
-                "killed {} process(es) of the run that escaped its process group: {left:?}",
-                left.len()
-            );
-        }
-    }
-    drop(removing);
+    record_helper_timings(helper_timings.as_deref(), started_at);
+    remove_group(group.as_deref());
     let after = timing::step("launch.after");
     fsutil::remove_dir_all_opt(&l.tmp())?;
     write_back_credentials(

@@ -340,35 +340,52 @@ pub mod born {
         })
     }
 
-    /// Start `s` in its group.
-    ///
-    /// # Errors
-    /// [`Refused::Clone`] when the kernel cannot clone into the group, [`Refused::Start`] when
-    /// the child could not start the program.
-    pub fn spawn(s: Spawn<'_>) -> Result<Born, Refused> {
-        let program = c_string(s.program.as_os_str().as_bytes()).map_err(Refused::Start)?;
-        let mut argv = vec![program.clone()];
+    /// The program, its arguments and environment and its directory as C strings, and the
+    /// NULL-terminated arrays of pointers `execve` takes (pointing into the strings kept here).
+    struct Prepared {
+        program: CString,
+        cwd: CString,
+        _strings: (Vec<CString>, Vec<CString>),
+        argv: Vec<*const c_char>,
+        envp: Vec<*const c_char>,
+    }
+
+    fn prepare(s: &Spawn<'_>) -> io::Result<Prepared> {
+        let program = c_string(s.program.as_os_str().as_bytes())?;
+        let mut args = vec![program.clone()];
         for a in s.args {
-            argv.push(c_string(a.as_bytes()).map_err(Refused::Start)?);
+            args.push(c_string(a.as_bytes())?);
         }
-        let envp = s
+        let env = s
             .env
             .iter()
             .map(|(k, v)| c_string(format!("{k}={v}").as_bytes()))
-            .collect::<io::Result<Vec<_>>>()
-            .map_err(Refused::Start)?;
-        let cwd = c_string(s.cwd.as_os_str().as_bytes()).map_err(Refused::Start)?;
+            .collect::<io::Result<Vec<_>>>()?;
         let pointers = |v: &[CString]| -> Vec<*const c_char> {
             v.iter()
                 .map(|c| c.as_ptr())
                 .chain(std::iter::once(std::ptr::null()))
                 .collect()
         };
-        let (argv_p, envp_p) = (pointers(&argv), pointers(&envp));
+        Ok(Prepared {
+            cwd: c_string(s.cwd.as_os_str().as_bytes())?,
+            argv: pointers(&args),
+            envp: pointers(&env),
+            program,
+            _strings: (args, env),
+        })
+    }
+
+    /// Start `s` in its group.
+    ///
+    /// # Errors
+    /// [`Refused::Clone`] when the kernel cannot clone into the group, [`Refused::Start`] when
+    /// the child could not start the program.
+    pub fn spawn(s: Spawn<'_>) -> Result<Born, Refused> {
+        let prepared = prepare(&s).map_err(Refused::Start)?;
         let group = std::fs::File::open(s.group).map_err(Refused::Clone)?;
         let (report_r, report_w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| Refused::Clone(e.into()))?;
-        let parent = nix::unistd::getpid().as_raw();
         let mut pidfd: libc::c_int = -1;
         let args = CloneArgs {
             flags: CLONE_PIDFD | CLONE_INTO_CGROUP,
@@ -378,17 +395,13 @@ pub mod born {
             ..CloneArgs::default()
         };
         let child = Child {
-            program: program.as_ptr(),
-            argv: argv_p.as_ptr(),
-            envp: envp_p.as_ptr(),
-            cwd: cwd.as_ptr(),
-            stdio: [
-                s.stdio[0].as_raw_fd(),
-                s.stdio[1].as_raw_fd(),
-                s.stdio[2].as_raw_fd(),
-            ],
+            program: prepared.program.as_ptr(),
+            argv: prepared.argv.as_ptr(),
+            envp: prepared.envp.as_ptr(),
+            cwd: prepared.cwd.as_ptr(),
+            stdio: s.stdio.map(|fd| fd.as_raw_fd()),
             report: report_w.as_raw_fd(),
-            parent,
+            parent: nix::unistd::getpid().as_raw(),
         };
         // SAFETY: clone3 without CLONE_VM and without a stack: the child is a copy of this
         // process (this thread alone), continuing here with its own copy of the memory, as after
@@ -413,9 +426,24 @@ pub mod born {
         let pidfd = unsafe { OwnedFd::from_raw_fd(std::ptr::read_volatile(&raw const pidfd)) };
         #[allow(clippy::cast_possible_truncation, reason = "a pid fits in an i32")]
         let pid = ret as i32;
+        match reported(report_r) {
+            None => Ok(Born { pid, pidfd }),
+            Some(errno) => {
+                // Set up it was not: reap it and say why.
+                let _reaped = nix::sys::wait::waitid(
+                    nix::sys::wait::Id::PIDFd(std::os::fd::AsFd::as_fd(&pidfd)),
+                    nix::sys::wait::WaitPidFlag::WEXITED,
+                );
+                Err(Refused::Start(io::Error::from_raw_os_error(errno)))
+            }
+        }
+    }
+
+    /// The errno the child reported, or `None` when the pipe closed empty (on its exec).
+    fn reported(report: OwnedFd) -> Option<i32> {
         let mut errno = [0u8; 4];
         let mut got = 0;
-        let report = std::fs::File::from(report_r);
+        let report = std::fs::File::from(report);
         while got < errno.len() {
             match io::Read::read(&mut &report, &mut errno[got..]) {
                 Ok(0) => break,
@@ -424,17 +452,7 @@ pub mod born {
                 Err(_) => break,
             }
         }
-        if got == errno.len() {
-            // Set up it was not: reap it and say why.
-            let _reaped = nix::sys::wait::waitid(
-                nix::sys::wait::Id::PIDFd(std::os::fd::AsFd::as_fd(&pidfd)),
-                nix::sys::wait::WaitPidFlag::WEXITED,
-            );
-            return Err(Refused::Start(io::Error::from_raw_os_error(
-                i32::from_ne_bytes(errno),
-            )));
-        }
-        Ok(Born { pid, pidfd })
+        (got == errno.len()).then(|| i32::from_ne_bytes(errno))
     }
 
     /// `pidfd` in the runtime's reactor, readable once its process has exited.
