@@ -5,7 +5,9 @@ Run through benches/run.sh (which builds release first). Prints figures and rati
 nothing. Sections:
   overhead  per-iteration overhead of `wiggum start --foreground` against the bash loop
             `while :; do cat PROMPT.md | agent; git add -A; git commit; done` on repositories of
-            10 / 10k / 100k files (fixed seed), interleaved runs (ours, bash, agent only), medians
+            10 / 10k / 100k files (fixed seed), interleaved runs (ours with gate and sandbox off,
+            ours with the defaults, bash, agent only), medians; then one loop with the defaults
+            timed step by step through the supervisor's own step timings (`timing=debug`)
   growth    time per iteration of the last 100 of 1000 iterations against the first 100, a
             trend robust to scheduler noise, and the supervisor's peak RSS over the run (on
             tmpfs when /dev/shm is writable)
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import statistics
@@ -118,9 +121,11 @@ class Bench:
         env = dict(os.environ, STUDIO_AGENTS_HOME=home, STUDIO_AGENTS_LOG="")
         return home, env
 
-    def ours(self, repo, n, extra=""):
-        _, env = self.home(extra)
-        cmd = [BIN, "wiggum", "start", "b%d" % self.seq, "--foreground", "--artifact-path", repo,
+    def ours(self, repo, n, extra="", defaults=False, log=None, binary=None):
+        _, env = self.home(extra, defaults=defaults)
+        if log:
+            env["STUDIO_AGENTS_LOG"] = log
+        cmd = [binary or BIN, "wiggum", "start", "b%d" % self.seq, "--foreground", "--artifact-path", repo,
                "--agent-cmd", self.agent, "--max-iterations", str(n)]
         t = timed(cmd, env=env)
         commits = int(subprocess.check_output(["git", "-C", repo, "rev-list", "--count", "HEAD"]))
@@ -143,34 +148,90 @@ def ms(x):
     return "%.1f ms" % (x * 1000)
 
 
-def overhead(b, sizes, n, reps):
+def overhead(b, sizes, n, reps, baseline=None):
     print("## Per-iteration overhead (total − the agent's own time) / %d iterations, median of %d"
           % (n, reps))
-    print("| files | ours | bash loop | ratio | load |")
-    print("|---|---|---|---|---|")
+    print("ours: gate and sandbox off (as the bash loop); defaults: gate and sandbox on, as a"
+          " user gets them%s" % ("; baseline: the defaults with " + baseline if baseline else ""))
+    print()
+    cols = ["ours", "defaults"] + (["baseline"] if baseline else [])
+    print("| files | bash loop | %s | load |" % " | ".join("%s | ratio" % c for c in cols))
+    print("|---|---|%s---|" % ("---|---|" * len(cols)))
     for files in sizes:
         base = os.path.join(b.work, "base%d" % files)
         gen_repo(base, files, seed=files)
-        o, s, l = [], [], []
+        got, s, l = {c: [] for c in cols}, [], []
         for r in range(reps):
             la = load()
-            copies = []
-            for kind in ("ours", "bash", "agent"):
-                dst = os.path.join(b.work, "%s-%d-%d" % (kind, files, r))
-                fresh_copy(base, dst)
-                copies.append(dst)
-            t_ours = b.ours(copies[0], n)
-            t_bash = b.bash(copies[1], n)
-            t_agent = b.agent_only(copies[2], n)
-            o.append((t_ours - t_agent) / n)
+            copies = {}
+            for kind in cols + ["bash", "agent"]:
+                copies[kind] = os.path.join(b.work, "%s-%d-%d" % (kind, files, r))
+                fresh_copy(base, copies[kind])
+            took = {
+                "ours": lambda: b.ours(copies["ours"], n),
+                "defaults": lambda: b.ours(copies["defaults"], n, defaults=True),
+                "baseline": lambda: b.ours(copies["baseline"], n, defaults=True, binary=baseline),
+            }
+            # Alternate which build goes first, so neither always runs on a warmer cache.
+            order = cols if r % 2 == 0 or not baseline else ["ours", "baseline", "defaults"]
+            t = {c: took[c]() for c in order}
+            t_bash = b.bash(copies["bash"], n)
+            t_agent = b.agent_only(copies["agent"], n)
+            for c in cols:
+                got[c].append((t[c] - t_agent) / n)
             s.append((t_bash - t_agent) / n)
             l.append(la)
-            for c in copies:
+            for c in copies.values():
                 shutil.rmtree(c)
-        mo, mb = statistics.median(o), statistics.median(s)
-        print("| %d | %s | %s | %.2f× | %.2f |" % (files, ms(mo), ms(mb), mo / mb, statistics.median(l)))
+        mb = statistics.median(s)
+        figures = " | ".join("%s | %.2f×" % (ms(statistics.median(got[c])),
+                                              statistics.median(got[c]) / mb) for c in cols)
+        print("| %d | %s | %s | %.2f |" % (files, ms(mb), figures, statistics.median(l)))
         shutil.rmtree(base)
     print()
+    steps(b, sizes[0], n)
+
+
+# A step's line in daemon.log: `… DEBUG timing: step="snapshot" us=812`.
+STEP = re.compile(r'timing: step="?([\w.]+)"? us=(\d+)')
+
+
+def steps(b, files, n):
+    """One loop with the defaults, each iteration's steps as the supervisor timed them."""
+    base = os.path.join(b.work, "steps-base")
+    gen_repo(base, files, seed=files)
+    repo = os.path.join(b.work, "steps")
+    fresh_copy(base, repo)
+    la = load()
+    b.ours(repo, n, defaults=True, log="info,timing=debug")
+    per = {}  # step -> [total µs in each iteration]
+    count = {}
+    current = {}
+    with open(os.path.join(repo, "wiggum", "daemon.log"), errors="replace") as f:
+        for line in f:
+            m = STEP.search(line)
+            if not m:
+                continue
+            name, us = m.group(1), int(m.group(2))
+            current.setdefault(name, []).append(us)
+            if name == "iteration":
+                for k, v in current.items():
+                    per.setdefault(k, []).append(sum(v))
+                    count.setdefault(k, []).append(len(v))
+                current = {}
+    iters = len(per.get("iteration", []))
+    print("## One iteration with the defaults, step by step (%d files, median of %d iterations,"
+          " load %.2f)" % (files, iters, la))
+    print("| step | times per iteration | time per iteration |")
+    print("|---|---|---|")
+    for name in sorted(per, key=lambda k: -statistics.median(per[k])):
+        # A step missing from some iterations counts as 0 there.
+        values = per[name] + [0] * (iters - len(per[name]))
+        print("| %s | %g | %.2f ms |" % (name, statistics.median(count[name]),
+                                        statistics.median(values) / 1000))
+    print()
+    shutil.rmtree(repo)
+    shutil.rmtree(base)
 
 
 def parse_ts(s):
@@ -416,6 +477,9 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: checks the harness runs")
     ap.add_argument("--only", choices=["overhead", "growth", "control", "report", "judge"])
     ap.add_argument("--sizes", help="repository sizes for overhead, e.g. 10,10000")
+    ap.add_argument("--reps", type=int, help="rounds of the overhead section (3)")
+    ap.add_argument("--baseline", help="another build, run with the defaults beside ours in"
+                    " the overhead section (a change's before and after in one run)")
     a = ap.parse_args()
     if a.smoke:
         sizes, n, reps, grow, loops, lines = [10, 200], 5, 1, 30, 10, 2000
@@ -423,6 +487,8 @@ def main():
         sizes, n, reps, grow, loops, lines = [10, 10_000, 100_000], 30, 3, 1000, 100, 1_000_000
     if a.sizes:
         sizes = [int(x) for x in a.sizes.split(",")]
+    if a.reps:
+        reps = a.reps
     work = tempfile.mkdtemp(prefix="studio-agents-bench-")
     try:
         b = Bench(work)
@@ -431,7 +497,7 @@ def main():
                                           ["git", "--version"]).decode().strip()))
         print()
         if a.only in (None, "overhead"):
-            overhead(b, sizes, n, reps)
+            overhead(b, sizes, n, reps, a.baseline)
         if a.only in (None, "growth"):
             growth(b, grow)
         if a.only in (None, "control"):

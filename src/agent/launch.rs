@@ -18,7 +18,7 @@ use super::spec::{self, AgentSpec};
 use crate::config::{Safety, SandboxMode};
 use crate::disk::records::RunFacts;
 use crate::error::Result;
-use crate::sys::fsutil;
+use crate::sys::{fsutil, timing};
 
 /// Why an agent runs (`WIGGUM_PHASE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,6 +390,7 @@ fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
 /// Make the run's cgroup where this machine allows one, with its ceilings, and point the
 /// helper at it. `None`: the process group and token are the nets.
 fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
+    let _t = timing::step("cgroup.make");
     let policy = job
         .sandbox
         .as_mut()
@@ -408,6 +409,56 @@ fn run_group(job: &mut Job, l: &Launch) -> Option<PathBuf> {
             tracing::warn!("cannot make the run's cgroup {}: {e}", path.display());
             None
         }
+    }
+}
+
+/// The last net: whatever left the process group and the token behind goes with the run's
+/// group.
+fn remove_group(group: Option<&Path>) {
+    let _t = timing::step("cgroup.remove");
+    let Some(g) = group else {
+        return;
+    };
+    let left = crate::sys::cgroup::kill_and_remove(g, Duration::from_secs(2));
+    if !left.is_empty() {
+        tracing::warn!(
+            "killed {} process(es) of the run that escaped its process group: {left:?}",
+            left.len()
+        );
+    }
+}
+
+/// When step timings are logged and the run has a helper: where it writes its own (the run's
+/// records, out of the agent's sight; the helper opens the file before it confines itself).
+fn helper_timings(job: &mut Job, l: &Launch) -> Option<PathBuf> {
+    let policy = job.sandbox.as_mut().filter(|p| p.needs_helper())?;
+    timing::enabled().then(|| {
+        let path = l.dir.join("helper-timings");
+        policy.timings = Some(path.clone());
+        path
+    })
+}
+
+/// The helper's steps, as it wrote them (`start=<unix µs> <step>=<µs> …`), logged as the
+/// supervisor's own: `helper.start` is from `spawned` (just before the spawn) to the helper's
+/// first instruction of its own.
+fn record_helper_timings(path: Option<&Path>, spawned: DateTime<Utc>) {
+    let Some(path) = path else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let _gone = std::fs::remove_file(path);
+    for (name, value) in text.split_whitespace().filter_map(|w| w.split_once('=')) {
+        let Ok(us) = value.parse::<i64>() else {
+            continue;
+        };
+        let took = if name == "start" {
+            us - spawned.timestamp_micros()
+        } else {
+            us
+        };
+        let took = Duration::from_micros(u64::try_from(took).unwrap_or(0));
+        timing::record(&format!("helper.{name}"), took);
     }
 }
 
@@ -542,6 +593,7 @@ pub async fn run(
     stops: &mut watch::Receiver<StopLevel>,
     on_event: impl FnMut(JobEvent),
 ) -> Result<AgentRun> {
+    let building = timing::step("launch.job");
     let mut job = job(agent, l);
     #[cfg(target_os = "linux")]
     if let Some(watch) = job.liveness.as_mut() {
@@ -550,6 +602,8 @@ pub async fn run(
     if let Ok(store) = crate::config::home_dir() {
         out_of_the_store(&job.cwd, job.sandbox.as_ref(), &real_path(&store), false)?;
     }
+    drop(building);
+    let files = timing::step("launch.files");
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let line = promise.trim();
@@ -566,20 +620,14 @@ pub async fn run(
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     make_state_dirs(agent, &job.env);
+    drop(files);
     let group = run_group(&mut job, l);
+    let helper_timings = helper_timings(&mut job, l);
     let started_at = Utc::now();
     let outcome = process::run(&job, stops, on_event).await;
-    if let Some(g) = &group {
-        // The last net: whatever left the process group and the token behind goes with the
-        // group.
-        let left = crate::sys::cgroup::kill_and_remove(g, Duration::from_secs(2));
-        if !left.is_empty() {
-            tracing::warn!(
-                "killed {} process(es) of the run that escaped its process group: {left:?}",
-                left.len()
-            );
-        }
-    }
+    record_helper_timings(helper_timings.as_deref(), started_at);
+    remove_group(group.as_deref());
+    let after = timing::step("launch.after");
     fsutil::remove_dir_all_opt(&l.tmp())?;
     write_back_credentials(
         &sandbox::env::program_of(&agent.table.command),
@@ -597,7 +645,9 @@ pub async fn run(
             h.layer.display()
         );
     }
+    drop(after);
     let outcome = outcome?;
+    let _scan = timing::step("launch.scan");
     let format = agent.table.output_format;
     let report = match &l.stdout {
         Some(p) => {

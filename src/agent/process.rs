@@ -223,6 +223,92 @@ fn sweep_shm(job: &Job) {
     let _ = job;
 }
 
+/// The job's leader: awaited through tokio's child handling, or through its pidfd when it was
+/// born in its run's cgroup. Alone: process-wrap's group wait would block on any lingering
+/// member.
+enum Leader {
+    Child(Box<dyn process_wrap::tokio::ChildWrapper>),
+    #[cfg(target_os = "linux")]
+    Born(crate::sys::pidfd::Exit),
+}
+
+impl Leader {
+    async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        match self {
+            Leader::Child(c) => c.wait().await,
+            #[cfg(target_os = "linux")]
+            Leader::Born(e) => e.wait().await,
+        }
+    }
+}
+
+/// Start the job's program in its own session, killed with the supervisor: straight into the
+/// run's cgroup where the kernel can (no move into it after the start, which costs a grace
+/// period of the kernel's each time), else as any child, the helper joining the group itself.
+fn spawn(
+    job: &Job,
+    program: &std::path::Path,
+    args: &[String],
+    stdio: [std::os::fd::OwnedFd; 3],
+) -> std::io::Result<(u32, Leader)> {
+    #[cfg(target_os = "linux")]
+    if let Some(group) = job.sandbox.as_ref().and_then(|p| p.cgroup.as_ref())
+        && job.env_clear
+    {
+        use crate::sys::kernel::born;
+        use std::os::fd::AsFd;
+        let mut env: Vec<(String, String)> = job
+            .env
+            .iter()
+            .filter(|(k, _)| k != DAEMON_ENV && k != HARNESS_ENV && k != kill::TOKEN_VAR)
+            .cloned()
+            .collect();
+        env.push((kill::TOKEN_VAR.to_string(), job.token.clone()));
+        let spawned = born::spawn(born::Spawn {
+            program,
+            args,
+            env: &env,
+            cwd: &job.cwd,
+            stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
+            group,
+        });
+        match spawned {
+            Ok(b) => {
+                return Ok((
+                    b.pid.cast_unsigned(),
+                    Leader::Born(crate::sys::pidfd::Exit::new(b.pidfd)?),
+                ));
+            }
+            Err(born::Refused::Start(e)) => return Err(e),
+            Err(born::Refused::Clone(e)) => {
+                tracing::debug!("cannot start the run in its cgroup directly ({e}): it joins it");
+            }
+        }
+    }
+    let [stdin, out, err] = stdio;
+    let mut cmd = CommandWrap::with_new(program, |c| {
+        if job.env_clear {
+            c.env_clear();
+        }
+        c.args(args)
+            .current_dir(&job.cwd)
+            .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env_remove(DAEMON_ENV)
+            .env_remove(HARNESS_ENV)
+            .env(kill::TOKEN_VAR, &job.token)
+            .stdin(Stdio::from(stdin))
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err));
+    });
+    cmd.wrap(ProcessSession);
+    cmd.wrap(crate::sys::kernel::KillWithParent);
+    let child = cmd.spawn()?;
+    let pid = child
+        .id()
+        .ok_or_else(|| std::io::Error::other("spawned job has no pid"))?;
+    Ok((pid, Leader::Child(child.into_inner())))
+}
+
 /// The exit code of a job whose gate never opened (its supervisor died before recording it).
 pub const GATE_CLOSED: i32 = 125;
 
@@ -240,30 +326,16 @@ pub async fn run(
         std::io::pipe().map_err(|e| Error::runtime(format!("cannot make a pipe: {e}")))?;
     let script = gated(job);
     let (program, args) = argv(job, script)?;
-    let mut cmd = CommandWrap::with_new(&program, |c| {
-        if job.env_clear {
-            c.env_clear();
-        }
-        c.args(&args)
-            .current_dir(&job.cwd)
-            .envs(job.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env_remove(DAEMON_ENV)
-            .env_remove(HARNESS_ENV)
-            .env(kill::TOKEN_VAR, &job.token)
-            .stdin(Stdio::from(gate_out))
-            .stdout(out)
-            .stderr(err);
-    });
-    cmd.wrap(ProcessSession);
-    cmd.wrap(crate::sys::kernel::KillWithParent);
     let started = Instant::now();
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::runtime(format!("cannot spawn `{}`: {e}", job.command)))?;
-    let pid = child
-        .id()
-        .ok_or_else(|| Error::runtime("spawned job has no pid"))?;
-    drop(cmd);
+    let spawning = crate::sys::timing::step("process.spawn");
+    let (pid, mut leader) = spawn(
+        job,
+        &program,
+        &args,
+        [gate_out.into(), out.into(), err.into()],
+    )
+    .map_err(|e| Error::runtime(format!("cannot spawn `{}`: {e}", job.command)))?;
+    drop(spawning);
     let pgid = pid.cast_signed();
     kill::manage(pgid);
     crate::sys::failpoint::hit("job-spawned")?;
@@ -271,8 +343,6 @@ pub async fn run(
     // Recorded: open the gate. A job that already died has no reader; that is its own ending.
     let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
     drop(gate_in);
-    // Wait on the leader alone: process-wrap's group wait would block on any lingering member.
-    let mut leader = child.into_inner();
     let deadline = tokio::time::sleep(job.limit);
     tokio::pin!(deadline);
     // A closed stop channel means nobody can ask for a stop: wait for the other two.
@@ -289,6 +359,7 @@ pub async fn run(
             None => std::future::pending().await,
         }
     };
+    let waiting = crate::sys::timing::step("process.wait");
     let status = tokio::select! {
         s = leader.wait() => Ok(s),
         () = &mut deadline => Err(Ending::TimedOut),
@@ -306,6 +377,8 @@ pub async fn run(
         }
         Err(other) => other,
     };
+    drop(waiting);
+    let _ending = crate::sys::timing::step("process.terminate");
     let forced = stops.clone();
     let leader_exit = async {
         let _status = leader.wait().await;

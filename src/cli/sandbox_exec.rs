@@ -40,12 +40,60 @@ enum Confined {
     Run(Enforcement, Vec<String>, Vec<(String, String)>),
 }
 
+/// How long each step of the helper took, when the policy asks (`timings`): written as one
+/// line, `start=<unix µs> <step>=<µs> …`, just before the command is executed.
+struct Marks {
+    file: Option<std::fs::File>,
+    line: String,
+    last: std::time::Instant,
+}
+
+impl Marks {
+    /// Started now; `path` opened before any confinement (the file is closed on exec).
+    fn new(path: Option<&std::path::Path>, started: std::time::SystemTime) -> Marks {
+        let file = path.and_then(|p| std::fs::File::create(p).ok());
+        let unix = started
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros());
+        Marks {
+            line: if file.is_some() {
+                format!("start={unix}")
+            } else {
+                String::new()
+            },
+            file,
+            last: std::time::Instant::now(),
+        }
+    }
+
+    /// The step that ends now.
+    fn mark(&mut self, step: &str) {
+        if self.file.is_some() {
+            let now = std::time::Instant::now();
+            self.line += &format!(" {step}={}", (now - self.last).as_micros());
+            self.last = now;
+        }
+    }
+
+    /// Write the line (a failure only loses the timings).
+    fn write(&mut self) {
+        if let Some(f) = self.file.as_mut() {
+            let _lost = std::io::Write::write_all(f, self.line.as_bytes());
+        }
+    }
+}
+
 /// Apply, then execute (never returns on success).
 pub fn run(a: &SandboxArgs) -> Result<i32> {
+    let started = std::time::SystemTime::now();
     let policy: Policy =
         serde_json::from_str(&a.policy).map_err(|e| Error::input(format!("--policy: {e}")))?;
+    let mut marks = Marks::new(policy.timings.as_deref(), started);
+    marks.mark("policy");
     // First: everything this run starts lives in its cgroup, whatever it does to escape.
+    // (A run the supervisor started straight into it is there already.)
     if let Some(group) = &policy.cgroup
+        && !crate::sys::cgroup::is_member(group)
         && let Err(e) = crate::sys::cgroup::join(group)
     {
         eprintln!(
@@ -53,11 +101,13 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
             group.display()
         );
     }
+    marks.mark("cgroup_join");
     if let Err(e) = crate::agent::sandbox::limits::apply(&policy) {
         eprintln!("studio-agents sandbox: {e}");
         return Ok(REFUSED);
     }
-    let (enforced, argv, env) = match confine(&policy, &a.command, a.probe) {
+    marks.mark("limits");
+    let (enforced, argv, env) = match confine(&policy, &a.command, a.probe, &mut marks) {
         Confined::Refused => return Ok(REFUSED),
         Confined::Run(e, argv, env) => (e, argv, env),
     };
@@ -85,6 +135,7 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
             }
         }
     }
+    marks.write();
     let err = command.exec();
     eprintln!("studio-agents sandbox: cannot execute {program}: {err}");
     Ok(REFUSED)
@@ -93,7 +144,7 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
 /// Linux: confine this process itself — read-only mounts, Landlock, no capabilities, seccomp —
 /// and execute the command as it is.
 #[cfg(target_os = "linux")]
-fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
+fn confine(policy: &Policy, command: &[String], _probe: bool, marks: &mut Marks) -> Confined {
     use crate::agent::sandbox::apply;
     // Before Landlock (which forbids mount changes once enforced).
     let mounts = match crate::agent::sandbox::mounts::private_mounts(policy) {
@@ -116,6 +167,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             crate::agent::sandbox::mounts::Mounts::default()
         }
     };
+    marks.mark("mounts");
     // No layer on the home: a home of the loop's own, seeded from the user's, instead.
     let seeded = match (policy.mode != SandboxMode::Off && !mounts.home)
         .then_some(policy.home_layer.as_ref())
@@ -149,6 +201,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
     enforced.private_ptys = mounts.ptys;
     enforced.home_layer = mounts.home;
     enforced.home_seeded = seeded.is_some();
+    marks.mark("landlock");
     if policy.mode != SandboxMode::Off {
         // After the mounts (they need the capabilities), before the filter (it needs none).
         match apply::drop_capabilities() {
@@ -159,6 +212,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             }
             Err(e) => eprintln!("studio-agents sandbox: {e}"),
         }
+        marks.mark("capabilities");
         match crate::agent::sandbox::seccomp::apply(policy) {
             Ok(()) => enforced.seccomp = true,
             Err(e) if policy.mode == SandboxMode::Required => {
@@ -167,6 +221,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool) -> Confined {
             }
             Err(e) => eprintln!("studio-agents sandbox: {e}"),
         }
+        marks.mark("seccomp");
     }
     let env = seeded.map(|(_, s)| s.env).unwrap_or_default();
     Confined::Run(enforced, command.to_vec(), env)
@@ -190,7 +245,7 @@ fn seeded_home(
 /// profile covers writes, reads, the network and Unix sockets; the protected files are
 /// read-only by its rules). The probe runs `/usr/bin/true` under the profile to see it applied.
 #[cfg(target_os = "macos")]
-fn confine(policy: &Policy, command: &[String], probe: bool) -> Confined {
+fn confine(policy: &Policy, command: &[String], probe: bool, _marks: &mut Marks) -> Confined {
     use crate::agent::sandbox::seatbelt;
     let mut enforced = Enforcement {
         mode: policy.mode.as_str().into(),

@@ -517,7 +517,10 @@ async fn commit_kept(
     let msg = commit_message(n, review.as_deref(), &fallback);
     let what = msg.split_once(": ").map(|(_, w)| w.to_string());
     crate::sys::failpoint::hit("before-commit")?;
-    match commit::commit(lp, &msg, changed, n).await? {
+    let committing = crate::sys::timing::step("commit");
+    let committed = commit::commit(lp, &msg, changed, n).await?;
+    drop(committing);
+    match committed {
         commit::Committed::Rejected(why) => return Ok(Err(why)),
         done => rec.commit = done.sha(),
     }
@@ -557,7 +560,9 @@ async fn judged(
 ) -> Res<std::result::Result<bool, String>> {
     lp.revision_tampered.clear();
     lp.revision_notes.clear();
+    let judging = crate::sys::timing::step("gate");
     let (gate, keep) = gate(lp, n, task, changed).await?;
+    drop(judging);
     for how in std::mem::take(&mut lp.revision_notes) {
         add_note(rec, how);
     }

@@ -6,6 +6,7 @@
 //! iteration is rejected and the event recorded.
 
 mod held;
+mod known;
 pub mod persist;
 
 use std::collections::BTreeMap;
@@ -18,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::sys::fsutil;
 
 fn held(p: &Path) -> Held {
-    Held::of(p)
+    known::held(p)
 }
 
 /// What the protected files held before an agent run.

@@ -248,6 +248,7 @@ enum Flow {
 /// attempt is a list of steps — choose the agent, lay out the directory and the prompt, run,
 /// see what changed, decide (pure), carry the decision out.
 pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
+    let _t = crate::sys::timing::step("iteration");
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -265,7 +266,9 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         }
         super::asking::take_answer(lp)?;
         lp.runner.save()?;
+        let laying = crate::sys::timing::step("iteration.lay_out");
         let prompt = lay_out(lp, n)?;
+        drop(laying);
         let plan_before = fsutil::read_opt(&lp.runner.layout.fix_plan())?.unwrap_or_default();
         fsutil::atomic_write(&lp.runner.layout.plan_backup(), plan_before.as_bytes())?;
         let seen = attempt_run(lp, n, &prompt, &plan_before).await?;
@@ -328,7 +331,9 @@ fn lay_out(lp: &Loop, n: u32) -> Result<String> {
 /// Run the agent between two snapshots of the work tree.
 async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> Result<Seen> {
     let layout = lp.runner.layout.clone();
+    let snap = crate::sys::timing::step("snapshot");
     let before = lp.tracker.snapshot(&lp.repo)?;
+    drop(snap);
     let named = named::Fingerprints::take(plan_before, layout.root(), lp.repo.workdir());
     let records = layout.run_dir(n);
     let dir = layout.iteration_dir(n);
@@ -344,11 +349,15 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
     let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
+    let timed = crate::sys::timing::step("run_agent");
     let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    drop(timed);
     crate::sys::failpoint::hit("after-run")?;
     let original = super::original::put_back(&layout, n, original, true)?;
     let put_back = put_back_spec(lp)?;
+    let snap = crate::sys::timing::step("snapshot");
     let after = lp.tracker.snapshot(&lp.repo)?;
+    drop(snap);
     let raw = after.changed_since(&before);
     // Commits the agent made of its own work are progress, though they leave nothing dirty;
     // so are changes to files the plan names outside the artifact directory.

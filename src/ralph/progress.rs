@@ -51,7 +51,9 @@ pub fn say(text: &str) {
 pub fn record_and_say(layout: &Layout, rec: &RunRecord, what: Option<&str>) -> Result<()> {
     let mut rec = rec.clone();
     rec.what = what.map(str::to_string);
+    let t = crate::sys::timing::step("records.run");
     runlog::record(layout, &rec)?;
+    drop(t);
     let max = SINK.get().map_or(0, |s| s.max);
     say(&run_line(&rec, max, what));
     Ok(())

@@ -257,6 +257,7 @@ impl Runner {
 
     /// Save the state (a failed save is fatal: the loop must not run blind).
     pub fn save(&mut self) -> Result<()> {
+        let _t = crate::sys::timing::step("records.state");
         state::save(&self.layout.state(), &mut self.state)
     }
 
@@ -298,8 +299,10 @@ impl Runner {
         let starting = Step::AgentStarting(launch.token.clone());
         self.state.step(starting, chrono::Utc::now())?;
         self.save()?;
+        let checks = crate::sys::timing::step("checks.before");
         let before = self.protected.before(&self.layout, phase.work);
         before.persist(self.layout.records())?;
+        drop(checks);
         let continued = crate::sys::resumed::count();
         // Held for the run alone: waits, pauses and the loop's end let the machine sleep.
         let _awake = self
@@ -327,6 +330,7 @@ impl Runner {
             },
         )
         .await;
+        let checks = crate::sys::timing::step("checks.after");
         // The history first: putting the branch back may bring the loop's memory back with it.
         let history = self.put_history_back();
         let committed = history.is_none()
@@ -341,6 +345,7 @@ impl Runner {
         let written = state::to_json(&self.state)?;
         let mut changed = before.restore_changes(&self.layout, written.as_bytes())?;
         super::guard::persist::clear(self.layout.records())?;
+        drop(checks);
         changed.extend(history);
         self.state.step(Step::AgentGone, chrono::Utc::now())?;
         if !changed.is_empty() {

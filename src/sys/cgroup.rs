@@ -113,6 +113,17 @@ pub fn join(path: &Path) -> io::Result<()> {
     std::fs::write(path.join("cgroup.procs"), "0")
 }
 
+/// Whether the calling process is in the group at `path` (as `/proc/self/cgroup` names it,
+/// relative to the cgroup v2 root).
+#[must_use]
+pub fn is_member(path: &Path) -> bool {
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    own.lines()
+        .filter_map(|l| l.strip_prefix("0::"))
+        .map(|rel| rel.trim().trim_start_matches('/'))
+        .any(|rel| !rel.is_empty() && path.ends_with(rel))
+}
+
 /// The processes in the group.
 #[must_use]
 pub fn members(path: &Path) -> Vec<i32> {
@@ -137,16 +148,85 @@ pub fn kill_and_remove(path: &Path, within: Duration) -> Vec<i32> {
             .ok();
         }
     }
-    let deadline = Instant::now() + within;
-    while !members(path).is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_empty(path, within);
     if let Err(e) = std::fs::remove_dir(path)
         && e.kind() != io::ErrorKind::NotFound
     {
         tracing::warn!("cannot remove the run's cgroup {}: {e}", path.display());
     }
     found
+}
+
+/// Whether the group holds a process, as its `cgroup.events` says (`None`: unreadable).
+fn populated(events: &Path) -> Option<bool> {
+    let text = std::fs::read_to_string(events).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("populated "))
+        .map(|v| v.trim() != "0")
+}
+
+/// Wait up to `within` for the group to hold no process. The kernel tells each change of
+/// `populated` in `cgroup.events` as a modification of that file: watched (inotify) before it is
+/// read, so no change is missed and nothing is polled. Without the file or a watch, its members
+/// are looked at every 10 ms. A group already empty (the common case: the run's leader reaped,
+/// its process group gone) is not watched at all: closing a watch waits out a grace period of
+/// the kernel's (~10 ms). Returns whether it emptied.
+fn wait_empty(path: &Path, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    let events = path.join("cgroup.events");
+    let busy = || populated(&events).unwrap_or_else(|| !members(path).is_empty());
+    if !busy() {
+        return true;
+    }
+    let watch = watch_events(&events);
+    loop {
+        let busy = busy();
+        let left = deadline.saturating_duration_since(Instant::now());
+        if !busy || left.is_zero() {
+            return !busy;
+        }
+        match &watch {
+            Some(w) => wait_modified(w, left),
+            None => std::thread::sleep(left.min(Duration::from_millis(10))),
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+type EventsWatch = nix::sys::inotify::Inotify;
+#[cfg(not(target_os = "linux"))]
+type EventsWatch = ();
+
+/// A watch on the modifications of `events`.
+#[cfg(target_os = "linux")]
+fn watch_events(events: &Path) -> Option<EventsWatch> {
+    use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+    let watch = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK).ok()?;
+    watch.add_watch(events, AddWatchFlags::IN_MODIFY).ok()?;
+    Some(watch)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn watch_events(_events: &Path) -> Option<EventsWatch> {
+    None
+}
+
+/// Until the watched file is modified, or `within` passes.
+#[cfg(target_os = "linux")]
+fn wait_modified(watch: &EventsWatch, within: Duration) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let ms = u16::try_from(within.as_millis().max(1)).unwrap_or(u16::MAX);
+    let mut fds = [PollFd::new(watch.as_fd(), PollFlags::POLLIN)];
+    if poll(&mut fds, PollTimeout::from(ms)).is_ok_and(|n| n > 0) {
+        // Drained: the next modification wakes the next wait.
+        let _seen = watch.read_events();
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn wait_modified(_watch: &EventsWatch, within: Duration) {
+    std::thread::sleep(within.min(Duration::from_millis(10)));
 }
 
 #[cfg(test)]

@@ -56,6 +56,10 @@ pub struct Policy {
     /// without them gets — to see it, and to test it.
     #[serde(default)]
     pub no_namespace: bool,
+    /// Where the helper writes how long its own steps took (only while step timings are
+    /// logged: `sys::timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<PathBuf>,
 }
 
 impl Policy {
@@ -300,6 +304,7 @@ pub fn build(safety: &Safety, work_root: &Path, tmp: &Path, state: &[PathBuf]) -
         closed_ports: Vec::new(),
         home_layer: None,
         no_namespace: std::env::var_os(NO_NAMESPACE).is_some_and(|v| !v.is_empty()),
+        timings: None,
     }
 }
 

@@ -145,6 +145,7 @@ mod tests {
             closed_ports: Vec::new(),
             home_layer: None,
             no_namespace: false,
+            timings: None,
         }
     }
 
