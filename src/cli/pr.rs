@@ -35,6 +35,7 @@ struct Branch {
 /// `pr`.
 pub fn run(a: &PrArgs, config: Option<PathBuf>) -> Result<i32> {
     let h = Handle::open_present(&a.topic)?;
+    refuse_dead(&h)?;
     let finish = finish_settings(&h, config)?;
     let branch = branch_of(&h)?;
     let remote = finish.remote.clone().unwrap_or_else(|| "origin".into());
@@ -65,6 +66,20 @@ pub fn run(a: &PrArgs, config: Option<PathBuf>) -> Result<i32> {
         opened.number, pull.head, pull.base, opened.url
     );
     Ok(0)
+}
+
+/// A loop whose supervisor died is not at rest: what its last run changed (a repository it
+/// planted in the loop's directory, a hook) is put back by the next `start`, not yet.
+fn refuse_dead(h: &Handle) -> Result<()> {
+    let st = crate::disk::state::read(&h.layout.state()).ok().flatten();
+    let locked = h.holder()?.is_some();
+    if crate::disk::state::shown_status(st.as_ref(), locked) == crate::disk::state::Shown::Dead {
+        return Err(Error::input(format!(
+            "the supervisor of `{0}` died: `studio-agents wiggum start {0}` puts back what its last run changed (and goes on); then open the pull request",
+            h.topic
+        )));
+    }
+    Ok(())
 }
 
 /// `[finish]` as the user's settings say it now (`$STUDIO_AGENTS_HOME/wiggum.toml`, then

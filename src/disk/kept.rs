@@ -170,14 +170,13 @@ pub fn expired<'a>(names: &[&'a str], now: DateTime<Utc>, keep_days: u32) -> Vec
         .collect()
 }
 
-/// Remove every topic's copies under `home` older than `keep_days` ([`expired`]); returns the
+/// Remove `topic`'s copies under `home` older than `keep_days` ([`expired`]); returns the
 /// directories removed.
-pub fn prune(home: &Path, now: DateTime<Utc>, keep_days: u32) -> Result<Vec<PathBuf>> {
+pub fn prune(home: &Path, topic: &str, now: DateTime<Utc>, keep_days: u32) -> Result<Vec<PathBuf>> {
     let mut gone = Vec::new();
-    let Ok(topics) = std::fs::read_dir(home.join("kept")) else {
-        return Ok(gone);
-    };
-    for topic in topics.flatten().map(|e| e.path()) {
+    // One loop's setting (its own file may name it) reaches its own copies only.
+    {
+        let topic = home.join("kept").join(topic);
         let names: Vec<String> = std::fs::read_dir(&topic)
             .map(|rd| {
                 rd.flatten()
@@ -363,8 +362,11 @@ mod tests {
             std::fs::create_dir_all(d.path().join("kept/t").join(n)).unwrap();
         }
         std::fs::write(d.path().join("kept/t/20261127T010203.456/a.md"), "abc").unwrap();
-        let gone = prune(d.path(), now, 30).unwrap();
+        std::fs::create_dir_all(d.path().join("kept/other").join(names[0])).unwrap();
+        let gone = prune(d.path(), "t", now, 30).unwrap();
         assert_eq!(gone, [d.path().join("kept/t/20261027T110000.000")]);
+        // Another topic's copies are its own loop's to let go.
+        assert!(d.path().join("kept/other").join(names[0]).is_dir());
         let left: Vec<(usize, u64)> = copies(&d.path().join("kept/t"))
             .into_iter()
             .map(|(_, n, b)| (n, b))

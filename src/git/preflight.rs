@@ -236,21 +236,46 @@ pub fn config_files(repo: &Repository, workdir: &Path) -> Vec<(String, PathBuf)>
 /// linked worktree's), and `objects/info/alternates`. An agent that rewrote one could point the
 /// supervisor's git at a config of its own; the loop's guard checks them after every run.
 #[must_use]
-pub fn layout_files(repo: &Repository, workdir: &Path) -> Vec<(String, PathBuf)> {
+pub fn layout_files(repo: &Repository, workdir: &Path, artifact: &Path) -> Vec<(String, PathBuf)> {
     let commondir = repo.path().join("commondir");
     let name = commondir
         .strip_prefix(workdir)
         .unwrap_or(&commondir)
         .display()
         .to_string();
-    vec![
+    let mut files = vec![
         (".git".to_string(), workdir.join(".git")),
         (name, commondir),
         (
             ".git/objects/info/alternates".to_string(),
             repo.commondir().join("objects/info/alternates"),
         ),
-    ]
+    ];
+    files.extend(nested_git(workdir, artifact));
+    files
+}
+
+/// The `.git` of each directory from the artifact directory up to the work tree (not the work
+/// tree's own): absent, as `start` finds them, they must stay so — a repository an agent makes
+/// there would be the one git, `wiggum pr` and the user's next command find from the loop's
+/// directory (its hooks, its config, its remote).
+fn nested_git(workdir: &Path, artifact: &Path) -> Vec<(String, PathBuf)> {
+    let artifact = artifact
+        .canonicalize()
+        .unwrap_or_else(|_| artifact.to_path_buf());
+    artifact
+        .ancestors()
+        .take_while(|d| d.starts_with(workdir) && *d != workdir)
+        .map(|d| {
+            let git = d.join(".git");
+            let name = git
+                .strip_prefix(workdir)
+                .unwrap_or(&git)
+                .display()
+                .to_string();
+            (name, git)
+        })
+        .collect()
 }
 
 /// `path` with `.` and `..` resolved by name (the file need not exist).

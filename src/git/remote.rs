@@ -20,6 +20,12 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
             "user.name=wiggum-agent",
             "-c",
             "user.email=wiggum@studio-agents.local",
+            // No hook and no fsmonitor of the repository's runs for the loop's own git: what
+            // the repository names is an agent's input.
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
         ])
         .args(args)
         .current_dir(dir)

@@ -756,7 +756,11 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
             git_configs: crate::git::preflight::config_files(repo.git(), repo.workdir()),
             hooks_dir: Some(crate::git::preflight::hooks_dir(repo.git(), repo.workdir())),
             loop_config: Some(p.layout.config()),
-            git_layout: crate::git::preflight::layout_files(repo.git(), repo.workdir()),
+            git_layout: crate::git::preflight::layout_files(
+                repo.git(),
+                repo.workdir(),
+                p.layout.root(),
+            ),
         },
     };
     let tracker = super::changes::Tracker::start(&repo, &runner.layout);

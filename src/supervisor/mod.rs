@@ -71,7 +71,7 @@ pub(crate) fn print_notes(p: &Prepared) -> Result<()> {
         eprintln!("warning: {n}");
     }
     let days = p.settings.defaults.keep_days;
-    let gone = crate::disk::kept::prune(&p.home, chrono::Utc::now(), days)?;
+    let gone = crate::disk::kept::prune(&p.home, &p.topic, chrono::Utc::now(), days)?;
     if !gone.is_empty() {
         eprintln!(
             "note: removed {} kept cop{} older than {days} days ([defaults] keep_days): {}",

@@ -77,6 +77,13 @@ async fn ask(why: &str) -> Result<Hold, String> {
         .body()
         .deserialize()
         .map_err(|e| format!("logind answered no descriptor ({e})"))?;
+    // Received without close-on-exec: an agent started while it is held would inherit it (and
+    // hold the machine awake past its run). Ours alone.
+    {
+        use std::os::fd::AsFd;
+        rustix::io::fcntl_setfd(fd.as_fd(), rustix::io::FdFlags::CLOEXEC)
+            .map_err(|e| format!("logind's descriptor: {e}"))?;
+    }
     Ok(Hold { _fd: fd })
 }
 

@@ -569,3 +569,32 @@ fn a_grant_above_the_store_does_not_open_it() {
         );
     }
 }
+
+#[test]
+fn a_repository_an_agent_makes_in_the_loops_directory_is_put_aside() {
+    // A document loop on `proj/art`: an agent that makes `art/.git` of its own (a hook, a
+    // remote of its choosing) would be what git, `wiggum pr` and the user's next command find
+    // from the loop's directory.
+    let t = TestHome::new();
+    let (proj, art) = user_repo(&t);
+    let script = "git init -q . && git remote add origin file:///tmp/evil.git \
+                  && printf '#!/bin/sh\\nid > /tmp/pwned\\n' > .git/hooks/pre-push; echo \"init $?\"";
+    let out = once(&t, "nested", &art, script, &[], false);
+    assert!(out.contains("init 0"), "{out}");
+    assert!(
+        !art.join(".git").exists(),
+        "the planted repository is still there"
+    );
+    let runs: Vec<serde_json::Value> = std::fs::read_to_string(art.join("wiggum/runs.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["record"] == "iteration")
+        .collect();
+    assert_eq!(runs[0]["outcome"], "rejected", "{runs:?}");
+    let changed = runs[0]["protected_changed"].to_string();
+    assert!(changed.contains("art/.git"), "{changed}");
+    // The loop's repository is the user's, as before.
+    let top = git(&art, &["rev-parse", "--show-toplevel"]);
+    assert_eq!(top.trim(), proj.display().to_string());
+}
