@@ -15,7 +15,7 @@ use crate::support::wait_for;
 /// A scripted agent: planning writes two items; iteration N acts as the Nth word of
 /// `$MODES` says — `claude` (a JSON result with a refused tool and a question), `codex` (the
 /// CLI's refusal after its echo of the prompt), `plain` (a question as its last words),
-/// `later` (waits for `go` beside the script, then asks another question), or `work` (one item
+/// `bidi` (a question with bidirectional controls in it), `later` (waits for `go` beside the script, then asks another question), or `work` (one item
 /// done). Each prompt is kept as `prompt-<phase>-<N>` beside the script.
 const ASKER: &str = r#"prompt=$(cat)
 here=$(dirname "$0")
@@ -38,6 +38,9 @@ codex)
 plain)
     echo "I read the plan. The schema changed."
     echo "Should I also update the migration?"
+    ;;
+bidi)
+    printf 'I read the plan.\nShould I delete \342\200\256gpj.exe\342\200\254, or run \342\201\246rm -rf ~\342\201\251\342\200\217?\n'
     ;;
 later)
     n=0
@@ -253,6 +256,48 @@ fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
         again.stderr().trim_end().lines().last().unwrap(),
         "error: loop `night` has no open question to answer"
     );
+}
+
+#[test]
+fn bidirectional_controls_in_a_question_reach_no_terminal_status_or_record() {
+    let t = TestHome::new();
+    agent(&t, "asker", "plain", "bidi", "");
+    let args = start(
+        &t,
+        "rtl",
+        "asker",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t.run(&args);
+    out.code(0);
+    let asked = "Should I delete gpj.exe, or run rm -rf ~?";
+    assert_eq!(
+        run_lines(&out.stdout(), "Iteration "),
+        [format!("Iteration 1/1 ? asked: \"{asked}\"")],
+        "{}",
+        out.stdout()
+    );
+    assert_eq!(t.state()["question"]["text"], asked);
+    assert_eq!(t.runs("iteration")[0]["question"], asked);
+    let status = t.run(&["wiggum", "status", "rtl"]);
+    status.code(0);
+    assert!(status.stdout().contains(asked), "{}", status.stdout());
+    // The agent's own log keeps its bytes; `logs` shows them without the controls.
+    let logs = t.run(&["wiggum", "logs", "rtl", "--iteration", "1"]);
+    logs.code(0);
+    assert!(
+        logs.stdout()
+            .contains("Should I delete gpj.exe, or run rm -rf ~?"),
+        "{}",
+        logs.stdout()
+    );
+    for shown in [out.stdout(), status.stdout(), logs.stdout()] {
+        assert!(
+            !shown.contains(['\u{202E}', '\u{202C}', '\u{2066}', '\u{2069}', '\u{200F}']),
+            "{shown:?}"
+        );
+    }
 }
 
 #[test]
