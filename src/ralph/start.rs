@@ -607,7 +607,7 @@ fn unallowed_message(
             format!("never allowed for this loop, {n} key{s} weakening the harness"),
             format!(
                 "studio-agents wiggum allow {topic} --artifact-path {}",
-                layout.root().display()
+                super::progress::shell_word(layout.root())
             ),
         )
     } else {
@@ -809,4 +809,27 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         promise_rejected: None,
         done: completed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_never_allowed_is_refused_with_a_command_that_works_as_printed() {
+        let layout = Layout::for_loop(Path::new("/h"), "/src/my docs");
+        let changes = config::allow::diff(
+            &toml::Table::new(),
+            &"[hooks]\non_stop = \"x\"\n".parse().unwrap(),
+        );
+        assert_eq!(
+            unallowed_message(&layout, "docs", &changes, true),
+            "/src/my docs/wiggum/wiggum.toml: never allowed for this loop, 1 key weakening the harness; the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow docs --artifact-path '/src/my docs'` (or put it back)\n  + hooks.on_stop: (unset) → \"x\"  (weakens the harness)"
+        );
+        assert!(
+            unallowed_message(&layout, "docs", &changes, false).starts_with(
+                "/src/my docs/wiggum/wiggum.toml: changed since it was last allowed (1 key, 1 of them weakening the harness);"
+            )
+        );
+    }
 }
