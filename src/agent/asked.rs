@@ -82,11 +82,13 @@ fn last_question(answer: &str) -> Option<String> {
     Some(last[start..].trim().to_string())
 }
 
-/// `text` on one line, control characters gone, cut at `max` characters (with `…`).
+/// `text` on one line, control characters gone (bidirectional ones too, which would reorder
+/// what is shown), cut at `max` characters (with `…`).
 #[must_use]
 pub fn bounded(text: &str, max: usize) -> String {
     let one: String = text
         .chars()
+        .filter(|c| !crate::sys::term::is_bidi(*c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let one = one.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -176,6 +178,12 @@ mod tests {
                 Plain,
                 "Should I \u{1b}[31mdelete\u{7} it?\n",
                 Some("Should I [31mdelete it?"),
+            ),
+            // Bidirectional controls, which would show the words in another order, are gone.
+            (
+                Plain,
+                "Shall I keep \u{2067}\u{202E}?yaw dlo eht\u{2069} or\u{200F} the new one\u{061C}?\n",
+                Some("Shall I keep ?yaw dlo eht or the new one?"),
             ),
         ];
         for (format, log, want) in cases {

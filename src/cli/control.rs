@@ -65,11 +65,23 @@ pub fn stop(a: &StopArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `pause` (`on = true`) and `resume`.
+/// Flags of `allow`.
+#[derive(Debug, Args)]
+pub struct AllowArgs {
+    /// The loop's topic.
+    pub topic: String,
+    /// The loop's directory, for a loop that never ran (not registered yet).
+    #[arg(long, value_name = "DIR")]
+    pub artifact_path: Option<std::path::PathBuf>,
+}
+
 /// `allow`: take the loop's settings file as it is now, saying what that changes.
-pub fn allow(topic: &str) -> Result<i32> {
-    let lp = Handle::open_present(topic)?;
-    let changes = crate::ralph::start::allow(&lp.layout)?;
+pub fn allow(a: &AllowArgs) -> Result<i32> {
+    let lp = match &a.artifact_path {
+        Some(dir) => unregistered(&a.topic, dir)?,
+        None => Handle::open_present(&a.topic)?,
+    };
+    let changes = crate::ralph::start::allow(&lp.home, &lp.layout)?;
     if changes.is_empty() {
         println!("{}: allowed (no key changed)", lp.layout.config().display());
     } else {
@@ -84,6 +96,26 @@ pub fn allow(topic: &str) -> Result<i32> {
     Ok(0)
 }
 
+/// The loop `topic` on `dir` as `start --artifact-path` would resolve it: a directory, and the
+/// topic free for it (registered there, nowhere, or for a directory that holds no loop now).
+fn unregistered(topic: &str, dir: &std::path::Path) -> Result<Handle> {
+    let home = crate::config::home_dir()?;
+    let root = dir
+        .canonicalize()
+        .ok()
+        .filter(|r| r.is_dir())
+        .ok_or_else(|| {
+            Error::input(format!(
+                "--artifact-path {}: not a directory",
+                dir.display()
+            ))
+        })?;
+    crate::disk::registry::check_path("--artifact-path", &root)?;
+    crate::disk::registry::check_free(&home, topic, &root)?;
+    Ok(Handle::at(&home, topic, root))
+}
+
+/// `pause` (`on = true`) and `resume`.
 pub fn pause(topic: &str, on: bool) -> Result<i32> {
     let lp = Handle::open(topic)?;
     if !on && !crate::disk::requests::read(&lp.layout.requests()).pause {

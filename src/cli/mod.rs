@@ -102,9 +102,12 @@ pub enum Wiggum {
     )]
     Stop(control::StopArgs),
     /// Take the loop's `wiggum/wiggum.toml` as it is now: `start` refuses one that changed since
-    /// it was last allowed (the agent can write it).
-    #[command(after_help = "Example:\n  studio-agents wiggum allow research")]
-    Allow(TopicArg),
+    /// it was last allowed (the agent can write it), or, before a first start, one that weakens
+    /// the harness (--artifact-path names a loop that never ran).
+    #[command(
+        after_help = "Examples:\n  studio-agents wiggum allow research\n  studio-agents wiggum allow docs --artifact-path repo/docs"
+    )]
+    Allow(control::AllowArgs),
     /// Forget a loop: its registration and records under $STUDIO_AGENTS_HOME (refused while it
     /// runs); its directory, wiggum/ and commits stay. --kept removes the copies of your work too.
     #[command(
@@ -260,7 +263,7 @@ pub fn main() -> i32 {
             Wiggum::Stop(a) => control::stop(a),
             Wiggum::Merge(a) => crate::cli::worktree::merge(a),
             Wiggum::Clean(a) => crate::cli::worktree::clean(a),
-            Wiggum::Allow(a) => control::allow(&a.topic),
+            Wiggum::Allow(a) => control::allow(a),
             Wiggum::Forget(a) => forget::run(a),
             Wiggum::Doctor(a) => crate::cli::doctor::doctor(a),
             Wiggum::Pause(a) => control::pause(&a.topic, true),

@@ -82,7 +82,7 @@ pub fn manifest(a: &ManifestArgs) -> Result<i32> {
     // The pod runs with the shipped file as its settings: the Job is built from that very text
     // (one resolution), and a file changed since it was last allowed is refused as `start`
     // refuses it.
-    crate::ralph::start::check_allowed(layout, &a.topic)?;
+    crate::ralph::start::check_allowed(&h.home, layout, &a.topic)?;
     let (settings, settings_toml) = match fsutil::read_opt(&layout.config())? {
         Some(t) => (config::parse_text(&layout.config(), &t)?, t),
         None => {

@@ -84,8 +84,8 @@ pub fn diff(allowed: &toml::Table, found: &toml::Table) -> Vec<KeyChange> {
 }
 
 /// Prefixes whose every change names a command or a program that runs (outside the agent's
-/// sandbox, for hooks, validation and command evaluators).
-const COMMANDS: [&str; 9] = [
+/// sandbox, for hooks, validation and command evaluators), or an agent that runs.
+const COMMANDS: [&str; 11] = [
     "agents.",
     "evaluators.",
     "hooks.",
@@ -95,6 +95,8 @@ const COMMANDS: [&str; 9] = [
     "gate.pool",
     "defaults.agent",
     "defaults.planning_agent",
+    "defaults.fallback_agents",
+    "defaults.evaluator",
 ];
 
 fn strings(v: Option<&toml::Value>) -> Vec<String> {
@@ -115,7 +117,7 @@ fn number(v: Option<&toml::Value>) -> Option<f64> {
 
 /// Whether changing `key` from `before` to `after` loosens the harness or the loop's bounds.
 fn weakens(key: &str, before: Option<&toml::Value>, after: Option<&toml::Value>) -> bool {
-    if COMMANDS.iter().any(|p| key.starts_with(p)) || key == "defaults.evaluator" {
+    if COMMANDS.iter().any(|p| key.starts_with(p)) {
         return after.is_some();
     }
     let added = || {
@@ -129,6 +131,11 @@ fn weakens(key: &str, before: Option<&toml::Value>, after: Option<&toml::Value>)
             now == "off" || (was == "required" && now != "required")
         }
         "safety.writable" | "safety.env_allow" => added(),
+        // `deny_tools` narrows what the agent may do: an entry gone lets it do more.
+        "safety.deny_tools" => {
+            let now = strings(after);
+            strings(before).iter().any(|x| !now.contains(x))
+        }
         "safety.unix_sockets" => after.and_then(toml::Value::as_str) == Some("allow"),
         // `readable` narrows reads when set: an entry added or the list emptied reads more.
         "safety.readable" => {
@@ -230,6 +237,29 @@ mod tests {
 
     #[test]
     fn new_commands_weaken_and_are_listed_key_by_key() {
+        let got = changes(
+            "[defaults]\nmax_iterations = 3\n",
+            "[defaults]\nmax_iterations = 3\nfallback_agents = [\"mine\"]\nevaluator = \"mine\"\n[gate]\nproducer = \"mine\"\npool = [\"mine\"]\n[safety]\ndeny_tools = []\n",
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("defaults.evaluator".to_string(), true),
+                ("defaults.fallback_agents".to_string(), true),
+                ("gate.pool".to_string(), true),
+                ("gate.producer".to_string(), true),
+                ("safety.deny_tools".to_string(), false),
+            ],
+            "every key naming an agent that runs"
+        );
+        assert_eq!(
+            changes(
+                "[safety]\ndeny_tools = [\"Bash\", \"WebFetch\"]\n",
+                "[safety]\ndeny_tools = [\"Bash\"]\n"
+            ),
+            vec![("safety.deny_tools".to_string(), true)],
+            "a tool no longer denied"
+        );
         let got = changes(
             "[defaults]\nmax_iterations = 3\n",
             "[defaults]\nmax_iterations = 5\nplanning_agent = \"mine\"\n[hooks]\non_iteration_end = \"curl x\"\n[validation]\ncommands = [\"make\"]\n[agents]\nmine = \"evil --yes\"\n",

@@ -142,8 +142,8 @@ impl Handle {
         Ok(h)
     }
 
-    /// Record `text` as the answer to the loop's open question; a pause that waited for it is
-    /// lifted. Refused (exit 2) when the answer is empty or too long, or no question is open.
+    /// Record `text` as the answer to the loop's open question, beside the answers still
+    /// waiting for a run; a pause that waited for it is lifted. Refused (exit 2) when the answer is empty or too long, or no question is open.
     pub fn answer(&self, text: &str) -> Result<super::questions::Question> {
         use super::questions::{Answer, MAX_ANSWER};
         let text = text.trim();
@@ -165,11 +165,17 @@ impl Handle {
                 ))
             })?;
         let answer = Answer {
+            iteration: open.iteration,
             question: open.text.clone(),
             text: text.to_string(),
             at: chrono::Utc::now(),
         };
-        let json = serde_json::to_string_pretty(&answer)
+        // An answer still waiting for a run (to a question a newer one replaced) stays.
+        let waiting = crate::sys::fsutil::read_opt(&self.layout.answer())?
+            .and_then(|t| super::questions::parse_answers(&t).ok())
+            .unwrap_or_default();
+        let all = super::questions::with_answer(waiting, answer);
+        let json = serde_json::to_string_pretty(&all)
             .map_err(|e| Error::runtime(format!("serialise the answer: {e}")))?;
         crate::sys::fsutil::create_dir_all(self.layout.records())?;
         crate::sys::fsutil::atomic_write(&self.layout.answer(), json.as_bytes())?;

@@ -26,10 +26,65 @@ pub struct Question {
 /// An answer to the open question, waiting for the next run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
+    /// The iteration whose question it answers.
+    #[serde(default)]
+    pub iteration: u32,
     /// The question it answers, as asked.
     pub question: String,
     /// The answer.
     pub text: String,
     /// When it was given.
     pub at: DateTime<Utc>,
+}
+
+/// The answers waiting for the next run (`answer.json`): one per question, the latest given.
+/// Unreadable text reads as an error naming nothing: the caller names the file.
+pub fn parse_answers(text: &str) -> Result<Vec<Answer>, serde_json::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Many(Vec<Answer>),
+        One(Answer),
+    }
+    Ok(match serde_json::from_str::<Stored>(text)? {
+        Stored::Many(all) => all,
+        Stored::One(a) => vec![a],
+    })
+}
+
+/// `answers` with `answer` added: an earlier answer to the same question is replaced.
+#[must_use]
+pub fn with_answer(mut answers: Vec<Answer>, answer: Answer) -> Vec<Answer> {
+    answers.retain(|a| !(a.question == answer.question && a.iteration == answer.iteration));
+    answers.push(answer);
+    answers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(iteration: u32, question: &str, text: &str) -> Answer {
+        Answer {
+            iteration,
+            question: question.into(),
+            text: text.into(),
+            at: DateTime::<Utc>::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn answers_are_kept_one_per_question_and_read_in_either_form() {
+        let one = with_answer(Vec::new(), a(1, "Q1?", "yes"));
+        let two = with_answer(one.clone(), a(2, "Q2?", "no"));
+        assert_eq!(two, vec![a(1, "Q1?", "yes"), a(2, "Q2?", "no")]);
+        let again = with_answer(two.clone(), a(1, "Q1?", "yes, both"));
+        assert_eq!(again, vec![a(2, "Q2?", "no"), a(1, "Q1?", "yes, both")]);
+        let text = serde_json::to_string(&two).unwrap();
+        assert_eq!(parse_answers(&text).unwrap(), two);
+        // The single answer an earlier version wrote, without its iteration.
+        let old = r#"{"question":"Q1?","text":"yes","at":"1970-01-01T00:00:00Z"}"#;
+        assert_eq!(parse_answers(old).unwrap(), vec![a(0, "Q1?", "yes")]);
+        assert!(parse_answers("{").is_err());
+    }
 }

@@ -92,6 +92,10 @@ pub struct LoopState {
     /// The question an agent asked that no run has been told the answer to yet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<super::questions::Question>,
+    /// Questions a newer one replaced while their answer was on its way: each with its answer,
+    /// for the next run's prompt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<super::questions::Question>,
     /// The agent that writes the plan, when it is not `agent` (`[defaults] planning_agent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planning_agent: Option<String>,
@@ -243,6 +247,7 @@ impl Default for LoopState {
             reviewed: false,
             carried_paths: Vec::new(),
             question: None,
+            answered: Vec::new(),
             planning_agent: None,
             questions_in_row: 0,
             best: None,

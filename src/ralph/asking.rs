@@ -5,7 +5,7 @@
 use super::context::Loop;
 use super::decide::{AfterAsking, after_asking};
 use super::event::Fields;
-use crate::disk::questions::{Answer, Question};
+use crate::disk::questions::Question;
 use crate::disk::requests;
 use crate::error::Result;
 use crate::sys::fsutil;
@@ -50,19 +50,26 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
     Ok(())
 }
 
-/// Take an answer given since the last run (`wiggum answer`, the dashboard) into the loop's
-/// state when it answers the open question; one to another question (or unreadable) is dropped.
+/// Take the answers given since the last run (`wiggum answer`, the dashboard) into the loop's
+/// state: the open question's as its answer; one to a question a newer one replaced as an
+/// answered question of its own, so the next prompt carries it too. A file that cannot be read
+/// as answers is said, not silently dropped.
 pub fn take_answer(lp: &mut Loop) -> Result<()> {
     let path = lp.runner.layout.answer();
     let Some(text) = fsutil::read_opt(&path)? else {
         return Ok(());
     };
-    let answer = serde_json::from_str::<Answer>(&text).ok();
-    let open = lp.runner.state.question.as_ref();
-    if let Some(a) =
-        answer.filter(|a| open.is_some_and(|q| q.answer.is_none() && q.text == a.question))
-    {
-        lp.runner.answer_taken(a.text);
+    match crate::disk::questions::parse_answers(&text) {
+        Ok(answers) => {
+            for a in answers {
+                lp.runner.answer_taken(a);
+            }
+        }
+        Err(e) => {
+            let what = format!("the answers in {} could not be read ({e})", path.display());
+            super::progress::say(&format!("Warning: {what}"));
+            lp.runner.note_event(what);
+        }
     }
     fsutil::remove_file_opt(&path)
 }

@@ -132,16 +132,25 @@ impl Runner {
         self.state.questions_in_row = 0;
     }
 
-    /// The answer to the open question was taken for the next run's prompt.
-    pub fn answer_taken(&mut self, answer: String) {
-        if let Some(q) = &mut self.state.question {
-            q.answer = Some(answer);
+    /// An answer was taken for the next run's prompt: the open question's, or one to a question
+    /// a newer one replaced (kept with its answer beside the open one).
+    pub fn answer_taken(&mut self, a: crate::disk::questions::Answer) {
+        let st = &mut self.state;
+        match &mut st.question {
+            Some(q) if q.answer.is_none() && q.text == a.question => q.answer = Some(a.text),
+            _ => st.answered.push(crate::disk::questions::Question {
+                iteration: a.iteration,
+                text: a.question,
+                asked_at: a.at,
+                answer: Some(a.text),
+            }),
         }
-        self.state.questions_in_row = 0;
+        st.questions_in_row = 0;
     }
 
-    /// An iteration whose prompt carried the answer is over: the question is closed.
+    /// An iteration whose prompt carried the answers is over: the answered questions close.
     pub fn answer_told(&mut self) {
+        self.state.answered.clear();
         if self
             .state
             .question

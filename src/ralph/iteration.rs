@@ -213,7 +213,8 @@ fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
     {
         prompt.push_str(&failing);
     }
-    if let Some(q) = &lp.runner.state.question {
+    let st = &lp.runner.state;
+    for q in st.answered.iter().chain(&st.question) {
         prompt.push_str(&super::asking::prompt_section(q));
     }
     Ok(prompt)

@@ -443,7 +443,8 @@ pub fn program(home: Option<&std::path::Path>) -> String {
 
 /// A path as a word of a shell command: as it is when nothing in it is special to `sh`, else
 /// single-quoted.
-fn shell_word(p: &std::path::Path) -> String {
+#[must_use]
+pub fn shell_word(p: &std::path::Path) -> String {
     let plain = p.to_str().is_some_and(|s| {
         s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c))

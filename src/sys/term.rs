@@ -2,9 +2,11 @@
 //! shown with its control sequences removed, so it cannot set the window's title (OSC 0), write
 //! the clipboard (OSC 52), move the cursor or repaint what was shown before (CSI), nor hide
 //! itself. Escape sequences (CSI, OSC, DCS, SOS, PM, APC, two-byte escapes), their 8-bit (C1)
-//! forms and every other control byte except newline and tab are dropped. A byte-level state
-//! machine, so a stream cut anywhere (a log copied in chunks) is filtered as a whole would be.
-//! Pure.
+//! forms and every other control byte except newline and tab are dropped, and so are the
+//! bidirectional controls (embeddings, overrides, isolates and marks: U+202A–U+202E,
+//! U+2066–U+2069, U+200E, U+200F, U+061C), which reorder what is shown so that it reads as
+//! something else. A byte-level state machine, so a stream cut anywhere (a log copied in chunks)
+//! is filtered as a whole would be. Pure.
 
 use std::io::Write;
 
@@ -28,6 +30,39 @@ enum State {
     C2,
     /// 0xC2 seen inside a string: 0x9C (ST) ends it.
     StrC2,
+    /// 0xE2 seen in text: it may begin a bidirectional control (U+200E…U+2069).
+    E2,
+    /// 0xE2 then this byte (0x80 or 0x81) seen in text.
+    E2Then(u8),
+    /// 0xD8 seen in text: 0x9C after it is U+061C, the Arabic letter mark.
+    D8,
+}
+
+/// Whether `c` is a bidirectional control: an embedding, override or isolate, or a mark
+/// (`printable` drops them).
+#[must_use]
+pub fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Whether 0xE2, `second`, `third` encode a bidirectional control.
+fn bidi_after_e2(second: u8, third: u8) -> bool {
+    match second {
+        0x80 => matches!(third, 0x8E | 0x8F | 0xAA..=0xAE),
+        0x81 => matches!(third, 0xA6..=0xA9),
+        _ => false,
+    }
+}
+
+/// The bytes a state holds back until the next byte says what they are.
+fn held(state: State) -> Vec<u8> {
+    match state {
+        State::C2 => vec![0xC2],
+        State::E2 => vec![0xE2],
+        State::E2Then(b) => vec![0xE2, b],
+        State::D8 => vec![0xD8],
+        _ => Vec::new(),
+    }
 }
 
 /// A filter for text on its way to a terminal, fed in pieces.
@@ -92,6 +127,13 @@ fn step(state: State, b: u8, out: &mut Vec<u8>) -> State {
             0x9C => State::Ground,
             _ => step(State::Str, b, out),
         },
+        State::E2 if matches!(b, 0x80 | 0x81) => State::E2Then(b),
+        State::E2Then(second) if bidi_after_e2(second, b) => State::Ground,
+        State::D8 if b == 0x9C => State::Ground,
+        State::E2 | State::E2Then(_) | State::D8 => {
+            out.extend(held(state));
+            ground(b, out)
+        }
     }
 }
 
@@ -100,6 +142,8 @@ fn ground(b: u8, out: &mut Vec<u8>) -> State {
     match b {
         0x1B => State::Esc,
         0xC2 => State::C2,
+        0xE2 => State::E2,
+        0xD8 => State::D8,
         b'\n' | b'\t' => {
             out.push(b);
             State::Ground
@@ -124,9 +168,7 @@ pub fn printable_bytes(bytes: &[u8]) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut f = Filter::default();
     f.feed(bytes, &mut out);
-    if f.state == State::C2 {
-        out.push(0xC2);
-    }
+    out.extend(held(f.state));
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -214,8 +256,48 @@ mod tests {
     }
 
     #[test]
+    fn bidirectional_controls_are_removed_and_their_neighbours_kept() {
+        let cases = [
+            // An override that shows `exe.txt` for `txt.exe`, and an isolate around a command.
+            ("see \u{202E}txt.exe", "see txt.exe"),
+            ("run \u{2066}rm -rf ~\u{2069} now", "run rm -rf ~ now"),
+            ("\u{202A}a\u{202B}b\u{202C}c\u{202D}d", "abcd"),
+            ("\u{2067}x\u{2068}y", "xy"),
+            ("l\u{200E}r\u{200F}a\u{061C}b", "lrab"),
+            // Their neighbours in UTF-8 stay: a dash, a bullet, a quote, an Arabic letter.
+            (
+                "a\u{2013}b \u{2022} \u{201C}q\u{201D} \u{2060}\u{206A}",
+                "a\u{2013}b \u{2022} \u{201C}q\u{201D} \u{2060}\u{206A}",
+            ),
+            (
+                "\u{200D}\u{2010} \u{0628}\u{061B}\u{061D}",
+                "\u{200D}\u{2010} \u{0628}\u{061B}\u{061D}",
+            ),
+            // A lead byte left at the end, or broken by a control, stays as the bytes were.
+            ("a\u{202E}\x1b[0mb", "ab"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(printable(input), want, "{input:?}");
+        }
+        for c in [
+            '\u{202A}', '\u{202E}', '\u{2066}', '\u{2069}', '\u{200E}', '\u{200F}', '\u{061C}',
+        ] {
+            assert!(is_bidi(c), "{c:?}");
+            assert_eq!(printable(&format!("<{c}>")), "<>", "{c:?}");
+        }
+        for c in [
+            '\u{2029}', '\u{202F}', '\u{2065}', '\u{206A}', '\u{200D}', '\u{061B}', 'é',
+        ] {
+            assert!(!is_bidi(c), "{c:?}");
+            assert_eq!(printable(&format!("<{c}>")), format!("<{c}>"), "{c:?}");
+        }
+        assert_eq!(printable_bytes(b"a\xe2\x80"), "a\u{fffd}");
+    }
+
+    #[test]
     fn a_stream_cut_anywhere_is_filtered_as_a_whole() {
-        let text = "one\x1b]52;c;eHl6\x07two\u{9b}1mthree\x1b[0mfour é\n";
+        let text =
+            "one\x1b]52;c;eHl6\x07two\u{9b}1mthree\x1b[0mfour é\u{202E}\u{2014}\u{0628}\u{061C}\n";
         let whole = printable(text);
         let bytes = text.as_bytes();
         for cut in 0..=bytes.len() {
@@ -224,7 +306,7 @@ mod tests {
             w.write_all(&bytes[cut..]).unwrap();
             assert_eq!(String::from_utf8_lossy(&w.inner), whole, "cut at {cut}");
         }
-        assert_eq!(whole, "onetwothreefour é\n");
+        assert_eq!(whole, "onetwothreefour é\u{2014}\u{0628}\n");
     }
 
     #[test]

@@ -8,10 +8,11 @@
 use crate::disk::records::{RecordKind, RunRecord};
 use crate::view::model::LoopView;
 
-/// Escape text for HTML.
+/// Escape text for HTML, without the bidirectional controls that would reorder what is shown.
 #[must_use]
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
+    s.replace(crate::sys::term::is_bidi, "")
+        .replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
@@ -343,6 +344,10 @@ mod tests {
         assert_eq!(
             esc("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        assert_eq!(
+            esc("keep \u{2066}\u{202E}<b>txt.exe\u{2069}\u{200E}"),
+            "keep &lt;b&gt;txt.exe"
         );
         let svg = chart(
             "t",

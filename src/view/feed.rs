@@ -26,11 +26,12 @@ pub struct Item {
 }
 
 impl Item {
+    /// `line` as the terminal shows it: agent text in it without control sequences.
     fn new(at: DateTime<Utc>, kind: &'static str, line: String) -> Self {
         Item {
             at,
             kind,
-            line,
+            line: crate::sys::term::printable(&line),
             until: None,
         }
     }

@@ -234,9 +234,22 @@ fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
         "{}",
         r.stderr()
     );
-    // Taken up at its new place: the loop goes on from its state there.
+    // Taken up at its new place: its settings file was never allowed there, so start asks for
+    // it; once allowed, the loop goes on from its state there.
     let args = t.start_args("moved", &moved, &t.agent_cmd("", ""), &["--foreground"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = t.run(&args);
+    r.code(2);
+    let at = moved.display().to_string();
+    assert!(
+        r.stderr().contains(&format!(
+            "never allowed for this loop, 2 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow moved --artifact-path {at}`"
+        )),
+        "{}",
+        r.stderr()
+    );
+    t.run(&["wiggum", "allow", "moved", "--artifact-path", &at])
+        .code(0);
     t.run(&args).code(0);
     assert_eq!(t.status_json("moved")["status"], "completed");
 }

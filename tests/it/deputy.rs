@@ -698,7 +698,15 @@ fn recovery_kills_no_live_loops_agent_when_its_lock_file_is_gone() {
     let cmd = t.agent_cmd("", "");
     let args = t.start_args("live", &t.art(), &cmd, &["--foreground"]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = t.run_with(&args, &[("STUDIO_AGENTS_HOME", other.to_str().unwrap())]);
+    let under_other = [("STUDIO_AGENTS_HOME", other.to_str().unwrap())];
+    // The person takes the loop's settings under the other home first (it never ran there).
+    let art = t.art().display().to_string();
+    t.run_with(
+        &["wiggum", "allow", "live", "--artifact-path", &art],
+        &under_other,
+    )
+    .code(0);
+    let r = t.run_with(&args, &under_other);
     signal("-CONT");
     r.code(3);
     assert!(
@@ -867,4 +875,93 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
         r.stderr()
     );
     crate::support::procs::kill_all(&t.token);
+}
+
+#[test]
+fn a_settings_file_found_at_a_first_start_is_not_taken_when_it_weakens_the_harness() {
+    let t = TestHome::new();
+    let out = Outside::new();
+    let marker = out.path("hook-ran");
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    let helper = t.agent_cmd("", "FAKE_ITEMS=1");
+    // Planted before the user's first start: a hook, an agent, the planning agent.
+    std::fs::write(
+        t.wiggum("wiggum.toml"),
+        format!(
+            "[defaults]\nmax_iterations = 1\nplanning_agent = \"helper\"\n[agents]\nhelper = {helper:?}\n[hooks]\non_iteration_end = \"touch {}\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let disk = || {
+        let mut all = crate::support::home::snapshot(&t.home());
+        all.extend(crate::support::home::snapshot(&t.art()));
+        all
+    };
+    let before = disk();
+    let r = t.start_fg("first", "", &["--max-iterations", "1"]);
+    r.code(2);
+    let art = t.art().display().to_string();
+    assert_eq!(
+        r.stderr(),
+        format!(
+            "error: {cfg}: never allowed for this loop, 3 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow first --artifact-path {art}` (or put it back)\n  + agents.helper: (unset) → {helper:?}  (weakens the harness)\n  + defaults.planning_agent: (unset) → \"helper\"  (weakens the harness)\n  + hooks.on_iteration_end: (unset) → \"touch {m}\"  (weakens the harness)\n",
+            cfg = t.wiggum("wiggum.toml").display(),
+            m = marker.display(),
+        )
+    );
+    assert_eq!(disk(), before, "a refused start writes nothing");
+    assert!(!marker.exists());
+    // The person reviews it and allows it: the loop never ran, so its directory names it.
+    let a = t.run(&["wiggum", "allow", "first", "--artifact-path", &art]);
+    a.code(0);
+    assert!(
+        a.stdout()
+            .contains("allowed, with these changes:\n  + agents.helper:"),
+        "{}",
+        a.stdout()
+    );
+    t.start_fg("first", "", &["--max-iterations", "1"]).code(0);
+    assert!(marker.exists(), "the allowed hook ran");
+}
+
+#[test]
+fn a_settings_file_that_only_tunes_the_loop_is_taken_at_a_first_start() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(
+        t.wiggum("wiggum.toml"),
+        "[defaults]\nmax_iterations = 1\npass_threshold = 0.5\n[safety]\nsandbox = \"landlock\"\n",
+    )
+    .unwrap();
+    t.start_fg("tuned", "", &[]).code(0);
+    assert_eq!(t.state()["max_iterations"], 1, "{}", t.state());
+}
+
+#[test]
+fn fallback_agents_changed_in_the_loop_s_file_are_named_as_weakening_the_harness() {
+    let t = TestHome::new();
+    t.start_fg("fb", "", &["--max-iterations", "1"]).code(0);
+    let cfg = t.wiggum("wiggum.toml");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    assert!(!text.contains("fallback_agents"), "{text}");
+    std::fs::write(
+        &cfg,
+        text.replace(
+            "[defaults]\n",
+            "[defaults]\nfallback_agents = [\"helper\"]\n",
+        ),
+    )
+    .unwrap();
+    let r = t.start_fg("fb", "", &["--max-iterations", "2"]);
+    r.code(2);
+    assert!(
+        r.stderr()
+            .contains("(1 key, 1 of them weakening the harness)")
+            && r.stderr().contains(
+                "\n  + defaults.fallback_agents: (unset) → [\"helper\"]  (weakens the harness)"
+            ),
+        "{}",
+        r.stderr()
+    );
 }

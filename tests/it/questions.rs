@@ -14,8 +14,9 @@ use crate::support::wait_for;
 
 /// A scripted agent: planning writes two items; iteration N acts as the Nth word of
 /// `$MODES` says — `claude` (a JSON result with a refused tool and a question), `codex` (the
-/// CLI's refusal after its echo of the prompt), `plain` (a question as its last words), or
-/// `work` (one item done). Each prompt is kept as `prompt-<phase>-<N>` beside the script.
+/// CLI's refusal after its echo of the prompt), `plain` (a question as its last words),
+/// `bidi` (a question with bidirectional controls in it), `later` (waits for `go` beside the script, then asks another question), or `work` (one item
+/// done). Each prompt is kept as `prompt-<phase>-<N>` beside the script.
 const ASKER: &str = r#"prompt=$(cat)
 here=$(dirname "$0")
 printf '%s' "$prompt" > "$here/prompt-$WIGGUM_PHASE-$ITERATION"
@@ -37,6 +38,14 @@ codex)
 plain)
     echo "I read the plan. The schema changed."
     echo "Should I also update the migration?"
+    ;;
+bidi)
+    printf 'I read the plan.\nShould I delete \342\200\256gpj.exe\342\200\254, or run \342\201\246rm -rf ~\342\201\251\342\200\217?\n'
+    ;;
+later)
+    n=0
+    while [ ! -e "$here/go" ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    echo "Which database should the migration target?"
     ;;
 *)
     item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
@@ -244,6 +253,86 @@ fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
         again.stderr().trim_end().lines().last().unwrap(),
         "error: loop `night` has no open question to answer"
     );
+}
+
+#[test]
+fn bidirectional_controls_in_a_question_reach_no_terminal_status_or_record() {
+    let t = TestHome::new();
+    agent(&t, "asker", "plain", "bidi", "");
+    let args = start(
+        &t,
+        "rtl",
+        "asker",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t.run(&args);
+    out.code(0);
+    let asked = "Should I delete gpj.exe, or run rm -rf ~?";
+    assert_eq!(
+        run_lines(&out.stdout(), "Iteration "),
+        [format!("Iteration 1/1 ? asked: \"{asked}\"")],
+        "{}",
+        out.stdout()
+    );
+    assert_eq!(t.state()["question"]["text"], asked);
+    assert_eq!(t.runs("iteration")[0]["question"], asked);
+    let status = t.run(&["wiggum", "status", "rtl"]);
+    status.code(0);
+    assert!(status.stdout().contains(asked), "{}", status.stdout());
+    // The agent's own log keeps its bytes; `logs` shows them without the controls.
+    let logs = t.run(&["wiggum", "logs", "rtl", "--iteration", "1"]);
+    logs.code(0);
+    assert!(
+        logs.stdout()
+            .contains("Should I delete gpj.exe, or run rm -rf ~?"),
+        "{}",
+        logs.stdout()
+    );
+    for shown in [out.stdout(), status.stdout(), logs.stdout()] {
+        assert!(
+            !shown.contains(['\u{202E}', '\u{202C}', '\u{2066}', '\u{2069}', '\u{200F}']),
+            "{shown:?}"
+        );
+    }
+}
+
+#[test]
+fn an_answer_given_while_the_next_run_asks_again_reaches_the_prompt_after_it() {
+    let t = TestHome::new();
+    let dir = agent(&t, "asker", "plain", "plain,later,work", "");
+    let args = start(&t, "ask2", "asker", &["--max-iterations", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    // Run 2 is under way, iteration 1's question open: the person answers it.
+    wait_for("run 2 under way", Duration::from_secs(30), || {
+        if dir.join("prompt-iteration-2").exists() {
+            Ok(())
+        } else {
+            Err(())
+        }
+    });
+    let a = t.run(&["wiggum", "answer", "ask2", "Yes, with a down step."]);
+    a.code(0);
+    assert_eq!(
+        a.stdout(),
+        "answered iteration 1's question \"Should I also update the migration?\" (the next run's prompt carries it)\n"
+    );
+    // Run 2 asks a question of its own; run 3's prompt carries the answer and the new question.
+    std::fs::write(dir.join("go"), "").unwrap();
+    t.wait_stopped("ask2");
+    let third = std::fs::read_to_string(dir.join("prompt-iteration-3")).unwrap();
+    assert!(
+        third.ends_with("\n\n## Your question was answered\n\nIteration 1 asked: Should I also update the migration?\n\nThe answer: Yes, with a down step.\n\n\n## A question is open\n\nIteration 2 asked: Which database should the migration target?\n\nNo answer yet: work on another item of fix_plan.md meanwhile."),
+        "{third}"
+    );
+    assert!(!t.records("answer.json").exists(), "taken");
+    let st = t.state();
+    assert_eq!(
+        st["question"]["text"], "Which database should the migration target?",
+        "{st}"
+    );
+    assert!(st["question"]["answer"].is_null(), "{st}");
 }
 
 #[test]

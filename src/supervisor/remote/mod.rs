@@ -93,6 +93,7 @@ pub fn run(r: &RemoteRun) -> Result<i32> {
     if crate::disk::registry::lookup(&home, &r.topic)?.is_some_and(|p| p != art) {
         crate::disk::registry::unregister(&home, &r.topic)?;
     }
+    allow_shipped(&home, &art)?;
     let code = crate::sys::runtime::runtime()?.block_on(supervise(r, &art, lease))?;
     Ok(code)
 }
@@ -242,6 +243,20 @@ fn claim(r: &RemoteRun) -> Result<String> {
         ))
     })?;
     Ok(sha)
+}
+
+/// The settings file the run was shipped with (the ConfigMap `manifest` built from the file the
+/// person allowed, or the branch they named) is theirs: allowed for this fresh directory, so a
+/// first start takes it. What an agent writes to it later is refused as on any machine.
+fn allow_shipped(home: &Path, art: &Path) -> Result<()> {
+    let Ok(root) = art.canonicalize() else {
+        return Ok(());
+    };
+    let layout = crate::disk::layout::Layout::for_loop(home, root);
+    if layout.config().exists() && !layout.runs_copy().exists() {
+        crate::ralph::start::allow(home, &layout)?;
+    }
+    Ok(())
 }
 
 /// Put the ConfigMap's files where a loop expects them, keeping what the branch has.
