@@ -6,7 +6,7 @@ use clap::Args;
 use crate::config;
 use crate::disk::handle::Handle;
 use crate::disk::registry;
-use crate::disk::state::{Shown, Status};
+use crate::disk::state::{LoopState, Shown, Status};
 use crate::error::{Error, Result};
 use crate::ralph::progress;
 use crate::view::model::{self, LoopView, Want};
@@ -53,109 +53,136 @@ fn or_off(v: u64, unit: &str) -> String {
     }
 }
 
+/// `status <topic>`: the loop's line, then what it works on, its agent, its time and cost,
+/// its harness, and what wants attention.
 fn detail(v: &LoopView) -> String {
     let mut out = v.line();
     if let Some(r) = v.reason() {
         out.push_str(&format!("\n  reason:    {r}"));
     }
     if let Some(s) = &v.state {
-        out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
-        if let Some(result) = crate::ralph::progress::result_of(s) {
-            out.push_str(&format!("\n  result:    {result}"));
-        }
-        if let Some(w) = &v.worktree {
-            out.push_str(&format!(
-                "\n  worktree:  {} (branch {}, from {})",
-                w.path.display(),
-                w.branch,
-                w.from
-            ));
-            if let Some(into) = &w.merged_into {
-                out.push_str(&format!("\n  merged:    into {into}"));
-            }
-        }
-        out.push_str(&format!("\n  agent:     {}", s.agent));
-        for (name, until) in &s.limited_agents {
-            out.push_str(&format!(
-                "\n  limited:   {name} until {}",
-                until.with_timezone(&chrono::Local).format("%H:%M:%S")
-            ));
-        }
-        if let Some(p) = v.agent_pid {
-            out.push_str(&format!(" (pid {p}"));
-            if let (Some(c), Some(r)) = (v.agent_cpu_percent, v.agent_rss_bytes) {
-                out.push_str(&format!(
-                    ", cpu {c:.1}%, rss {:.1} MiB",
-                    r as f64 / 1_048_576.0
-                ));
-            }
-            out.push(')');
-        }
-        if let Some(p) = &s.planning_agent {
-            out.push_str(&format!("; planning: {p}"));
-        }
-        if let Some(e) = v.elapsed_secs {
-            let e = u64::try_from(e).unwrap_or(0);
-            out.push_str(&format!("\n  elapsed:   {}", table::secs(e)));
-        }
-        if let Some(eta) = table::eta(v, chrono::Utc::now()) {
-            out.push_str(&format!(
-                "\n  eta:       about {} (the mean iteration time × what is left)",
-                table::secs(eta)
-            ));
-        }
-        if !s.last_scores.is_empty() {
-            let dims: Vec<String> = s
-                .last_scores
-                .iter()
-                .map(|(k, x)| format!("{k} {x:.1}"))
-                .collect();
-            out.push_str(&format!("\n  scores:    {}", dims.join(", ")));
-        }
-        out.push_str(&format!("\n  cost:      {}", s.spend.shown()));
-        if s.spend.tokens > 0 {
-            out.push_str(&format!(" ({} tokens)", s.spend.tokens));
-        }
-        if let Some(h) = &s.harness {
-            out.push_str(&format!("\n  {}", h.sandbox));
-            let roots: Vec<String> = h.writable.iter().map(|w| w.display().to_string()).collect();
-            out.push_str(&format!("\n  writable:  {}", roots.join(", ")));
-            out.push_str(&format!(
-                "\n  network:   {}; limits: {} s per run, idle {}, memory {}, output {}",
-                h.network,
-                h.max_time_secs,
-                or_off(h.max_idle_secs, "s"),
-                or_off(h.max_memory_mb, "MB"),
-                or_off(h.max_log_mb, "MB"),
-            ));
-        }
-        if !s.agent_env.is_empty() {
-            out.push_str(&format!("\n  agent env: {}", s.agent_env.join(" ")));
-        }
-        if let Some(e) = &s.last_event {
-            out.push_str(&format!("\n  caught:    {e}"));
-        }
-        if let Some(q) = v.question() {
-            out.push_str(&format!("\n  question:  {q}"));
-        }
-        if let Some((until, why)) = s.phase().waiting()
-            && v.status == Shown::Is(Status::Waiting)
-        {
-            let at = until.with_timezone(&chrono::Local).format("%H:%M:%S");
-            out.push_str(&format!("\n  waiting:   until {at} ({why})"));
-        }
-        if v.pause_reason.is_some()
-            && !matches!(v.status, Shown::Is(Status::Paused | Status::Waiting))
-        {
-            out.push_str("\n  pause:     requested (at the next iteration boundary)");
-        } else if let Some(r) = &v.pause_reason {
-            out.push_str(&format!("\n  paused:    {r}"));
-        }
-        if let (Some(r), Some(d)) = (s.stop_reason(), s.stop_detail()) {
-            out.push_str(&format!("\n  stopped:   {} ({d})", r.as_str()));
-        }
+        where_lines(&mut out, v, s);
+        agent_lines(&mut out, v, s);
+        time_lines(&mut out, v, s);
+        harness_lines(&mut out, s);
+        attention_lines(&mut out, v, s);
     }
     out
+}
+
+/// What the loop works on: its artifact, its result, its worktree.
+fn where_lines(out: &mut String, v: &LoopView, s: &LoopState) {
+    out.push_str(&format!("\n  artifact:  {}", s.artifact_path.display()));
+    if let Some(result) = crate::ralph::progress::result_of(s) {
+        out.push_str(&format!("\n  result:    {result}"));
+    }
+    if let Some(w) = &v.worktree {
+        out.push_str(&format!(
+            "\n  worktree:  {} (branch {}, from {})",
+            w.path.display(),
+            w.branch,
+            w.from
+        ));
+        if let Some(into) = &w.merged_into {
+            out.push_str(&format!("\n  merged:    into {into}"));
+        }
+    }
+}
+
+/// The agent, the agents limited for now, the running one's pid and usage, the planner.
+fn agent_lines(out: &mut String, v: &LoopView, s: &LoopState) {
+    out.push_str(&format!("\n  agent:     {}", s.agent));
+    for (name, until) in &s.limited_agents {
+        out.push_str(&format!(
+            "\n  limited:   {name} until {}",
+            until.with_timezone(&chrono::Local).format("%H:%M:%S")
+        ));
+    }
+    if let Some(p) = v.agent_pid {
+        out.push_str(&format!(" (pid {p}"));
+        if let (Some(c), Some(r)) = (v.agent_cpu_percent, v.agent_rss_bytes) {
+            out.push_str(&format!(
+                ", cpu {c:.1}%, rss {:.1} MiB",
+                r as f64 / 1_048_576.0
+            ));
+        }
+        out.push(')');
+    }
+    if let Some(p) = &s.planning_agent {
+        out.push_str(&format!("; planning: {p}"));
+    }
+}
+
+/// Time spent and left, the last scores, and the cost.
+fn time_lines(out: &mut String, v: &LoopView, s: &LoopState) {
+    if let Some(e) = v.elapsed_secs {
+        let e = u64::try_from(e).unwrap_or(0);
+        out.push_str(&format!("\n  elapsed:   {}", table::secs(e)));
+    }
+    if let Some(eta) = table::eta(v, chrono::Utc::now()) {
+        out.push_str(&format!(
+            "\n  eta:       about {} (the mean iteration time × what is left)",
+            table::secs(eta)
+        ));
+    }
+    if !s.last_scores.is_empty() {
+        let dims: Vec<String> = s
+            .last_scores
+            .iter()
+            .map(|(k, x)| format!("{k} {x:.1}"))
+            .collect();
+        out.push_str(&format!("\n  scores:    {}", dims.join(", ")));
+    }
+    out.push_str(&format!("\n  cost:      {}", s.spend.shown()));
+    if s.spend.tokens > 0 {
+        out.push_str(&format!(" ({} tokens)", s.spend.tokens));
+    }
+}
+
+/// The harness the agent runs in: its sandbox, writable roots, network and limits.
+fn harness_lines(out: &mut String, s: &LoopState) {
+    if let Some(h) = &s.harness {
+        out.push_str(&format!("\n  {}", h.sandbox));
+        let roots: Vec<String> = h.writable.iter().map(|w| w.display().to_string()).collect();
+        out.push_str(&format!("\n  writable:  {}", roots.join(", ")));
+        out.push_str(&format!(
+            "\n  network:   {}; limits: {} s per run, idle {}, memory {}, output {}",
+            h.network,
+            h.max_time_secs,
+            or_off(h.max_idle_secs, "s"),
+            or_off(h.max_memory_mb, "MB"),
+            or_off(h.max_log_mb, "MB"),
+        ));
+    }
+}
+
+/// What wants attention: the agent's environment, what was caught, the question, a wait, a
+/// pause, a stop.
+fn attention_lines(out: &mut String, v: &LoopView, s: &LoopState) {
+    if !s.agent_env.is_empty() {
+        out.push_str(&format!("\n  agent env: {}", s.agent_env.join(" ")));
+    }
+    if let Some(e) = &s.last_event {
+        out.push_str(&format!("\n  caught:    {e}"));
+    }
+    if let Some(q) = v.question() {
+        out.push_str(&format!("\n  question:  {q}"));
+    }
+    if let Some((until, why)) = s.phase().waiting()
+        && v.status == Shown::Is(Status::Waiting)
+    {
+        let at = until.with_timezone(&chrono::Local).format("%H:%M:%S");
+        out.push_str(&format!("\n  waiting:   until {at} ({why})"));
+    }
+    if v.pause_reason.is_some() && !matches!(v.status, Shown::Is(Status::Paused | Status::Waiting))
+    {
+        out.push_str("\n  pause:     requested (at the next iteration boundary)");
+    } else if let Some(r) = &v.pause_reason {
+        out.push_str(&format!("\n  paused:    {r}"));
+    }
+    if let (Some(r), Some(d)) = (s.stop_reason(), s.stop_detail()) {
+        out.push_str(&format!("\n  stopped:   {} ({d})", r.as_str()));
+    }
 }
 
 fn all_views() -> Result<Vec<LoopView>> {

@@ -203,65 +203,104 @@ fn merge_one(
     into: Option<&str>,
 ) -> Result<(i32, String)> {
     let into = into.unwrap_or(&w.from).to_string();
-    let b = &w.branch;
-    if let Some(m) = &w.merged
-        && m.covers(&into, wt::branch_head(&w.repo, b).as_deref())
-    {
-        let short: String = m.commit.chars().take(7).collect();
-        return Ok((
-            0,
-            format!(
-                "{b} was already merged into {into} ({}, {short}, {}); nothing to do",
-                m.how,
-                m.at.format("%Y-%m-%d %H:%M UTC")
-            ),
-        ));
+    if let Some(said) = already_merged(w, &into) {
+        return Ok((0, said));
     }
+    let message = merge_message(home, topic, w, how, &into);
+    let note = uncommitted_note(w)?;
+    let merged = wt::merge(&w.repo, &w.branch, &into, how, &message)?;
+    match &merged {
+        Merged::Done {
+            commit,
+            fast_forward,
+        } => save_merged(
+            home,
+            topic,
+            w,
+            &into,
+            commit,
+            merge_kind(how, *fast_forward),
+        )?,
+        Merged::UpToDate => {
+            let head = wt::branch_head(&w.repo, &into).unwrap_or_default();
+            save_merged(home, topic, w, &into, &head, "up to date")?;
+        }
+        _ => {}
+    }
+    Ok(merge_said(w, &into, how, &merged, &note))
+}
+
+/// The line saying the branch's head was merged into `into` already, when the record says so.
+fn already_merged(w: &Worktree, into: &str) -> Option<String> {
+    let m = w.merged.as_ref()?;
+    if !m.covers(into, wt::branch_head(&w.repo, &w.branch).as_deref()) {
+        return None;
+    }
+    let short: String = m.commit.chars().take(7).collect();
+    Some(format!(
+        "{} was already merged into {into} ({}, {short}, {}); nothing to do",
+        w.branch,
+        m.how,
+        m.at.format("%Y-%m-%d %H:%M UTC")
+    ))
+}
+
+/// The merge commit's message: a squash counts the loop's committed iterations.
+fn merge_message(home: &Path, topic: &str, w: &Worktree, how: How, into: &str) -> String {
     let iterations = crate::disk::state::read(
         &crate::disk::layout::Layout::for_loop(home, artifact_in(w)).state(),
     )
     .ok()
     .flatten()
     .map_or(0, |s| s.last_committed_iteration);
-    let message = match how {
+    match how {
         How::Squash => format!(
             "Loop `{topic}`: {iterations} iteration(s) of branch {}, squashed",
             w.branch
         ),
         _ => format!("Merge loop `{topic}` (branch {}) into {into}", w.branch),
-    };
+    }
+}
+
+/// A note naming the changes the worktree holds that no iteration committed (empty when none).
+fn uncommitted_note(w: &Worktree) -> Result<String> {
     let left = if w.worktree.is_dir() {
         wt::uncommitted(&w.worktree)?
     } else {
         Vec::new()
     };
-    let note = if left.is_empty() {
+    Ok(if left.is_empty() {
         String::new()
     } else {
         format!(
             "\n  note: the worktree holds changes no iteration committed, not merged: {}",
             left.join(", ")
         )
-    };
-    Ok(match wt::merge(&w.repo, b, &into, how, &message)? {
+    })
+}
+
+/// How a merge that was made is named.
+fn merge_kind(how: How, fast_forward: bool) -> &'static str {
+    match (how, fast_forward) {
+        (_, true) => "fast-forward",
+        (How::Squash, _) => "squash",
+        _ => "merge commit",
+    }
+}
+
+/// The exit code and the lines that say how the merge ended.
+fn merge_said(w: &Worktree, into: &str, how: How, merged: &Merged, note: &str) -> (i32, String) {
+    let b = &w.branch;
+    match merged {
         Merged::Done {
             commit,
             fast_forward,
         } => {
-            let kind = match (how, fast_forward) {
-                (_, true) => "fast-forward".to_string(),
-                (How::Squash, _) => "squash".to_string(),
-                _ => "merge commit".to_string(),
-            };
+            let kind = merge_kind(how, *fast_forward);
             let short: String = commit.chars().take(7).collect();
-            save_merged(home, topic, w, &into, &commit, &kind)?;
             (0, format!("merged {b} into {into} ({kind}, {short}){note}"))
         }
-        Merged::UpToDate => {
-            let head = wt::branch_head(&w.repo, &into).unwrap_or_default();
-            save_merged(home, topic, w, &into, &head, "up to date")?;
-            (0, format!("{b} is already merged into {into}{note}"))
-        }
+        Merged::UpToDate => (0, format!("{b} is already merged into {into}{note}")),
         Merged::Conflicts(paths) => (
             1,
             format!(
@@ -289,7 +328,7 @@ fn merge_one(
                 paths.join(", ")
             ),
         ),
-    })
+    }
 }
 
 fn artifact_in(w: &Worktree) -> PathBuf {

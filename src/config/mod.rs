@@ -174,46 +174,46 @@ pub fn check_positive(v: u64) -> std::result::Result<(), String> {
     }
 }
 
+/// A setting out of bounds: its table, its key, and what is wrong with it.
+type Bad = (&'static str, String, String);
+
+/// The `Bad` of `[table] key`, from what is wrong.
+fn bad(table: &'static str, key: &str) -> impl Fn(String) -> Bad {
+    move |msg| (table, key.to_string(), msg)
+}
+
+/// Whether the settings read from `origin` (its `text`, when there is one, names the line) are
+/// within bounds.
 fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
-    let fail = |table: &str, key: &str, msg: String| {
+    let fail = |(table, key, msg): Bad| {
         let line = text
-            .and_then(|t| line_of_key(t, key))
+            .and_then(|t| line_of_key(t, &key))
             .map(|l| format!(":{l}"))
             .unwrap_or_default();
         Error::input(format!("{origin}{line}: [{table}] {key} {msg}"))
     };
+    check_numbers(s).map_err(fail)?;
+    check_sinks(s).map_err(fail)?;
+    check_gate_weights(s).map_err(fail)?;
+    check_evaluators(s, origin, text)
+}
+
+/// The counts, thresholds, limits and quality weights.
+fn check_numbers(s: &Settings) -> std::result::Result<(), Bad> {
     let d = &s.defaults;
-    check_positive(d.max_iterations.into()).map_err(|m| fail("defaults", "max_iterations", m))?;
-    check_unit(d.quality_threshold).map_err(|m| fail("defaults", "quality_threshold", m))?;
-    check_score(d.pass_threshold).map_err(|m| fail("defaults", "pass_threshold", m))?;
-    check_positive(d.max_rounds.into()).map_err(|m| fail("defaults", "max_rounds", m))?;
+    check_positive(d.max_iterations.into()).map_err(bad("defaults", "max_iterations"))?;
+    check_unit(d.quality_threshold).map_err(bad("defaults", "quality_threshold"))?;
+    check_score(d.pass_threshold).map_err(bad("defaults", "pass_threshold"))?;
+    check_positive(d.max_rounds.into()).map_err(bad("defaults", "max_rounds"))?;
     check_positive(s.safety.max_time_per_iteration)
-        .map_err(|m| fail("safety", "max_time_per_iteration", m))?;
-    check_positive(s.validation.timeout_secs).map_err(|m| fail("validation", "timeout_secs", m))?;
+        .map_err(bad("safety", "max_time_per_iteration"))?;
+    check_positive(s.validation.timeout_secs).map_err(bad("validation", "timeout_secs"))?;
     if s.safety.max_cost_per_loop < 0.0 {
-        return Err(fail(
-            "safety",
-            "max_cost_per_loop",
+        return Err(bad("safety", "max_cost_per_loop")(
             "must not be negative".into(),
         ));
     }
-    check_score(s.gate.focus_threshold).map_err(|m| fail("gate", "focus_threshold", m))?;
-    for (n, sink) in s.notify.sinks.iter().enumerate() {
-        let named = sink
-            .url_env
-            .as_deref()
-            .is_some_and(|v| !v.trim().is_empty());
-        if sink.kind != SinkKind::Desktop && !named {
-            return Err(fail(
-                "notify",
-                "sinks",
-                format!(
-                    "entry {}: url_env must name the environment variable that holds its URL (a URL is never written in a settings file)",
-                    n + 1
-                ),
-            ));
-        }
-    }
+    check_score(s.gate.focus_threshold).map_err(bad("gate", "focus_threshold"))?;
     let q = &s.quality_metrics;
     for (key, w) in [
         ("completeness_weight", q.completeness_weight),
@@ -221,29 +221,50 @@ fn check(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
         ("clarity_weight", q.clarity_weight),
         ("actionability_weight", q.actionability_weight),
     ] {
-        check_unit(w).map_err(|m| fail("quality_metrics", key, m))?;
+        check_unit(w).map_err(bad("quality_metrics", key))?;
     }
+    Ok(())
+}
+
+/// Every notification sink but the desktop's names the variable that holds its URL.
+fn check_sinks(s: &Settings) -> std::result::Result<(), Bad> {
+    for (n, sink) in s.notify.sinks.iter().enumerate() {
+        let named = sink
+            .url_env
+            .as_deref()
+            .is_some_and(|v| !v.trim().is_empty());
+        if sink.kind != SinkKind::Desktop && !named {
+            return Err(bad("notify", "sinks")(format!(
+                "entry {}: url_env must name the environment variable that holds its URL (a URL is never written in a settings file)",
+                n + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The gate's weights: at least one, none negative, each a dimension of the document rubric or
+/// a code loop's (docs/code-loops.md).
+fn check_gate_weights(s: &Settings) -> std::result::Result<(), Bad> {
     if s.gate.weights.is_empty() || s.gate.weights.values().any(|w| *w < 0.0) {
-        return Err(fail(
-            "gate",
-            "weights",
+        return Err(bad("gate", "weights")(
             "must name at least one dimension, none negative".into(),
         ));
     }
-    // The document rubric's dimensions, and a code loop's (docs/code-loops.md).
     let mut dims = settings::default_weights();
     dims.extend(settings::code_weights());
     if let Some(k) = s.gate.weights.keys().find(|k| !dims.contains_key(*k)) {
         let known: Vec<&str> = dims.keys().map(String::as_str).collect();
-        return Err(fail(
-            "gate.weights",
-            k,
-            format!(
-                "is not a dimension of the rubric (known: {})",
-                known.join(", ")
-            ),
-        ));
+        return Err(bad("gate.weights", k)(format!(
+            "is not a dimension of the rubric (known: {})",
+            known.join(", ")
+        )));
     }
+    Ok(())
+}
+
+/// Each evaluator's own checks; the line is its table's.
+fn check_evaluators(s: &Settings, origin: &str, text: Option<&str>) -> Result<()> {
     for (name, e) in &s.evaluators {
         e.check(name).map_err(|m| {
             let line = text.and_then(|t| line_of_key(t, &format!("[evaluators.{name}]")));

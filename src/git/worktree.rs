@@ -303,12 +303,52 @@ pub enum Merged {
 /// changed; on anything short of success nothing is changed.
 pub fn merge(repo: &Path, branch: &str, into: &str, how: How, message: &str) -> Result<Merged> {
     let r = Repository::open(repo).git_at(repo, "open the repository")?;
-    let theirs = r
-        .find_branch(branch, BranchType::Local)
+    let theirs = branch_commit(&r, repo, branch)?;
+    let (refname, ours) = target_head(&r, repo, into)?;
+    if ours.id() == theirs.id()
+        || r.graph_descendant_of(ours.id(), theirs.id())
+            .git_at(repo, "compare the branches")?
+    {
+        return Ok(Merged::UpToDate);
+    }
+    let can_ff = r
+        .graph_descendant_of(theirs.id(), ours.id())
+        .git_at(repo, "compare the branches")?;
+    let (new, fast_forward) = match how {
+        How::FfOnly if !can_ff => return Ok(Merged::NotFastForward),
+        How::FfOnly | How::Merge if can_ff => (theirs.id(), true),
+        _ => match merge_commit(&r, repo, &ours, &theirs, how, message)? {
+            Ok(id) => (id, false),
+            Err(paths) => return Ok(Merged::Conflicts(paths)),
+        },
+    };
+    let dirty = follow_in_worktree(&r, repo, &refname, &ours, new)?;
+    if !dirty.is_empty() {
+        return Ok(Merged::Dirty(dirty));
+    }
+    r.reference(&refname, new, true, &format!("wiggum merge {branch}"))
+        .git_at(repo, "move the target branch")?;
+    Ok(Merged::Done {
+        commit: new.to_string(),
+        fast_forward,
+    })
+}
+
+/// The head commit of the loop's `branch`.
+fn branch_commit<'r>(r: &'r Repository, repo: &Path, branch: &str) -> Result<git2::Commit<'r>> {
+    r.find_branch(branch, BranchType::Local)
         .map_err(|_| Error::input(format!("no branch `{branch}` in {}", repo.display())))?
         .get()
         .peel_to_commit()
-        .git_at(repo, "read the loop's branch")?;
+        .git_at(repo, "read the loop's branch")
+}
+
+/// The target branch `into`: its ref's full name and its head commit.
+fn target_head<'r>(
+    r: &'r Repository,
+    repo: &Path,
+    into: &str,
+) -> Result<(String, git2::Commit<'r>)> {
     let target = r.find_branch(into, BranchType::Local).map_err(|_| {
         Error::input(format!(
             "--into {into}: no such branch in {}",
@@ -324,81 +364,86 @@ pub fn merge(repo: &Path, branch: &str, into: &str, how: How, message: &str) -> 
         .get()
         .peel_to_commit()
         .git_at(repo, "read the target branch")?;
-    if ours.id() == theirs.id()
-        || r.graph_descendant_of(ours.id(), theirs.id())
-            .git_at(repo, "compare the branches")?
-    {
-        return Ok(Merged::UpToDate);
+    Ok((refname, ours))
+}
+
+/// Merge (or squash) `theirs` into `ours` in memory and write the commit, touching no ref:
+/// its id, or the conflicting paths.
+fn merge_commit(
+    r: &Repository,
+    repo: &Path,
+    ours: &git2::Commit<'_>,
+    theirs: &git2::Commit<'_>,
+    how: How,
+    message: &str,
+) -> Result<std::result::Result<git2::Oid, Vec<String>>> {
+    let mut index = r
+        .merge_commits(ours, theirs, None)
+        .git_at(repo, "merge in memory")?;
+    if index.has_conflicts() {
+        let mut paths: Vec<String> = index
+            .conflicts()
+            .git_at(repo, "list the conflicts")?
+            .flatten()
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).to_string())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        return Ok(Err(paths));
     }
-    let can_ff = r
-        .graph_descendant_of(theirs.id(), ours.id())
-        .git_at(repo, "compare the branches")?;
     let sig = r
         .signature()
         .or_else(|_| git2::Signature::now("wiggum", "wiggum@studio-agents.local"))
         .git_at(repo, "make a signature")?;
-    let (new, fast_forward) = match how {
-        How::FfOnly if !can_ff => return Ok(Merged::NotFastForward),
-        How::FfOnly | How::Merge if can_ff => (theirs.id(), true),
-        _ => {
-            let mut index = r
-                .merge_commits(&ours, &theirs, None)
-                .git_at(repo, "merge in memory")?;
-            if index.has_conflicts() {
-                let mut paths: Vec<String> = index
-                    .conflicts()
-                    .git_at(repo, "list the conflicts")?
-                    .flatten()
-                    .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-                    .map(|e| String::from_utf8_lossy(&e.path).to_string())
-                    .collect();
-                paths.sort();
-                paths.dedup();
-                return Ok(Merged::Conflicts(paths));
-            }
-            let tree = index
-                .write_tree_to(&r)
-                .git_at(repo, "write the merged tree")?;
-            let tree = r.find_tree(tree).git_at(repo, "read the merged tree")?;
-            let parents: Vec<&git2::Commit<'_>> = if how == How::Squash {
-                vec![&ours]
-            } else {
-                vec![&ours, &theirs]
-            };
-            let id = r
-                .commit(None, &sig, &sig, message, &tree, &parents)
-                .git_at(repo, "write the merge commit")?;
-            (id, false)
-        }
+    let tree = index
+        .write_tree_to(r)
+        .git_at(repo, "write the merged tree")?;
+    let tree = r.find_tree(tree).git_at(repo, "read the merged tree")?;
+    let parents: Vec<&git2::Commit<'_>> = if how == How::Squash {
+        vec![ours]
+    } else {
+        vec![ours, theirs]
     };
+    let id = r
+        .commit(None, &sig, &sig, message, &tree, &parents)
+        .git_at(repo, "write the merge commit")?;
+    Ok(Ok(id))
+}
+
+/// The work tree that has the target checked out follows it to `new`, as `git merge` updates
+/// it, unless the user's uncommitted changes touch what would change: those paths (none when
+/// it followed, or no work tree has the target).
+fn follow_in_worktree(
+    r: &Repository,
+    repo: &Path,
+    refname: &str,
+    ours: &git2::Commit<'_>,
+    new: git2::Oid,
+) -> Result<Vec<String>> {
     let new_commit = r.find_commit(new).git_at(repo, "read the new head")?;
-    // The work tree that has the target checked out follows it, as `git merge` updates it.
     let checked_out = r
         .head()
         .ok()
         .and_then(|h| h.name().ok().map(str::to_string))
-        == Some(refname.clone());
-    if checked_out && !r.is_bare() {
-        let changed = changed_paths(&r, &ours, &new_commit)?;
-        let dirty = dirty_among(&r, &changed)?;
-        if !dirty.is_empty() {
-            return Ok(Merged::Dirty(dirty));
-        }
-        let mut co = git2::build::CheckoutBuilder::new();
-        co.safe();
-        for p in &changed {
-            co.path(p);
-        }
-        let tree = new_commit.tree().git_at(repo, "read the new tree")?;
-        r.checkout_tree(tree.as_object(), Some(&mut co))
-            .git_at(repo, "update the work tree")?;
+        .is_some_and(|h| h == refname);
+    if !checked_out || r.is_bare() {
+        return Ok(Vec::new());
     }
-    r.reference(&refname, new, true, &format!("wiggum merge {branch}"))
-        .git_at(repo, "move the target branch")?;
-    Ok(Merged::Done {
-        commit: new.to_string(),
-        fast_forward,
-    })
+    let changed = changed_paths(r, ours, &new_commit)?;
+    let dirty = dirty_among(r, &changed)?;
+    if !dirty.is_empty() {
+        return Ok(dirty);
+    }
+    let mut co = git2::build::CheckoutBuilder::new();
+    co.safe();
+    for p in &changed {
+        co.path(p);
+    }
+    let tree = new_commit.tree().git_at(repo, "read the new tree")?;
+    r.checkout_tree(tree.as_object(), Some(&mut co))
+        .git_at(repo, "update the work tree")?;
+    Ok(Vec::new())
 }
 
 /// The paths that differ between two commits.

@@ -133,19 +133,30 @@ pub async fn commit(
     changed: &[PathBuf],
     n: u32,
 ) -> Result<Committed> {
-    let iteration_dir = (n > 0).then(|| lp.runner.layout.iteration_dir(n));
-    let iteration_dir = iteration_dir.as_deref();
     if !lp.settings.git.commit {
         return Ok(Committed::Nothing);
     }
-    // Never commit in the middle of someone's rebase or merge (a rebase detaches HEAD), nor on
-    // a branch the loop did not start on: the commit waits (status `waiting`), as long as
-    // BUSY_WAIT; a stop meanwhile carries the work to the next commit.
+    if let Some(stopped) = wait_for_git(lp, changed).await? {
+        return Ok(stopped);
+    }
+    let paths = candidates(lp, changed, n)?;
+    let paths = leave_out(lp, paths);
+    let Some(pending) = lp.repo.stage_tree(&paths)? else {
+        lp.runner.carried_committed();
+        return Ok(Committed::Nothing);
+    };
+    write_commit(lp, pending, message, n).await
+}
+
+/// Never commit in the middle of someone's rebase or merge (a rebase detaches HEAD), nor on
+/// a branch the loop did not start on: the commit waits (status `waiting`), as long as
+/// BUSY_WAIT; a stop meanwhile carries the work to the next commit.
+async fn wait_for_git(lp: &mut Loop, changed: &[PathBuf]) -> Result<Option<Committed>> {
     if lp.repo.busy().is_some() {
         let git_dir = lp.repo.git().path().to_path_buf();
         let busy = move || crate::git::busy_at(&git_dir);
         if let Some(stopped) = wait_out(lp, changed, "waits for it to finish", busy).await? {
-            return Ok(stopped);
+            return Ok(Some(stopped));
         }
     }
     let head = lp.runner.head.clone();
@@ -153,9 +164,13 @@ pub async fn commit(
         head.as_ref()
             .and_then(|(dir, at)| crate::git::head_moved(dir, at))
     };
-    if let Some(stopped) = wait_out(lp, changed, "waits for it", moved).await? {
-        return Ok(stopped);
-    }
+    wait_out(lp, changed, "waits for it", moved).await
+}
+
+/// What run `n` may commit: what it changed, what earlier runs carried, and the loop's own
+/// files that can differ from HEAD, less what an agent planted in the loop's own tree.
+fn candidates(lp: &mut Loop, changed: &[PathBuf], n: u32) -> Result<BTreeSet<PathBuf>> {
+    let iteration_dir = (n > 0).then(|| lp.runner.layout.iteration_dir(n));
     let mut paths: BTreeSet<PathBuf> = changed.iter().cloned().collect();
     paths.extend(lp.runner.state.carried_paths.iter().cloned());
     let unborn = lp.repo.head().is_none();
@@ -163,7 +178,12 @@ pub async fn commit(
     // supervisor (which snapshots leave out), or ignored (committed all the same, as
     // `git add -f` would). The others would cost a read and a hash each for nothing.
     let now = lp.tracker.snapshot(&lp.repo)?;
-    let lpaths = loop_paths(&lp.runner.layout, unborn, iteration_dir, now.paths());
+    let lpaths = loop_paths(
+        &lp.runner.layout,
+        unborn,
+        iteration_dir.as_deref(),
+        now.paths(),
+    );
     paths.extend(
         lpaths
             .into_iter()
@@ -173,7 +193,12 @@ pub async fn commit(
     // another iteration's directory belongs (that iteration makes its directory again).
     let root = lp.runner.layout.root().to_path_buf();
     paths.retain(|p| !planted(&root, p, n));
-    // Never a file past [safety] max_file_mb, whoever carried it here.
+    Ok(paths)
+}
+
+/// Never a file past [safety] max_file_mb, whoever carried it here; build output and caches
+/// only when HEAD holds them already (the others are named in `left_out` and logged).
+fn leave_out(lp: &mut Loop, paths: BTreeSet<PathBuf>) -> Vec<PathBuf> {
     let oversized: Vec<PathBuf> = lp
         .repo
         .oversized(paths.iter().map(PathBuf::as_path))
@@ -191,10 +216,16 @@ pub async fn commit(
             lp.left_out.join(", ")
         );
     }
-    let Some(mut pending) = lp.repo.stage_tree(&paths)? else {
-        lp.runner.carried_committed();
-        return Ok(Committed::Nothing);
-    };
+    paths
+}
+
+/// Run the hooks (when the settings say so) and write the staged commit of run `n`.
+async fn write_commit(
+    lp: &mut Loop,
+    mut pending: Pending,
+    message: &str,
+    n: u32,
+) -> Result<Committed> {
     let mut message = message.to_string();
     if lp.settings.git.hooks == GitHooks::Run {
         match run_hooks(lp, &pending, &message, n).await? {

@@ -180,12 +180,29 @@ pub fn loop_page(
     before: Before,
     source: &Source,
 ) -> String {
-    let local = *source == Source::Local;
     let t = esc(&v.topic);
     let iterations: Vec<&RunRecord> = runs
         .iter()
         .filter(|r| r.record == RecordKind::Iteration)
         .collect();
+    let gate_chart = gate_chart(&iterations, before);
+    let cost_chart = cost_chart(runs);
+    let local = *source == Source::Local;
+    let rows: String = iterations
+        .iter()
+        .map(|r| iteration_row(r, reviews, &t, local))
+        .collect();
+    let head = loop_head(v, &t);
+    let question = question_block(v, local);
+    let (controls, live) = controls_and_live(v, source);
+    let body = format!(
+        "<p><a href=\"/\">all loops</a></p>{head}{question}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>tests</th><th>review</th><th></th></tr>{rows}</table>{live}"
+    );
+    page(&format!("studio-agents: {}", v.topic), &body)
+}
+
+/// The chart of the gate's first and final scores and the quality ×10, from "before" on.
+fn gate_chart(iterations: &[&RunRecord], before: Before) -> String {
     let point = |r: &RunRecord, y: Option<f64>| y.map(|y| (f64::from(r.iteration), y));
     let r1: Vec<(f64, f64)> = iterations
         .iter()
@@ -208,6 +225,19 @@ pub fn loop_page(
                 .filter_map(|r| point(r, r.quality.as_ref().map(|q| q.overall * 10.0))),
         )
         .collect();
+    chart(
+        "gate (r1, final) and quality ×10, per iteration",
+        &[
+            ("r1", "#999", r1),
+            ("final", "#06c", fin),
+            ("quality", "#080", quality),
+        ],
+        10.0,
+    )
+}
+
+/// The chart of the cumulative cost, or a line saying no agent reported one.
+fn cost_chart(runs: &[RunRecord]) -> String {
     let mut spent = 0.0;
     let cost: Vec<(f64, f64)> = runs
         .iter()
@@ -216,61 +246,61 @@ pub fn loop_page(
             Some((f64::from(r.iteration.max(1)), spent))
         })
         .collect();
-    let gate_chart = chart(
-        "gate (r1, final) and quality ×10, per iteration",
-        &[
-            ("r1", "#999", r1),
-            ("final", "#06c", fin),
-            ("quality", "#080", quality),
-        ],
-        10.0,
-    );
-    let cost_chart = if cost.is_empty() {
+    if cost.is_empty() {
         "<p>cost: unknown (no agent reported one)</p>".to_string()
     } else {
         let max = cost.iter().map(|(_, y)| *y).fold(0.01, f64::max);
         chart("cost (USD), cumulative", &[("cost", "#b60", cost)], max)
+    }
+}
+
+/// One iteration's row: its figures, tests, review and (on this machine) a link to its diff.
+fn iteration_row(r: &RunRecord, reviews: &[(u32, String)], t: &str, local: bool) -> String {
+    let review = reviews
+        .iter()
+        .find(|(n, _)| *n == r.iteration)
+        .map(|(_, l)| esc(l))
+        .unwrap_or_default();
+    let diff = if r.commit.is_some() && local {
+        format!("<a href=\"/loop/{t}/diff/{}\">diff</a>", r.iteration)
+    } else {
+        String::new()
     };
-    let mut rows = String::new();
-    for r in &iterations {
-        let review = reviews
-            .iter()
-            .find(|(n, _)| *n == r.iteration)
-            .map(|(_, l)| esc(l))
-            .unwrap_or_default();
-        let diff = if r.commit.is_some() && local {
-            format!("<a href=\"/loop/{t}/diff/{}\">diff</a>", r.iteration)
+    let tests = tests_cell(r);
+    format!(
+        "<tr class=\"iteration\"><td>{n}{a}</td><td>{o}</td><td>{g}</td><td>{q}</td><td>{c}</td><td>{tests}</td><td>{review}</td><td>{diff}</td></tr>",
+        n = r.iteration,
+        a = if r.attempt > 1 {
+            format!(" (attempt {})", r.attempt)
         } else {
             String::new()
-        };
-        // The validation's result; its failing output (the first failure first) unfolds.
-        let tests = r.validation.as_ref().map_or(String::new(), |v| {
-            if v.green {
-                esc(&v.summary)
-            } else {
-                format!(
-                    "<details><summary>{}</summary><pre class=\"failing\">{}</pre></details>",
-                    esc(&v.summary),
-                    esc(&v.excerpt)
-                )
-            }
-        });
-        rows.push_str(&format!(
-            "<tr class=\"iteration\"><td>{n}{a}</td><td>{o}</td><td>{g}</td><td>{q}</td><td>{c}</td><td>{tests}</td><td>{review}</td><td>{diff}</td></tr>",
-            n = r.iteration,
-            a = if r.attempt > 1 {
-                format!(" (attempt {})", r.attempt)
-            } else {
-                String::new()
-            },
-            o = esc(r.outcome.as_str()),
-            g = figure(r.gate.as_ref().and_then(|g| g.final_score), 1),
-            q = figure(r.quality.as_ref().map(|q| q.overall), 2),
-            c = r.cost_usd.map_or("-".into(), |c| format!("${c:.2}")),
-        ));
-    }
+        },
+        o = esc(r.outcome.as_str()),
+        g = figure(r.gate.as_ref().and_then(|g| g.final_score), 1),
+        q = figure(r.quality.as_ref().map(|q| q.overall), 2),
+        c = r.cost_usd.map_or("-".into(), |c| format!("${c:.2}")),
+    )
+}
+
+/// The validation's result; its failing output (the first failure first) unfolds.
+fn tests_cell(r: &RunRecord) -> String {
+    r.validation.as_ref().map_or(String::new(), |v| {
+        if v.green {
+            esc(&v.summary)
+        } else {
+            format!(
+                "<details><summary>{}</summary><pre class=\"failing\">{}</pre></details>",
+                esc(&v.summary),
+                esc(&v.excerpt)
+            )
+        }
+    })
+}
+
+/// The page's heading: the topic, its status, its figures and its result.
+fn loop_head(v: &LoopView, t: &str) -> String {
     let [s, it, q, g, c, time, why] = figures(v);
-    let head = format!(
+    format!(
         "<h1>{t}</h1><p class=\"{s}\" id=\"status\">{s}</p><p>iterations {it} · quality {q} · gate {g} · cost {c} · time {time} · {why}</p>{result}",
         result = v
             .state
@@ -280,10 +310,29 @@ pub fn loop_page(
                 "<p id=\"result\">result: {}</p>",
                 esc(&r)
             ))
-    );
-    let controls = "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>";
-    let question = question_block(v, matches!(source, Source::Local));
-    let script = format!(
+    )
+}
+
+/// The controls and the live feed here; for a remote run, a line saying where it was read from.
+fn controls_and_live(v: &LoopView, source: &Source) -> (String, String) {
+    match source {
+        Source::Local => (
+            "<p><button data-act=\"pause\">pause</button><button data-act=\"resume\">resume</button><button data-act=\"stop\">stop</button><span id=\"said\"></span></p>".to_string(),
+            format!("<h2>Live</h2><div id=\"live\"></div>{}", live_script(&v.topic)),
+        ),
+        Source::Remote(url) => (
+            format!(
+                "<p id=\"remote\">read from the records a remote run pushed to {}; reload for news (its controls are the Job's)</p>",
+                esc(url)
+            ),
+            String::new(),
+        ),
+    }
+}
+
+/// The script behind the controls, the answer field and the live feed.
+fn live_script(topic: &str) -> String {
+    format!(
         "<script>const topic={topic};\
 document.querySelectorAll('button[data-act]').forEach(b=>b.onclick=async()=>{{const r=await fetch('/loop/'+topic+'/'+b.dataset.act,{{method:'POST',credentials:'same-origin'}});document.getElementById('said').textContent=' '+(await r.text());}});\
 const ans=document.getElementById('answer');if(ans){{document.getElementById('answer-send').onclick=async()=>{{const r=await fetch('/loop/'+topic+'/answer',{{method:'POST',credentials:'same-origin',body:ans.value}});document.getElementById('answered').textContent=' '+(await r.text());}};}}\
@@ -295,25 +344,8 @@ const at=document.createElement('time');at.dateTime=e.at;at.textContent=local(e.
 d.append(at,e.line+(e.until?' '+local(e.until):''));live.append(d);live.scrollTop=live.scrollHeight;\
 if(e.kind==='end'){{es.close();}}\
 if((e.kind==='run'||e.kind==='end')&&Date.parse(e.at)>loaded){{setTimeout(()=>location.reload(),300);}}}};</script>",
-        topic = serde_json::to_string(&v.topic).unwrap_or_default()
-    );
-    let (controls, live) = match source {
-        Source::Local => (
-            controls.to_string(),
-            format!("<h2>Live</h2><div id=\"live\"></div>{script}"),
-        ),
-        Source::Remote(url) => (
-            format!(
-                "<p id=\"remote\">read from the records a remote run pushed to {}; reload for news (its controls are the Job's)</p>",
-                esc(url)
-            ),
-            String::new(),
-        ),
-    };
-    let body = format!(
-        "<p><a href=\"/\">all loops</a></p>{head}{question}{controls}{gate_chart}{cost_chart}<h2>Iterations</h2><table id=\"iterations\"><tr><th>iteration</th><th>outcome</th><th>gate</th><th>quality</th><th>cost</th><th>tests</th><th>review</th><th></th></tr>{rows}</table>{live}"
-    );
-    page(&format!("studio-agents: {}", v.topic), &body)
+        topic = serde_json::to_string(topic).unwrap_or_default()
+    )
 }
 
 /// The question an agent asked, and (on this machine's dashboard) a field to answer it.

@@ -110,53 +110,78 @@ pub enum Detail {
 /// The events of one line of `runs.jsonl` (none for a line that is no record).
 #[must_use]
 pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
-    let ev = |at, event, iteration, detail| Event {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+        return Vec::new();
+    };
+    let record = v.get("record").and_then(|r| r.as_str()).map(str::to_string);
+    match record.as_deref() {
+        Some("pause") => control_event(topic, "pause", v),
+        Some("resume") => control_event(topic, "resume", v),
+        Some("gate_round") => gate_round_event(topic, v),
+        _ => serde_json::from_value::<RunRecord>(v)
+            .map_or_else(|_| Vec::new(), |r| run_events(topic, &r)),
+    }
+}
+
+/// One event of `topic`.
+fn event(
+    topic: &str,
+    at: DateTime<Utc>,
+    event: &'static str,
+    iteration: u32,
+    detail: Detail,
+) -> Event {
+    Event {
         at,
         topic: topic.to_string(),
         event,
         iteration,
         detail,
-    };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-        return Vec::new();
-    };
-    if let Some(kind @ ("pause" | "resume")) = v.get("record").and_then(|r| r.as_str()) {
-        let event = if kind == "pause" { "pause" } else { "resume" };
-        return serde_json::from_value::<ControlRecord>(v)
-            .map(|c| {
-                vec![ev(
-                    c.at,
-                    event,
-                    c.iteration,
-                    Detail::Control { reason: c.reason },
-                )]
-            })
-            .unwrap_or_default();
     }
-    if v.get("record").and_then(|r| r.as_str()) == Some("gate_round") {
-        return serde_json::from_value::<GateRoundRecord>(v)
-            .map(|g| {
-                vec![ev(
-                    g.at,
-                    "gate_round",
-                    g.iteration,
-                    Detail::GateRound {
-                        round: g.round.round,
-                        score: g.round.score,
-                    },
-                )]
-            })
-            .unwrap_or_default();
-    }
-    let Ok(r) = serde_json::from_value::<RunRecord>(v) else {
-        return Vec::new();
-    };
+}
+
+/// A pause or resume record as its event.
+fn control_event(topic: &str, name: &'static str, v: serde_json::Value) -> Vec<Event> {
+    serde_json::from_value::<ControlRecord>(v)
+        .map(|c| {
+            vec![event(
+                topic,
+                c.at,
+                name,
+                c.iteration,
+                Detail::Control { reason: c.reason },
+            )]
+        })
+        .unwrap_or_default()
+}
+
+/// A gate round's record as its event.
+fn gate_round_event(topic: &str, v: serde_json::Value) -> Vec<Event> {
+    serde_json::from_value::<GateRoundRecord>(v)
+        .map(|g| {
+            vec![event(
+                topic,
+                g.at,
+                "gate_round",
+                g.iteration,
+                Detail::GateRound {
+                    round: g.round.round,
+                    score: g.round.score,
+                },
+            )]
+        })
+        .unwrap_or_default()
+}
+
+/// A run's record as its start and end, then what came of it.
+fn run_events(topic: &str, r: &RunRecord) -> Vec<Event> {
     let phase = match r.record {
         RecordKind::Planning => "planning",
         _ => "iteration",
     };
     let mut out = vec![
-        ev(
+        event(
+            topic,
             r.started_at,
             "run_started",
             r.iteration,
@@ -166,7 +191,8 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
                 agent: r.agent.clone(),
             },
         ),
-        ev(
+        event(
+            topic,
             r.ended_at,
             "run_ended",
             r.iteration,
@@ -181,11 +207,21 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
             },
         ),
     ];
+    out.extend(
+        outcome_details(r)
+            .into_iter()
+            .map(|(name, detail)| event(topic, r.ended_at, name, r.iteration, detail)),
+    );
+    out
+}
+
+/// What a run's end brought besides its end: its validation, its question, its wait, its
+/// commit, in that order.
+fn outcome_details(r: &RunRecord) -> Vec<(&'static str, Detail)> {
+    let mut out = Vec::new();
     if let Some(v) = &r.validation {
-        out.push(ev(
-            r.ended_at,
+        out.push((
             "validation",
-            r.iteration,
             Detail::Validation {
                 green: v.green,
                 summary: v.summary.clone(),
@@ -194,32 +230,23 @@ pub fn of_line(topic: &str, line: &str) -> Vec<Event> {
         ));
     }
     if let Some(q) = r.question.as_ref().filter(|_| r.outcome == Outcome::Asked) {
-        out.push(ev(
-            r.ended_at,
+        out.push((
             "question",
-            r.iteration,
             Detail::Question {
                 question: q.clone(),
             },
         ));
     }
     if r.outcome == Outcome::Limited {
-        out.push(ev(
-            r.ended_at,
+        out.push((
             "wait",
-            r.iteration,
             Detail::Wait {
                 reason: r.note.clone().unwrap_or_default(),
             },
         ));
     }
     if let Some(c) = &r.commit {
-        out.push(ev(
-            r.ended_at,
-            "commit",
-            r.iteration,
-            Detail::Commit { commit: c.clone() },
-        ));
+        out.push(("commit", Detail::Commit { commit: c.clone() }));
     }
     out
 }

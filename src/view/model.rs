@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::disk::handle::Handle;
+use crate::disk::layout::Layout;
 use crate::disk::lock::Holder;
 use crate::disk::records::RecordKind;
 use crate::disk::requests;
@@ -152,22 +153,11 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         .flatten()
         .map(|w| WorktreeView::of(&w));
     if st.is_none() && !layout.root().is_dir() {
-        return Ok(LoopView {
-            topic: h.topic.clone(),
-            status: Shown::Missing,
-            missing_dir: Some(layout.root().to_path_buf()),
-            worktree,
-            ..LoopView::default()
-        });
+        return Ok(missing(h, worktree));
     }
     let holder = h.holder_after(st.as_ref().is_some_and(|s| !s.status().is_live()))?;
     if let Some(other) = owner(holder.as_ref(), st.as_ref()).filter(|o| *o != h.topic) {
-        return Ok(LoopView {
-            topic: h.topic.clone(),
-            status: Shown::Replaced,
-            replaced_by: Some(other.to_string()),
-            ..LoopView::default()
-        });
+        return Ok(replaced(h, other));
     }
     let running = holder.is_some();
     // A supervisor stopped by Ctrl-Z or SIGSTOP holds its lock and does nothing: said so, not
@@ -181,45 +171,9 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         Some(p) if want.usage => agent_usage(p),
         _ => (None, None),
     };
-    // Requests matter only to a running loop (its pause reason): `list` skips the read.
-    let ctl = if running {
-        requests::read(&layout.requests())
-    } else {
-        requests::Requests::default()
-    };
-    let mut recent = Vec::new();
-    if want.recent > 0 {
-        runlog::for_each(&layout.runs(), |r| {
-            if r.record == RecordKind::Iteration {
-                recent.push(r);
-                if recent.len() > want.recent.saturating_mul(2).max(64) {
-                    recent.drain(..recent.len() - want.recent);
-                }
-            }
-        })?;
-        let keep = recent.len().saturating_sub(want.recent);
-        recent.drain(..keep);
-    }
-    let open_items = if want.plan {
-        let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
-        fix_plan::items(&plan)
-            .into_iter()
-            .filter(|i| !i.done)
-            .map(|i| i.text)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let log_tail = if want.log_lines > 0 {
-        let n = st.as_ref().map_or(0, |s| s.current_iteration);
-        let log = layout.agent_log(n);
-        tail(&fsutil::read_tail(&log, 64 * 1024)?, want.log_lines)
-            .iter()
-            .map(|l| crate::sys::term::printable(l))
-            .collect()
-    } else {
-        Vec::new()
-    };
+    let recent = recent_iterations(layout, want.recent)?;
+    let open_items = open_items(layout, want.plan)?;
+    let log_tail = log_tail(layout, st.as_ref(), want.log_lines)?;
     Ok(LoopView {
         topic: h.topic.clone(),
         status: if suspended {
@@ -231,19 +185,9 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         agent_pid,
         agent_cpu_percent: cpu,
         agent_rss_bytes: rss,
-        elapsed_secs: st.as_ref().map(|s| {
-            let end = if running {
-                chrono::Utc::now()
-            } else {
-                s.updated_at
-            };
-            i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
-        }),
-        pause_reason: (running && ctl.pause).then_some(ctl.pause_reason).flatten(),
-        answer_given: st
-            .as_ref()
-            .is_some_and(|s| s.question.as_ref().is_some_and(|q| q.answer.is_none()))
-            && layout.answer().exists(),
+        elapsed_secs: st.as_ref().map(|s| elapsed_secs(s, running)),
+        pause_reason: pause_reason(layout, running),
+        answer_given: answer_given(st.as_ref(), layout),
         state: st,
         recent,
         open_items,
@@ -253,6 +197,96 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         missing_dir: None,
         worktree,
     })
+}
+
+/// A loop whose artifact directory is gone.
+fn missing(h: &Handle, worktree: Option<WorktreeView>) -> LoopView {
+    LoopView {
+        topic: h.topic.clone(),
+        status: Shown::Missing,
+        missing_dir: Some(h.layout.root().to_path_buf()),
+        worktree,
+        ..LoopView::default()
+    }
+}
+
+/// A loop whose artifact directory another topic, `other`, has taken since.
+fn replaced(h: &Handle, other: &str) -> LoopView {
+    LoopView {
+        topic: h.topic.clone(),
+        status: Shown::Replaced,
+        replaced_by: Some(other.to_string()),
+        ..LoopView::default()
+    }
+}
+
+/// Why a pause was asked for. Requests matter only to a running loop: `list` skips the read.
+fn pause_reason(layout: &Layout, running: bool) -> Option<String> {
+    if !running {
+        return None;
+    }
+    let ctl = requests::read(&layout.requests());
+    ctl.pause.then_some(ctl.pause_reason).flatten()
+}
+
+/// The latest `n` iteration records (none when `n` is 0), read without holding them all.
+fn recent_iterations(layout: &Layout, n: usize) -> Result<Vec<RunRecord>> {
+    let mut recent = Vec::new();
+    if n == 0 {
+        return Ok(recent);
+    }
+    runlog::for_each(&layout.runs(), |r| {
+        if r.record == RecordKind::Iteration {
+            recent.push(r);
+            if recent.len() > n.saturating_mul(2).max(64) {
+                recent.drain(..recent.len() - n);
+            }
+        }
+    })?;
+    let keep = recent.len().saturating_sub(n);
+    recent.drain(..keep);
+    Ok(recent)
+}
+
+/// The open items of `fix_plan.md` (none unless `want`).
+fn open_items(layout: &Layout, want: bool) -> Result<Vec<String>> {
+    if !want {
+        return Ok(Vec::new());
+    }
+    let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
+    Ok(fix_plan::items(&plan)
+        .into_iter()
+        .filter(|i| !i.done)
+        .map(|i| i.text)
+        .collect())
+}
+
+/// The last `n` printable lines of the current iteration's agent log (none when `n` is 0).
+fn log_tail(layout: &Layout, st: Option<&LoopState>, n: usize) -> Result<Vec<String>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let log = layout.agent_log(st.map_or(0, |s| s.current_iteration));
+    Ok(tail(&fsutil::read_tail(&log, 64 * 1024)?, n)
+        .iter()
+        .map(|l| crate::sys::term::printable(l))
+        .collect())
+}
+
+/// Seconds the loop has run: until now while it runs, else until its state last changed.
+fn elapsed_secs(s: &LoopState, running: bool) -> i64 {
+    let end = if running {
+        chrono::Utc::now()
+    } else {
+        s.updated_at
+    };
+    i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
+}
+
+/// Whether the open question has an answer waiting for the loop to take it.
+fn answer_given(st: Option<&LoopState>, layout: &Layout) -> bool {
+    st.is_some_and(|s| s.question.as_ref().is_some_and(|q| q.answer.is_none()))
+        && layout.answer().exists()
 }
 
 /// The topic the artifact directory belongs to now: the lock holder's, else the state's (both

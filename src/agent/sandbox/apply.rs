@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, LandlockStatus, NetPort, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, NetPort, RestrictionStatus,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
+    path_beneath_rules,
 };
 
 use super::mounts::Mounts;
@@ -63,17 +64,44 @@ pub fn drop_capabilities() -> Result<bool, String> {
 /// mount namespace holds (a private `/dev/pts` is the run's own to use). Returns what the kernel
 /// enforced.
 pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
-    let mut e = Enforcement {
+    let e = Enforcement {
         mode: p.mode.as_str().into(),
         ..Enforcement::default()
     };
     if p.mode == SandboxMode::Off {
         return Ok(e);
     }
-    let write = AccessFs::from_write(TARGET);
-    let read = AccessFs::from_read(TARGET);
-    // Out of sight: the store, and every terminal of the machine (reading one is reading what
-    // its user types; writing one, typing into their screen).
+    let (hidden, writable) = hidden_and_writable(p, mounts);
+    // Reads are handled when narrowed, or when something is hidden (then every other path is
+    // covered by a read rule).
+    let handled = if p.readable.is_some() || !hidden.is_empty() {
+        AccessFs::from_write(TARGET) | AccessFs::from_read(TARGET)
+    } else {
+        AccessFs::from_write(TARGET)
+    };
+    // Any port but the closed ones: a rule per port, the closed ones left out.
+    let open_but = (p.ports.is_none() && !p.closed_ports.is_empty())
+        .then(|| super::policy::allowed_but(&p.closed_ports));
+    let ports = p.ports.as_ref().or(open_but.as_ref());
+    let mut created = ruleset(handled, ports.is_some())?;
+    created = path_rules(created, p, &hidden, &writable, handled)?;
+    for port in ports.into_iter().flatten() {
+        created = created
+            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
+            .map_err(err("a port"))?;
+    }
+    let status = created.restrict_self().map_err(err("restrict"))?;
+    Ok(enforced(e, p, &status))
+}
+
+/// A Landlock error as the line that says which step failed.
+fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
+    move |x| format!("landlock {what}: {x}")
+}
+
+/// What the run may not see (the store, and every terminal of the machine: reading one is
+/// reading what its user types; writing one, typing into their screen) and where it may write.
+fn hidden_and_writable(p: &Policy, mounts: Mounts) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut hidden = p.hidden.clone();
     hidden.extend(terminals(mounts.ptys));
     let mut writable = p.writable.clone();
@@ -83,34 +111,35 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
     if let Some(h) = p.home_layer.as_ref().filter(|_| mounts.home_writable) {
         writable.push(h.home.clone());
     }
-    // Reads are handled when narrowed, or when something is hidden (then every other path is
-    // covered by a read rule).
-    let hide = !hidden.is_empty();
-    let handled = if p.readable.is_some() || hide {
-        write | read
-    } else {
-        write
-    };
-    fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
-        move |x| format!("landlock {what}: {x}")
-    }
-    // Signals and abstract Unix sockets reach only the run's own processes (ABI 6; best
-    // effort: an older kernel leaves them open, and `scoped` says so).
+    (hidden, writable)
+}
+
+/// The ruleset handling `handled`, the scopes, and (with `net`) TCP connections. Signals and
+/// abstract Unix sockets reach only the run's own processes (ABI 6; best effort: an older
+/// kernel leaves them open, and `scoped` says so).
+fn ruleset(handled: BitFlags<AccessFs>, net: bool) -> Result<RulesetCreated, String> {
     let mut ruleset = Ruleset::default()
         .handle_access(handled)
         .map_err(err("filesystem rules"))?
         .scope(Scope::from_all(TARGET))
         .map_err(err("scopes"))?;
-    // Any port but the closed ones: a rule per port, the closed ones left out.
-    let open_but = (p.ports.is_none() && !p.closed_ports.is_empty())
-        .then(|| super::policy::allowed_but(&p.closed_ports));
-    let ports = p.ports.as_ref().or(open_but.as_ref());
-    if ports.is_some() {
+    if net {
         ruleset = ruleset
             .handle_access(AccessNet::ConnectTcp)
             .map_err(err("network rules"))?;
     }
-    let mut created = ruleset.create().map_err(err("ruleset"))?;
+    ruleset.create().map_err(err("ruleset"))
+}
+
+/// The rules of the writable roots, then of what may be read: the narrowed reads less what is
+/// hidden, or everything but what is hidden.
+fn path_rules(
+    created: RulesetCreated,
+    p: &Policy,
+    hidden: &[PathBuf],
+    writable: &[PathBuf],
+    handled: BitFlags<AccessFs>,
+) -> Result<RulesetCreated, String> {
     let existing =
         |v: &[PathBuf]| -> Vec<PathBuf> { v.iter().filter(|w| w.exists()).cloned().collect() };
     // A link needs no rule of its own (what it names is covered where it lies); one into a
@@ -125,23 +154,21 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
             })
             .unwrap_or_default()
     };
-    created = created
-        .add_rules(path_beneath_rules(existing(&writable), handled))
+    let created = created
+        .add_rules(path_beneath_rules(existing(writable), handled))
         .map_err(err("write roots"))?;
     let reads = match &p.readable {
-        Some(r) => super::policy::reads_without(&existing(r), &hidden, list),
-        None if hide => super::policy::cover_except(&hidden, list),
+        Some(r) => super::policy::reads_without(&existing(r), hidden, list),
+        None if !hidden.is_empty() => super::policy::cover_except(hidden, list),
         None => Vec::new(),
     };
-    created = created
-        .add_rules(path_beneath_rules(reads, read))
-        .map_err(err("read roots"))?;
-    for port in ports.into_iter().flatten() {
-        created = created
-            .add_rule(NetPort::new(*port, AccessNet::ConnectTcp))
-            .map_err(err("a port"))?;
-    }
-    let status = created.restrict_self().map_err(err("restrict"))?;
+    created
+        .add_rules(path_beneath_rules(reads, AccessFs::from_read(TARGET)))
+        .map_err(err("read roots"))
+}
+
+/// What the kernel enforced, and why not all of it when it did not.
+fn enforced(mut e: Enforcement, p: &Policy, status: &RestrictionStatus) -> Enforcement {
     e.abi = match status.landlock {
         LandlockStatus::Available { effective_abi, .. } => effective_abi as u8,
         _ => 0,
@@ -160,5 +187,5 @@ pub fn landlock(p: &Policy, mounts: Mounts) -> Result<Enforcement, String> {
         }
         _ => String::new(),
     };
-    Ok(e)
+    e
 }
