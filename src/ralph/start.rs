@@ -333,6 +333,15 @@ fn refuse_finished_neighbour(opts: &StartOpts, layout: &Layout, settings: &Setti
     if prev.topic.is_empty() || prev.topic == opts.topic {
         return Ok(());
     }
+    // A topic let go (`forget`, or one of another home) no longer holds its directory.
+    let registered = crate::config::home_dir().ok().and_then(|home| {
+        crate::disk::registry::lookup(&home, &prev.topic)
+            .ok()
+            .flatten()
+    });
+    if registered.is_none() {
+        return Ok(());
+    }
     // A loop running there is refused as such (exit 3), naming its pid.
     if crate::disk::lock::holder(&layout.lock())
         .ok()
@@ -341,15 +350,16 @@ fn refuse_finished_neighbour(opts: &StartOpts, layout: &Layout, settings: &Setti
     {
         return Ok(());
     }
-    let max = settings.defaults.max_iterations;
+    let max = prev.max_iterations.max(1);
+    let sa = super::progress::program(crate::config::home_to_name().as_deref());
     let go_on = if prev.current_iteration >= max {
         format!(
-            "`studio-agents wiggum start {} --max-iterations {}`",
+            "`{sa} wiggum start {} --max-iterations {}`",
             prev.topic,
-            prev.current_iteration + max
+            prev.current_iteration + settings.defaults.max_iterations
         )
     } else {
-        format!("`studio-agents wiggum start {}`", prev.topic)
+        format!("`{sa} wiggum start {}`", prev.topic)
     };
     Err(Error::input(format!(
         "--artifact-path {}: the loop there is `{}`, which has run {} of {max} iterations; go on with {go_on}, or choose a directory of its own for `{}`",
@@ -612,6 +622,12 @@ fn changes_since_allowed(home: &Path, layout: &Layout) -> Result<Vec<config::all
     ))
 }
 
+/// The program as the commands a refusal prints name it (with the home when it is not the
+/// default one, so the command works as printed).
+fn program() -> String {
+    super::progress::program(crate::config::home_to_name().as_deref())
+}
+
 /// What `start` says of a settings file it does not take: the keys, and how to allow them.
 fn unallowed_message(
     layout: &Layout,
@@ -626,7 +642,8 @@ fn unallowed_message(
         (
             format!("never allowed for this loop, {n} key{s} weakening the harness"),
             format!(
-                "studio-agents wiggum allow {topic} --artifact-path {}",
+                "{} wiggum allow {topic} --artifact-path {}",
+                program(),
                 super::progress::shell_word(layout.root())
             ),
         )
@@ -638,7 +655,7 @@ fn unallowed_message(
         };
         (
             format!("changed since it was last allowed ({n} key{s}{weak})"),
-            format!("studio-agents wiggum allow {topic}"),
+            format!("{} wiggum allow {topic}", program()),
         )
     };
     let keys: Vec<String> = changes.iter().map(|c| format!("  {c}")).collect();

@@ -243,7 +243,8 @@ fn a_moved_artifact_directory_is_missing_and_start_says_how_to_go_on() {
     let at = moved.display().to_string();
     assert!(
         r.stderr().contains(&format!(
-            "never allowed for this loop, 2 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow moved --artifact-path {at}`"
+            "never allowed for this loop, 2 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `STUDIO_AGENTS_HOME={} studio-agents wiggum allow moved --artifact-path {at}`",
+            t.home().display()
         )),
         "{}",
         r.stderr()

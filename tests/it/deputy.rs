@@ -905,9 +905,10 @@ fn a_settings_file_found_at_a_first_start_is_not_taken_when_it_weakens_the_harne
     assert_eq!(
         r.stderr(),
         format!(
-            "error: {cfg}: never allowed for this loop, 3 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `studio-agents wiggum allow first --artifact-path {art}` (or put it back)\n  + agents.helper: (unset) → {helper:?}  (weakens the harness)\n  + defaults.planning_agent: (unset) → \"helper\"  (weakens the harness)\n  + hooks.on_iteration_end: (unset) → \"touch {m}\"  (weakens the harness)\n",
+            "error: {cfg}: never allowed for this loop, 3 keys weakening the harness; the agent can write this file, so it is not taken silently — review it, then `STUDIO_AGENTS_HOME={home} studio-agents wiggum allow first --artifact-path {art}` (or put it back)\n  + agents.helper: (unset) → {helper:?}  (weakens the harness)\n  + defaults.planning_agent: (unset) → \"helper\"  (weakens the harness)\n  + hooks.on_iteration_end: (unset) → \"touch {m}\"  (weakens the harness)\n",
             cfg = t.wiggum("wiggum.toml").display(),
             m = marker.display(),
+            home = t.home().display(),
         )
     );
     assert_eq!(disk(), before, "a refused start writes nothing");

@@ -405,8 +405,9 @@ fn a_new_topic_on_a_directory_whose_loop_ran_as_another_names_it_and_writes_noth
     assert_eq!(
         r.stderr().trim_end().lines().last().unwrap_or_default(),
         format!(
-            "error: --artifact-path {}: the loop there is `a`, which has run 3 of 10 iterations; go on with `studio-agents wiggum start a`, or choose a directory of its own for `b`",
-            t.art().display()
+            "error: --artifact-path {}: the loop there is `a`, which has run 3 of 3 iterations; go on with `STUDIO_AGENTS_HOME={} studio-agents wiggum start a --max-iterations 13`, or choose a directory of its own for `b`",
+            t.art().display(),
+            t.home().display()
         ),
         "{}",
         r.stderr()

@@ -58,8 +58,9 @@ fn a_new_topic_on_a_directory_another_loop_ran_to_its_limit_says_whose_it_is() {
     r.code(2);
     assert!(
         r.stderr().contains(&format!(
-            "--artifact-path {}: the loop there is `first`, which has run 2 of 2 iterations; go on with `studio-agents wiggum start first --max-iterations 4`, or choose a directory of its own for `second`",
-            t.art().display()
+            "--artifact-path {}: the loop there is `first`, which has run 2 of 2 iterations; go on with `STUDIO_AGENTS_HOME={} studio-agents wiggum start first --max-iterations 4`, or choose a directory of its own for `second`",
+            t.art().display(),
+            t.home().display()
         )),
         "{}",
         r.stderr()
@@ -208,4 +209,20 @@ fn a_quality_that_did_not_move_says_which_metric_held_it() {
       quality     0.22 → 0.22 (+0%)
                   no built-in metric moved: completeness 0.07 (required sections missing or under 25 words), verification 0.00 (few claims backed by a link, a citation or a quoted command), clarity 1.00, actionability 0.00 (no concrete steps under a Recommendations or Next steps heading); the gate's last score 0.2
     ");
+}
+
+#[test]
+fn a_forgotten_topic_no_longer_holds_its_directory() {
+    let t = TestHome::new();
+    t.start_with_env("first", "", "FAKE_ITEMS=5", &["--max-iterations", "2"])
+        .code(0);
+    t.run(&["wiggum", "forget", "first"]).code(0);
+    // Its settings file was allowed for `first`, whose records are gone: the new topic's person
+    // allows it, as the refusal says.
+    let art = t.art().display().to_string();
+    t.run(&["wiggum", "allow", "second", "--artifact-path", &art])
+        .code(0);
+    let r = t.start_with_env("second", "", "FAKE_ITEMS=5", &["--max-iterations", "3"]);
+    r.code(0);
+    assert_eq!(t.state()["topic"], "second", "{}", r.stderr());
 }
