@@ -15,6 +15,9 @@ else
 fi
 work=$(mktemp -d)
 export STUDIO_AGENTS_HOME="$work/home"
+# The runs' temp dirs and the home's layer of the loop go there too.
+mkdir -p "$work/tmp"
+export TMPDIR="$work/tmp"
 cp -r "$here/research" "$work/research"
 echo "demo loop in $work/research"
 "$bin" wiggum start demo --artifact-path "$work/research" \

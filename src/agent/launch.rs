@@ -295,6 +295,23 @@ pub(crate) fn home_layer(
     })
 }
 
+/// Where the home's layer of the loop on `artifact_root` lies (whether or not it was made).
+#[must_use]
+pub fn layer_of(artifact_root: &Path) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)?
+        .canonicalize()
+        .ok()?;
+    let key = crate::disk::layout::Layout::key(artifact_root);
+    let uid = nix::unistd::geteuid().as_raw();
+    Some(sandbox::policy::layer_dir(
+        &home,
+        &std::env::temp_dir(),
+        &key,
+        uid,
+    ))
+}
+
 /// After a run through the home's layer (or its seeded home): its CLI's credentials, when the run refreshed them
 /// (an OAuth token rotates) and they still parse as the same kind, are written back to the
 /// user's file — the one thing of the layer that ever is.

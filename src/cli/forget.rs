@@ -76,6 +76,17 @@ fn forget_loop(home: &Path, topic: &str, root: PathBuf) -> Result<()> {
         fsutil::remove_dir_all_opt(&records)?;
         fsutil::remove_file_opt(&lock::home_lock(home, h.layout.root()))?;
         said.push_str(&format!(" and its records ({})", records.display()));
+        // The home's layer its runs wrote in (the CLI's state, caches), kept across its
+        // iterations: let go with it.
+        if let Some(layer) = crate::agent::launch::layer_of(h.layout.root())
+            && layer.is_dir()
+        {
+            fsutil::remove_dir_all_opt(&layer)?;
+            said.push_str(&format!(
+                ", the home's layer of its runs ({})",
+                layer.display()
+            ));
+        }
     }
     println!("{said}");
     println!(

@@ -241,6 +241,8 @@ pub struct Completion {
     pub home: Option<PathBuf>,
     /// A question an agent asked that no one answered: the iteration that asked it, and what.
     pub question: Option<(u32, String)>,
+    /// Whether any iteration was committed (else there is nothing to diff or summarise).
+    pub committed: bool,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -264,7 +266,7 @@ pub fn completion_of(
     } else {
         st.updated_at
     };
-    let (iterations, during) = completed(layout, st.current_iteration);
+    let (iterations, during, committed) = completed(layout, st.current_iteration);
     Some(Completion {
         topic: st.topic.clone(),
         iterations,
@@ -289,22 +291,28 @@ pub fn completion_of(
             .as_ref()
             .filter(|q| q.answer.is_none())
             .map(|q| (q.iteration, q.text.clone())),
+        committed,
     })
 }
 
-/// Iterations the loop completed, and the one it ended in the middle of: the last record of
-/// iteration `current` says whether it ran to its end.
-fn completed(layout: &Layout, current: u32) -> (u32, Option<u32>) {
+/// Iterations the loop completed, the one it ended in the middle of (the last record of
+/// iteration `current` says whether it ran to its end), and whether any iteration was committed.
+fn completed(layout: &Layout, current: u32) -> (u32, Option<u32>, bool) {
     let mut last = None;
+    let mut committed = false;
     let read = runlog::for_each(&layout.runs(), |r| {
-        if r.record == RecordKind::Iteration && r.iteration == current {
-            last = Some(r.outcome);
+        if r.record == RecordKind::Iteration {
+            committed |= r.commit.is_some();
+            if r.iteration == current {
+                last = Some(r.outcome);
+            }
         }
     });
     if read.is_err() {
-        return (current, None);
+        return (current, None, current > 0);
     }
-    done_of(current, last)
+    let (done, during) = done_of(current, last);
+    (done, during, committed)
 }
 
 /// Iterations completed when iteration `current`'s last record (if any) has outcome `last`,
@@ -533,10 +541,16 @@ pub fn completion_block(c: &Completion) -> String {
             c.topic
         ));
     }
-    if c.iterations == 0 && c.artifact.is_none() {
-        // Nothing ran to show a diff or a summary of: what fixes the cause instead.
+    if !c.committed {
+        // Nothing was committed to show a diff or a summary of: what fixes the cause instead —
+        // planning's words when no iteration ran, else the last run's.
+        let (logs, whose) = if c.iterations == 0 && c.during.is_none() {
+            (" --planning", "what the agent said")
+        } else {
+            ("", "what the last run said")
+        };
         out.push(format!(
-            "  next        {sa} wiggum logs {t} --planning   (what the agent said)\n              {sa} wiggum doctor   (what this machine enforces)\n              {sa} wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
+            "  next        {sa} wiggum logs {t}{logs}   ({whose})\n              {sa} wiggum doctor   (what this machine enforces)\n              {sa} wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
             t = c.topic
         ));
     } else {
@@ -693,6 +707,7 @@ mod tests {
             code: false,
             home: None,
             question: None,
+            committed: false,
         };
         let block = completion_block(&c);
         assert!(
@@ -700,6 +715,14 @@ mod tests {
             "{block}"
         );
         assert!(!block.contains("wiggum diff"));
+        // Iterations ran, none was committed (every one rejected): the last run's words.
+        let rejected = Completion { iterations: 2, ..c };
+        assert!(
+            completion_block(&rejected)
+                .contains("  next        studio-agents wiggum logs t   (what the last run said)\n"),
+            "{}",
+            completion_block(&rejected)
+        );
     }
 
     #[test]
@@ -721,6 +744,7 @@ mod tests {
             code: false,
             home: None,
             question: None,
+            committed: true,
         };
         assert_eq!(
             completion_block(&c),
@@ -767,6 +791,7 @@ mod tests {
             code: true,
             home: None,
             question: None,
+            committed: true,
         };
         assert_eq!(
             completion_block(&c),
@@ -794,6 +819,7 @@ mod tests {
                 code: true,
                 home: Some(PathBuf::from(home)),
                 question: None,
+                committed: true,
             })
         };
         assert!(
@@ -828,6 +854,7 @@ mod tests {
             code: true,
             home: None,
             question: Some((2, "Should I also update the migration?\u{1b}[2J".into())),
+            committed: true,
         };
         assert!(
             completion_block(&c).contains(

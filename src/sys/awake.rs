@@ -133,7 +133,8 @@ impl Awake {
             Err(e) => {
                 if !self.said {
                     self.said = true;
-                    tracing::warn!("keep awake: {e}; the machine may sleep while agents run");
+                    // The start line said it already; the log keeps it.
+                    tracing::info!("keep awake: {e}; the machine may sleep while agents run");
                 }
                 None
             }

@@ -214,9 +214,25 @@ fn a_quality_that_did_not_move_says_which_metric_held_it() {
 #[test]
 fn a_forgotten_topic_no_longer_holds_its_directory() {
     let t = TestHome::new();
+    // The user's settings (the test kit's grant of its root, the home, would leave no layer).
+    t.write_home_config_raw("");
     t.start_with_env("first", "", "FAKE_ITEMS=5", &["--max-iterations", "2"])
         .code(0);
-    t.run(&["wiggum", "forget", "first"]).code(0);
+    // The home's layer its runs wrote in goes with it (under /var/tmp: the test's temp dir
+    // lies in its home, and an overlay's upper layer cannot lie in its lower one).
+    let uid = nix::unistd::geteuid().as_raw();
+    let records = t.records("");
+    let key = records.file_name().unwrap();
+    let layer = std::path::Path::new(&format!("/var/tmp/studio-agents-homes-{uid}")).join(key);
+    assert!(layer.is_dir(), "{}", layer.display());
+    let said = t.run(&["wiggum", "forget", "first"]);
+    said.code(0);
+    assert!(
+        said.stdout().contains("the home's layer of its runs"),
+        "{}",
+        said.stdout()
+    );
+    assert!(!layer.exists());
     // Its settings file was allowed for `first`, whose records are gone: the new topic's person
     // allows it, as the refusal says.
     let art = t.art().display().to_string();
