@@ -119,8 +119,8 @@ impl Follower {
     }
 }
 
-/// Reads a loop's feed as it comes (`view::feed`): its records' new lines as the terminal said
-/// them, what it does now (said again only when that changes), the completion block at the end.
+/// Reads a loop's feed as it comes (`view::feed`): its records' new lines (from their copy in
+/// the store, out of the agents' reach) as the terminal said them, what it does now (said again only when that changes), the completion block at the end.
 #[derive(Default)]
 pub struct FeedFollower {
     pos: u64,
@@ -133,7 +133,9 @@ impl FeedFollower {
     pub fn next(&mut self, h: &Handle, live: bool) -> Result<Vec<feed::Item>> {
         let st = crate::disk::state::read(&h.layout.state()).ok().flatten();
         let max = st.as_ref().map_or(0, |s| s.max_iterations);
-        let mut out: Vec<feed::Item> = read_from(&h.layout.runs(), &mut self.pos)?
+        // The records' copy in the store: `wiggum/runs.jsonl` is in the agent's reach while it
+        // runs (put back after, but a follower reading it then would show what it wrote).
+        let mut out: Vec<feed::Item> = read_from(&h.layout.runs_copy(), &mut self.pos)?
             .iter()
             .filter_map(|line| feed::of_line(line, max))
             .collect();
