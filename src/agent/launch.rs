@@ -620,7 +620,39 @@ pub async fn run(
         out_of_the_store(&job.cwd, job.sandbox.as_ref(), &real_path(&store), false)?;
     }
     drop(building);
-    let files = timing::step("launch.files");
+    write_run_files(agent, l, &mut job, prompt, promise)?;
+    let group = run_group(&mut job, l);
+    let helper_timings = helper_timings(&mut job, l);
+    let started_at = Utc::now();
+    let outcome = process::run(&job, stops, on_event).await;
+    record_helper_timings(helper_timings.as_deref(), started_at);
+    remove_group(group.as_deref());
+    after_run(agent, l, &job)?;
+    let outcome = outcome?;
+    let _scan = timing::step("launch.scan");
+    let report = report_of(agent, l, &job, promise)?;
+    Ok(AgentRun {
+        outcome,
+        report,
+        prompt: prompt.to_string(),
+        started_at,
+        env_names: job.env.iter().map(|(k, _)| k.clone()).collect(),
+        protected_changed: Vec::new(),
+        committed: false,
+        log: job.log,
+    })
+}
+
+/// The run's files before it starts: its directory and prompt record, the promise to watch
+/// for, its private temp dir with the prompt handed over, the CLI's state dirs.
+fn write_run_files(
+    agent: &AgentSpec,
+    l: &Launch,
+    job: &mut Job,
+    prompt: &str,
+    promise: &str,
+) -> Result<()> {
+    let _files = timing::step("launch.files");
     fsutil::create_dir_all(&l.dir)?;
     fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let line = promise.trim();
@@ -637,21 +669,19 @@ pub async fn run(
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     make_state_dirs(agent, &job.env);
-    drop(files);
-    let group = run_group(&mut job, l);
-    let helper_timings = helper_timings(&mut job, l);
-    let started_at = Utc::now();
-    let outcome = process::run(&job, stops, on_event).await;
-    record_helper_timings(helper_timings.as_deref(), started_at);
-    remove_group(group.as_deref());
-    let after = timing::step("launch.after");
+    Ok(())
+}
+
+/// After the run: its temp dir removed, the CLI's refreshed credentials written back, and the
+/// home's layer of a run outside a loop (a delegation, the gate's producer: no later iteration
+/// to keep it for) removed.
+fn after_run(agent: &AgentSpec, l: &Launch, job: &Job) -> Result<()> {
+    let _after = timing::step("launch.after");
     fsutil::remove_dir_all_opt(&l.tmp())?;
     write_back_credentials(
         &sandbox::env::program_of(&agent.table.command),
         job.sandbox.as_ref(),
     );
-    // A run outside a loop (a delegation, the gate's producer) has no later iteration to keep
-    // its layer for.
     if let Some(h) = job.sandbox.as_ref().and_then(|p| p.home_layer.as_ref())
         && l.wiggum_dir.is_none()
         && let Err(e) = std::fs::remove_dir_all(&h.layer)
@@ -662,11 +692,14 @@ pub async fn run(
             h.layer.display()
         );
     }
-    drop(after);
-    let outcome = outcome?;
-    let _scan = timing::step("launch.scan");
+    Ok(())
+}
+
+/// What the run's output says: its answer read back from stdout (bounded), with the usage its
+/// log holds; else its log, streamed, the promise looked for.
+fn report_of(agent: &AgentSpec, l: &Launch, job: &Job, promise: &str) -> Result<RunReport> {
     let format = agent.table.output_format;
-    let report = match &l.stdout {
+    Ok(match &l.stdout {
         Some(p) => {
             let mut answer = if p.exists() {
                 output::parse(format, &fsutil::read_capped(p, fsutil::ANSWER_CAP)?)
@@ -679,16 +712,6 @@ pub async fn run(
             answer
         }
         None => output::scan_file(format, &job.log, promise)?,
-    };
-    Ok(AgentRun {
-        outcome,
-        report,
-        prompt: prompt.to_string(),
-        started_at,
-        env_names: job.env.iter().map(|(k, _)| k.clone()).collect(),
-        protected_changed: Vec::new(),
-        committed: false,
-        log: job.log,
     })
 }
 

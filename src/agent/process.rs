@@ -343,41 +343,7 @@ pub async fn run(
     // Recorded: open the gate. A job that already died has no reader; that is its own ending.
     let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
     drop(gate_in);
-    let deadline = tokio::time::sleep(job.limit);
-    tokio::pin!(deadline);
-    // A closed stop channel means nobody can ask for a stop: wait for the other two.
-    let stop = async {
-        if stops.wait_for(|l| *l >= StopLevel::Now).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    let watched = async {
-        match &job.liveness {
-            Some(l) => {
-                super::liveness::watch(l, &job.log, job.stdout.as_deref(), pgid, &job.token).await
-            }
-            None => std::future::pending().await,
-        }
-    };
-    let waiting = crate::sys::timing::step("process.wait");
-    let status = tokio::select! {
-        s = leader.wait() => Ok(s),
-        () = &mut deadline => Err(Ending::TimedOut),
-        () = stop => Err(Ending::Stopped),
-        e = watched => Err(e),
-    };
-    let ending = match status {
-        Ok(s) => {
-            let s = s.map_err(|e| Error::runtime(format!("waiting for `{}`: {e}", job.command)))?;
-            match (s.code(), s.signal()) {
-                (Some(code), _) => Ending::Exited { code },
-                (None, Some(signal)) => Ending::Signaled { signal },
-                (None, None) => Ending::Exited { code: -1 },
-            }
-        }
-        Err(other) => other,
-    };
-    drop(waiting);
+    let ending = supervise(job, stops, &mut leader, pgid).await?;
     let _ending = crate::sys::timing::step("process.terminate");
     let forced = stops.clone();
     let leader_exit = async {
@@ -399,13 +365,8 @@ pub async fn run(
     // The leader is dead by now; collect its status through tokio.
     let reap = leader.wait().await;
     kill::unmanage(pgid);
-    if let (Ending::OutputLimit, Some(l)) = (ending, &job.liveness) {
-        for file in std::iter::once(&job.log).chain(job.stdout.as_ref()) {
-            let over = std::fs::metadata(file).is_ok_and(|m| m.len() > l.max_log);
-            if over && let Err(e) = super::liveness::cut_log(file, l.max_log) {
-                tracing::warn!("{e}");
-            }
-        }
+    if ending == Ending::OutputLimit {
+        cut_logs(job);
     }
     if let Err(e) = reap {
         tracing::debug!("reaping {pid}: {e}");
@@ -417,6 +378,63 @@ pub async fn run(
         duration: started.elapsed(),
         killed,
     })
+}
+
+/// Wait for the job's end: its leader's exit, its wall limit, a stop asked for, or what its
+/// liveness watch ends it for (idle, memory, output), whichever comes first.
+async fn supervise(
+    job: &Job,
+    stops: &mut watch::Receiver<StopLevel>,
+    leader: &mut Leader,
+    pgid: i32,
+) -> Result<Ending> {
+    let deadline = tokio::time::sleep(job.limit);
+    tokio::pin!(deadline);
+    // A closed stop channel means nobody can ask for a stop: wait for the other two.
+    let stop = async {
+        if stops.wait_for(|l| *l >= StopLevel::Now).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let watched = async {
+        match &job.liveness {
+            Some(l) => {
+                super::liveness::watch(l, &job.log, job.stdout.as_deref(), pgid, &job.token).await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let _waiting = crate::sys::timing::step("process.wait");
+    let status = tokio::select! {
+        s = leader.wait() => Ok(s),
+        () = &mut deadline => Err(Ending::TimedOut),
+        () = stop => Err(Ending::Stopped),
+        e = watched => Err(e),
+    };
+    Ok(match status {
+        Ok(s) => {
+            let s = s.map_err(|e| Error::runtime(format!("waiting for `{}`: {e}", job.command)))?;
+            match (s.code(), s.signal()) {
+                (Some(code), _) => Ending::Exited { code },
+                (None, Some(signal)) => Ending::Signaled { signal },
+                (None, None) => Ending::Exited { code: -1 },
+            }
+        }
+        Err(other) => other,
+    })
+}
+
+/// A run ended for its output: each log past the ceiling cut to it (its head kept).
+fn cut_logs(job: &Job) {
+    let Some(l) = &job.liveness else {
+        return;
+    };
+    for file in std::iter::once(&job.log).chain(job.stdout.as_ref()) {
+        let over = std::fs::metadata(file).is_ok_and(|m| m.len() > l.max_log);
+        if over && let Err(e) = super::liveness::cut_log(file, l.max_log) {
+            tracing::warn!("{e}");
+        }
+    }
 }
 
 /// A fresh token for one job.

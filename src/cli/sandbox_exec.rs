@@ -147,25 +147,8 @@ pub fn run(a: &SandboxArgs) -> Result<i32> {
 fn confine(policy: &Policy, command: &[String], _probe: bool, marks: &mut Marks) -> Confined {
     use crate::agent::sandbox::apply;
     // Before Landlock (which forbids mount changes once enforced).
-    let mounts = match crate::agent::sandbox::mounts::private_mounts(policy) {
-        Ok(done) => done,
-        Err(e)
-            if policy.mode != SandboxMode::Off
-                && !crate::agent::sandbox::mounts::beneath_grants(policy).is_empty() =>
-        {
-            let hidden = crate::agent::sandbox::mounts::beneath_grants(policy);
-            eprintln!(
-                "studio-agents sandbox: {e}; {} lies beneath a directory the run may write or read and only a mount could hide it: refusing to run",
-                hidden[0].display()
-            );
-            return Confined::Refused;
-        }
-        Err(e) => {
-            eprintln!(
-                "studio-agents sandbox: {e}; protected files are checked after the run, /dev/shm and other terminals' devices are shared"
-            );
-            crate::agent::sandbox::mounts::Mounts::default()
-        }
+    let Some(mounts) = namespace(policy) else {
+        return Confined::Refused;
     };
     marks.mark("mounts");
     // No layer on the home: a home of the loop's own, seeded from the user's, instead.
@@ -202,29 +185,61 @@ fn confine(policy: &Policy, command: &[String], _probe: bool, marks: &mut Marks)
     enforced.home_layer = mounts.home;
     enforced.home_seeded = seeded.is_some();
     marks.mark("landlock");
-    if policy.mode != SandboxMode::Off {
-        // After the mounts (they need the capabilities), before the filter (it needs none).
-        match apply::drop_capabilities() {
-            Ok(dropped) => enforced.no_capabilities = dropped,
-            Err(e) if policy.mode == SandboxMode::Required => {
-                eprintln!("studio-agents sandbox: {e}; refusing to run with privileges");
-                return Confined::Refused;
-            }
-            Err(e) => eprintln!("studio-agents sandbox: {e}"),
-        }
-        marks.mark("capabilities");
-        match crate::agent::sandbox::seccomp::apply(policy) {
-            Ok(()) => enforced.seccomp = true,
-            Err(e) if policy.mode == SandboxMode::Required => {
-                eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
-                return Confined::Refused;
-            }
-            Err(e) => eprintln!("studio-agents sandbox: {e}"),
-        }
-        marks.mark("seccomp");
+    if policy.mode != SandboxMode::Off && !no_privileges(policy, &mut enforced, marks) {
+        return Confined::Refused;
     }
     let env = seeded.map(|(_, s)| s.env).unwrap_or_default();
     Confined::Run(enforced, command.to_vec(), env)
+}
+
+/// The run's mount namespace, or what there is without one (said); `None` refuses the run: a
+/// hidden place beneath a grant that only a mount could hide.
+#[cfg(target_os = "linux")]
+fn namespace(policy: &Policy) -> Option<crate::agent::sandbox::mounts::Mounts> {
+    use crate::agent::sandbox::mounts;
+    match mounts::private_mounts(policy) {
+        Ok(done) => Some(done),
+        Err(e) if policy.mode != SandboxMode::Off && !mounts::beneath_grants(policy).is_empty() => {
+            let hidden = mounts::beneath_grants(policy);
+            eprintln!(
+                "studio-agents sandbox: {e}; {} lies beneath a directory the run may write or read and only a mount could hide it: refusing to run",
+                hidden[0].display()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "studio-agents sandbox: {e}; protected files are checked after the run, /dev/shm and other terminals' devices are shared"
+            );
+            Some(mounts::Mounts::default())
+        }
+    }
+}
+
+/// After the mounts (they need the capabilities), before the filter (it needs none): every
+/// capability dropped, then the seccomp filter; false when `required` cannot have them.
+#[cfg(target_os = "linux")]
+fn no_privileges(policy: &Policy, enforced: &mut Enforcement, marks: &mut Marks) -> bool {
+    use crate::agent::sandbox::apply;
+    match apply::drop_capabilities() {
+        Ok(dropped) => enforced.no_capabilities = dropped,
+        Err(e) if policy.mode == SandboxMode::Required => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run with privileges");
+            return false;
+        }
+        Err(e) => eprintln!("studio-agents sandbox: {e}"),
+    }
+    marks.mark("capabilities");
+    match crate::agent::sandbox::seccomp::apply(policy) {
+        Ok(()) => enforced.seccomp = true,
+        Err(e) if policy.mode == SandboxMode::Required => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run unconfined");
+            return false;
+        }
+        Err(e) => eprintln!("studio-agents sandbox: {e}"),
+    }
+    marks.mark("seccomp");
+    true
 }
 
 /// The seeded home for a run whose home could not be layered: the policy that grants it and the

@@ -252,21 +252,41 @@ impl Before {
         let mut changed = self.unlink_planted()?;
         // What is replaced is kept, not lost: the change may be a person's (`git push -u` and
         // `git remote add` write `.git/config`), not the agent's.
-        let aside = layout.discarded().join(format!(
+        let aside = Aside(layout.discarded().join(format!(
             "protected.{}",
             chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f")
-        ));
-        let keep = |name: &str, now: &Held| -> Result<()> {
-            let Some(bytes) = now.evidence() else {
-                return Ok(());
-            };
-            fsutil::create_dir_all(aside.join(name).parent().unwrap_or(&aside))?;
-            fsutil::atomic_write(&aside.join(name), &bytes)
-        };
+        )));
         // What cannot be put back (a `.git` directory replaced, a large hook rewritten) ends the
         // loop with the reason, after everything else is put back.
         let mut cannot = Vec::new();
-        let mut lost: Vec<&Path> = Vec::new();
+        let lost = self.restore_configs(&aside, &mut changed, &mut cannot)?;
+        self.restore_hooks(&aside, &lost, &mut changed, &mut cannot)?;
+        self.restore_records(layout, state_json, &mut changed)?;
+        if aside.0.exists() {
+            tracing::warn!(
+                "what replaced the protected files is kept in {} (a person's change is not lost)",
+                aside.0.display()
+            );
+        }
+        if !cannot.is_empty() {
+            return Err(Error::runtime(format!(
+                "an agent run changed what the loop cannot put back: {}; what replaced it is kept in {} — put the repository back as it was, then start the loop again",
+                cannot.join(", "),
+                aside.0.display()
+            )));
+        }
+        Ok(changed)
+    }
+
+    /// The repository's layout, git's config files and the loop's settings put back as they
+    /// were; returns the paths that could not be (what lies under them is left alone).
+    fn restore_configs(
+        &self,
+        aside: &Aside,
+        changed: &mut Vec<String>,
+        cannot: &mut Vec<String>,
+    ) -> Result<Vec<PathBuf>> {
+        let mut lost: Vec<PathBuf> = Vec::new();
         for (name, path, was) in &self.git_configs {
             let now = held(path);
             if *was == Held::Unknown || now == *was || lost.iter().any(|l| path.starts_with(l)) {
@@ -278,50 +298,73 @@ impl Before {
                 "wiggum/wiggum.toml" => "wiggum.toml".to_string(),
                 other => other.trim_start_matches(['.', '/']).replace('/', "_"),
             };
-            keep(&aside_name, &now)?;
+            aside.keep(&aside_name, &now)?;
             if !put_back(path, was)? {
                 cannot.push(format!("{name} (was {}, now {})", was.kind(), now.kind()));
-                lost.push(path);
+                lost.push(path.clone());
             }
             changed.push(name.clone());
         }
-        if let Some((dir, dir_was, was)) = self
+        Ok(lost)
+    }
+
+    /// The hooks directory put back entry by entry (made again when it was replaced).
+    fn restore_hooks(
+        &self,
+        aside: &Aside,
+        lost: &[PathBuf],
+        changed: &mut Vec<String>,
+        cannot: &mut Vec<String>,
+    ) -> Result<()> {
+        let Some((dir, dir_was, was)) = self
             .hooks
             .as_ref()
             .filter(|(dir, ..)| !lost.iter().any(|l| dir.starts_with(l)))
+        else {
+            return Ok(());
+        };
+        if *dir_was == Held::Dir && held(dir) != Held::Dir {
+            // The hooks directory itself replaced (by a link elsewhere): made again below.
+            changed.push(format!("hooks ({})", held(dir).kind()));
+            fsutil::remove_dir_all_opt(dir)?;
+            fsutil::create_dir_all(dir)?;
+        }
+        let now = entries_of(dir);
+        for name in now
+            .keys()
+            .chain(was.keys())
+            .collect::<std::collections::BTreeSet<_>>()
         {
-            if *dir_was == Held::Dir && held(dir) != Held::Dir {
-                // The hooks directory itself replaced (by a link elsewhere): made again below.
-                changed.push(format!("hooks ({})", held(dir).kind()));
-                fsutil::remove_dir_all_opt(dir)?;
-                fsutil::create_dir_all(dir)?;
+            let (then, now) = (
+                was.get(name).cloned().unwrap_or(Held::Absent),
+                now.get(name).cloned().unwrap_or(Held::Absent),
+            );
+            if then == now {
+                continue;
             }
-            let now = entries_of(dir);
-            for name in now
-                .keys()
-                .chain(was.keys())
-                .collect::<std::collections::BTreeSet<_>>()
-            {
-                let (then, now) = (
-                    was.get(name).cloned().unwrap_or(Held::Absent),
-                    now.get(name).cloned().unwrap_or(Held::Absent),
-                );
-                if then == now {
-                    continue;
-                }
-                changed.push(format!("hooks/{name}"));
-                keep(&format!("hooks/{name}"), &now)?;
-                if !put_back(&dir.join(name), &then)? {
-                    cannot.push(format!(
-                        "hooks/{name} (was {}, now {})",
-                        then.kind(),
-                        now.kind()
-                    ));
-                    // Never leave a hook the loop cannot vouch for in git's way.
-                    fsutil::remove_dir_all_opt(&dir.join(name))?;
-                }
+            changed.push(format!("hooks/{name}"));
+            aside.keep(&format!("hooks/{name}"), &now)?;
+            if !put_back(&dir.join(name), &then)? {
+                cannot.push(format!(
+                    "hooks/{name} (was {}, now {})",
+                    then.kind(),
+                    now.kind()
+                ));
+                // Never leave a hook the loop cannot vouch for in git's way.
+                fsutil::remove_dir_all_opt(&dir.join(name))?;
             }
         }
+        Ok(())
+    }
+
+    /// The loop's run records put back from their copy in the store; a state the run rewrote is
+    /// named (the caller writes its own again).
+    fn restore_records(
+        &self,
+        layout: &Layout,
+        state_json: &[u8],
+        changed: &mut Vec<String>,
+    ) -> Result<()> {
         if stat(&layout.runs()) != self.runs
             && layout.runs_copy() != layout.runs()
             && !fsutil::same_content(&layout.runs(), &layout.runs_copy())?
@@ -332,20 +375,22 @@ impl Before {
         if std::fs::read(layout.state()).ok().as_deref() != Some(state_json) {
             changed.push("wiggum/state.json".to_string());
         }
-        if aside.exists() {
-            tracing::warn!(
-                "what replaced the protected files is kept in {} (a person's change is not lost)",
-                aside.display()
-            );
-        }
-        if !cannot.is_empty() {
-            return Err(Error::runtime(format!(
-                "an agent run changed what the loop cannot put back: {}; what replaced it is kept in {} — put the repository back as it was, then start the loop again",
-                cannot.join(", "),
-                aside.display()
-            )));
-        }
-        Ok(changed)
+        Ok(())
+    }
+}
+
+/// Where what replaced the protected files is kept (`wiggum/discarded/protected.<time>/`).
+struct Aside(PathBuf);
+
+impl Aside {
+    /// Keep what `name` holds now (nothing for what has no bytes to keep).
+    fn keep(&self, name: &str, now: &Held) -> Result<()> {
+        let Some(bytes) = now.evidence() else {
+            return Ok(());
+        };
+        let at = self.0.join(name);
+        fsutil::create_dir_all(at.parent().unwrap_or(&self.0))?;
+        fsutil::atomic_write(&at, &bytes)
     }
 }
 

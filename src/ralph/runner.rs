@@ -267,13 +267,48 @@ impl Runner {
         *self.stops.borrow()
     }
 
-    /// Run `agent` for a phase with `prompt` on stdin (or as `{prompt_file}`).
+    /// Run `agent` for a phase with `prompt` on stdin (or as `{prompt_file}`): the launch
+    /// prepared and recorded, the protected files kept, the run (the machine held awake), what it
+    /// changed of them put back, what it spent booked.
     pub async fn run_agent(
         &mut self,
         agent: &AgentSpec,
         phase: &RunSpec<'_>,
         prompt: &str,
     ) -> Result<AgentRun> {
+        let launch = self.prepare_launch(phase).await?;
+        let checks = crate::sys::timing::step("checks.before");
+        let before = self.protected.before(&self.layout, phase.work);
+        before.persist(self.layout.records())?;
+        drop(checks);
+        let continued = crate::sys::resumed::count();
+        let run = self.launch_held(agent, &launch, prompt).await;
+        let (mut changed, committed) = self.put_back(&before)?;
+        self.state.step(Step::AgentGone, chrono::Utc::now())?;
+        self.say_restored(phase, &changed);
+        // One save records the agent gone and what it spent (below), not one for each.
+        let mut run = match run {
+            Ok(run) => run,
+            Err(e) => {
+                self.save()?;
+                return Err(e);
+            }
+        };
+        if self.was_stopped_during(continued).await {
+            changed.push(super::decide::dispose::SUPERVISOR_STOPPED.into());
+        }
+        run.protected_changed = changed;
+        run.committed = committed;
+        self.state.agent_env.clone_from(&run.env_names);
+        self.book_spend(agent, &mut run)?;
+        log_run(agent, phase, &run);
+        Ok(run)
+    }
+
+    /// The run's launch: its phase's places, a call slot taken, the wall limit bounded by what
+    /// is left of the loop's budget; its token on disk before the spawn (a supervisor killed at
+    /// any instant leaves nothing the next start cannot find).
+    async fn prepare_launch(&mut self, phase: &RunSpec<'_>) -> Result<Launch> {
         let mut launch = Launch {
             iteration: phase.iteration,
             wiggum_dir: Some(self.layout.wiggum()),
@@ -294,26 +329,29 @@ impl Runner {
         };
         self.take_call_slot().await?;
         launch.limit = self.wall_limit(launch.limit)?;
-        // The token is on disk before the spawn and the process group before the job's gate
-        // opens: a supervisor killed at any instant leaves nothing the next start cannot find.
         let starting = Step::AgentStarting(launch.token.clone());
         self.state.step(starting, chrono::Utc::now())?;
         self.save()?;
-        let checks = crate::sys::timing::step("checks.before");
-        let before = self.protected.before(&self.layout, phase.work);
-        before.persist(self.layout.records())?;
-        drop(checks);
-        let continued = crate::sys::resumed::count();
-        // Held for the run alone: waits, pauses and the loop's end let the machine sleep.
+        Ok(launch)
+    }
+
+    /// The run itself, the machine held awake for it alone (waits, pauses and the loop's end let
+    /// it sleep); the spawn and a stop request recorded in the state as they come.
+    async fn launch_held(
+        &mut self,
+        agent: &AgentSpec,
+        launch: &Launch,
+        prompt: &str,
+    ) -> Result<AgentRun> {
         let _awake = self
             .awake
             .hold(&format!("loop `{}` runs an agent", self.topic))
             .await;
         let state_path = self.layout.state();
         let st = &mut self.state;
-        let run = launch::run(
+        launch::run(
             agent,
-            &launch,
+            launch,
             prompt,
             &self.promise,
             &mut self.stops,
@@ -329,9 +367,14 @@ impl Runner {
                 }
             },
         )
-        .await;
-        let checks = crate::sys::timing::step("checks.after");
-        // The history first: putting the branch back may bring the loop's memory back with it.
+        .await
+    }
+
+    /// After the run: the history put back first (putting the branch back may bring the loop's
+    /// memory back with it), then the protected files; returns what the run changed of them,
+    /// and whether it made commits of its own on top of the loop's.
+    fn put_back(&mut self, before: &super::guard::Before) -> Result<(Vec<String>, bool)> {
+        let _checks = crate::sys::timing::step("checks.after");
         let history = self.put_history_back();
         let committed = history.is_none()
             && self
@@ -345,40 +388,39 @@ impl Runner {
         let written = state::to_json(&self.state)?;
         let mut changed = before.restore_changes(&self.layout, written.as_bytes())?;
         super::guard::persist::clear(self.layout.records())?;
-        drop(checks);
         changed.extend(history);
-        self.state.step(Step::AgentGone, chrono::Utc::now())?;
-        if !changed.is_empty() {
-            let what = format!(
-                "{} {}: the agent changed {}; restored",
-                phase.kind.as_str(),
-                phase.iteration,
-                changed.join(", ")
-            );
-            tracing::warn!("{what}");
-            self.state.last_event = Some(what);
+        Ok((changed, committed))
+    }
+
+    /// Say (the log, the state's last event) what the run changed of the protected files.
+    fn say_restored(&mut self, phase: &RunSpec<'_>, changed: &[String]) {
+        if changed.is_empty() {
+            return;
         }
-        // One save records the agent gone and what it spent (below), not one for each.
-        let mut run = match run {
-            Ok(run) => run,
-            Err(e) => {
-                self.save()?;
-                return Err(e);
-            }
-        };
+        let what = format!(
+            "{} {}: the agent changed {}; restored",
+            phase.kind.as_str(),
+            phase.iteration,
+            changed.join(", ")
+        );
+        tracing::warn!("{what}");
+        self.state.last_event = Some(what);
+    }
+
+    /// Whether the supervisor was stopped (SIGSTOP, Ctrl-Z) while the agent ran: it went on
+    /// unwatched. (A `stop` continues the supervisor too, after its SIGTERM: that is no stop of
+    /// the run's watch, and the run is interrupted anyway.)
+    async fn was_stopped_during(&self, continued: u64) -> bool {
         // Let the signal task count a SIGCONT that came with the run's end.
         for _ in 0..3 {
             tokio::task::yield_now().await;
         }
-        // (A `stop` continues the supervisor too, after its SIGTERM: that is no stop of the run's
-        // watch, and the run is interrupted anyway.)
-        if crate::sys::resumed::count() != continued && self.stop_level() == StopLevel::None {
-            // Stopped (SIGSTOP, Ctrl-Z) while the agent ran: it went on unwatched.
-            changed.push(super::decide::dispose::SUPERVISOR_STOPPED.into());
-        }
-        run.protected_changed = changed;
-        run.committed = committed;
-        self.state.agent_env.clone_from(&run.env_names);
+        crate::sys::resumed::count() != continued && self.stop_level() == StopLevel::None
+    }
+
+    /// What the run spent (its own figure, else its tokens at the model's price), added to the
+    /// loop's spend and saved.
+    fn book_spend(&mut self, agent: &AgentSpec, run: &mut AgentRun) -> Result<()> {
         let report = &run.report;
         let priced = report.cost_usd.or_else(|| {
             let price = agent
@@ -396,19 +438,22 @@ impl Runner {
         self.state.cost_usd = self.state.spend.cost_usd;
         self.save()?;
         run.report.cost_usd = priced;
-        let (outcome, _) = (&run.outcome, &run.report);
-        let what = match phase.kind {
-            AgentPhase::Iteration => format!("iteration {}", phase.iteration),
-            AgentPhase::Revision => format!("iteration {}, revision", phase.iteration),
-            other => other.as_str().to_string(),
-        };
-        tracing::info!(
-            "{what}: agent `{}` (pid {}) {} after {:.1}s",
-            agent.name,
-            outcome.pid,
-            outcome.ending,
-            outcome.duration.as_secs_f64()
-        );
-        Ok(run)
+        Ok(())
     }
+}
+
+/// The log's line of a run that ended.
+fn log_run(agent: &AgentSpec, phase: &RunSpec<'_>, run: &AgentRun) {
+    let what = match phase.kind {
+        AgentPhase::Iteration => format!("iteration {}", phase.iteration),
+        AgentPhase::Revision => format!("iteration {}, revision", phase.iteration),
+        other => other.as_str().to_string(),
+    };
+    tracing::info!(
+        "{what}: agent `{}` (pid {}) {} after {:.1}s",
+        agent.name,
+        run.outcome.pid,
+        run.outcome.ending,
+        run.outcome.duration.as_secs_f64()
+    );
 }

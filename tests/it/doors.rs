@@ -299,6 +299,9 @@ fn without_a_namespace_shared_memory_is_counted_and_removed() {
         // a file that was there before the run.
         let outside = Path::new("/dev/shm").join(&kept);
         std::fs::write(&outside, "theirs").unwrap();
+        // In use by its owner while the run goes on (another test's run without a namespace,
+        // at the same time, may not tell it from its own: docs/security.md).
+        let _in_use = std::fs::File::open(&outside).unwrap();
         let script =
             format!("head -c 100000000 /dev/zero > /dev/shm/{name}; echo \"shm $?\"\nsleep 60");
         let env_line = attack(
