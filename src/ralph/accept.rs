@@ -172,7 +172,10 @@ impl Reviser for LoopReviser<'_> {
         let original =
             super::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
-        if let Some(what) = super::original::put_back(&layout, self.iteration, original, false)? {
+        let cap = self.lp.take_cap();
+        if let Some(what) =
+            super::original::put_back(&layout, self.iteration, original, false, cap)?
+        {
             self.took(round, what);
         }
         // One rule for every run: a revision that changed protected files (restored by the
@@ -632,7 +635,7 @@ fn keep_result(
     let next = super::best::candidate(n, gate, lp.settings.defaults.pass_threshold);
     let keep_best = lp.settings.gate.on_gate_fail == OnGateFail::KeepBest;
     let prev = lp.runner.state.best.as_ref();
-    super::best::settle(&lp.runner.layout, prev, next, keep_best).map(Some)
+    super::best::settle(&lp.runner.layout, &lp.repo, prev, next, keep_best).map(Some)
 }
 
 /// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one

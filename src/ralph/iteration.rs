@@ -344,11 +344,16 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
     let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
-    let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    let mut run = lp.runner.run_agent(&agent, &phase, prompt).await?;
     crate::sys::failpoint::hit("after-run")?;
-    let original = super::original::put_back(&layout, n, original, true)?;
+    let original = super::original::put_back(&layout, n, original, true, lp.take_cap())?;
     let put_back = put_back_spec(lp)?;
-    let after = lp.tracker.snapshot(&lp.repo)?;
+    let mut after = lp.tracker.snapshot(&lp.repo)?;
+    let earlier = super::earlier::put_back(&lp.repo, &layout, n, &after.changed_paths(&before))?;
+    if !earlier.is_empty() {
+        run.protected_changed.extend(earlier);
+        after = lp.tracker.snapshot(&lp.repo)?;
+    }
     let raw = after.changed_since(&before);
     // Commits the agent made of its own work are progress, though they leave nothing dirty;
     // so are changes to files the plan names outside the artifact directory.

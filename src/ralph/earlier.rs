@@ -1,0 +1,96 @@
+//! An earlier iteration's directory is the loop's record of that iteration: what its commit
+//! holds, and what the result is copied from. A later run that changes a file there has the
+//! change put back as HEAD holds it (a file HEAD does not hold there is removed), and — as with
+//! the loop's other protected files — its iteration is rejected; the change is never committed.
+//! An iteration no commit holds (committing is off) has no record to put back from.
+
+use std::path::{Path, PathBuf};
+
+use crate::disk::layout::{Layout, iteration_number};
+use crate::error::Result;
+use crate::git::Repo;
+use crate::sys::fsutil;
+
+/// The directory (relative to the artifact dir) of the iteration before `n` that `rel` lies in,
+/// if it lies in one under `wiggum/`. Pure.
+#[must_use]
+pub fn earlier_dir(rel: &Path, n: u32) -> Option<&Path> {
+    if rel.components().next()?.as_os_str() != "wiggum" {
+        return None;
+    }
+    rel.ancestors().find(|a| {
+        a.file_name()
+            .and_then(|f| f.to_str())
+            .and_then(iteration_number)
+            .is_some_and(|i| i < n)
+    })
+}
+
+/// Put back what the run of iteration `n` changed (`changed`, relative to the artifact dir) in
+/// an earlier iteration's committed directory. The paths put back, as the records name them.
+pub fn put_back(repo: &Repo, layout: &Layout, n: u32, changed: &[PathBuf]) -> Result<Vec<String>> {
+    let mut back = Vec::new();
+    for rel in changed {
+        let Some(dir) = earlier_dir(rel, n) else {
+            continue;
+        };
+        if !repo.in_head(dir) {
+            continue;
+        }
+        let path = layout.root().join(rel);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+            fsutil::remove_dir_all_opt(&path)?;
+        }
+        match repo.head_blob(rel) {
+            Some(bytes) => fsutil::atomic_write(&path, &bytes)?,
+            None => fsutil::remove_dir_all_opt(&path)?,
+        }
+        back.push(rel.display().to_string());
+    }
+    if !back.is_empty() {
+        tracing::warn!(
+            "iteration {n}: the agent changed an earlier iteration's files ({}); put back as committed",
+            back.join(", ")
+        );
+    }
+    Ok(back)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_earlier_iteration_s_directory_is_earlier() {
+        for (rel, n, want) in [
+            (
+                "wiggum/iterations/001-100/iteration-001/artifact.md",
+                2,
+                Some("wiggum/iterations/001-100/iteration-001"),
+            ),
+            (
+                "wiggum/iterations/001-100/iteration-002/artifact.md",
+                2,
+                None,
+            ),
+            (
+                "wiggum/iterations/001-100/iteration-003/artifact.md",
+                2,
+                None,
+            ),
+            ("wiggum/fix_plan.md", 2, None),
+            ("notes/iteration-001/a.md", 2, None),
+            (
+                "wiggum/iterations/001-100/iteration-001.attempt-1.x/a.md",
+                2,
+                None,
+            ),
+        ] {
+            assert_eq!(
+                earlier_dir(Path::new(rel), n),
+                want.map(Path::new),
+                "{rel} {n}"
+            );
+        }
+    }
+}
