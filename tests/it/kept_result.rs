@@ -12,6 +12,23 @@ use crate::support::home::Run;
 /// `sh <script>`: an agent that plans `items` items and runs `iteration` (shell, with `$plan`
 /// and `$item`) for each, ticking its item; a revision answers with the iteration's document.
 fn agent(t: &TestHome, items: u32, planning: &str, iteration: &str) -> String {
+    revising_agent(
+        t,
+        items,
+        planning,
+        iteration,
+        r#"cat "$ITERATION_DIR/artifact.md""#,
+    )
+}
+
+/// [`agent`] whose revision rounds run `revision` (shell).
+fn revising_agent(
+    t: &TestHome,
+    items: u32,
+    planning: &str,
+    iteration: &str,
+    revision: &str,
+) -> String {
     let plan: String = (1..=items).map(|i| format!("- [ ] Part {i}\\n")).collect();
     let script = write(
         t,
@@ -26,7 +43,7 @@ iteration)
   {iteration}
   sed "s/^- \[ \] $item/- [x] $item/" "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
   ;;
-revision) cat "$ITERATION_DIR/artifact.md" ;;
+revision) {revision} ;;
 esac
 "#
         ),
@@ -113,6 +130,39 @@ fn a_run_that_edits_a_kept_iteration_is_rejected_and_the_result_is_what_its_comm
         committed
     );
     assert_eq!(git_out(&t, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_revision_round_that_edits_a_kept_iteration_rejects_its_own_and_the_edit_is_put_back() {
+    let t = TestHome::new();
+    // Iteration 1 passes; iteration 2 fails, and its revision round edits iteration 1.
+    let cfg = scripted_judge(&t, &["9.0", "5.0"]);
+    let first = "wiggum/iterations/001-100/iteration-001/artifact.md";
+    let revision = format!(
+        r#"echo 'Planted by a revision.' >> "$ARTIFACT_PATH/{first}"; cat "$ITERATION_DIR/artifact.md""#
+    );
+    let agent = revising_agent(&t, 2, ":", GOOD, &revision);
+    let r = start_judged(
+        &t,
+        "revised",
+        &agent,
+        &cfg,
+        &["--max-rounds", "2", "--max-iterations", "2"],
+    );
+    let out = r.stdout();
+    assert!(
+        line(&out, "Iteration 2/").contains(&format!(
+            "in a revision round, the agent changed protected files ({first}); they were restored"
+        )),
+        "{out}"
+    );
+    let committed = git_out(&t, &["show", &format!("HEAD:{first}")]);
+    assert!(!committed.contains("Planted"), "{committed}");
+    assert_eq!(
+        std::fs::read_to_string(t.art().join(first)).unwrap(),
+        committed
+    );
+    assert_eq!(git_out(&t, &["status", "--porcelain", "--", first]), "");
 }
 
 #[test]
