@@ -78,16 +78,41 @@ fn line<'a>(out: &'a str, start: &str) -> &'a str {
 
 const GOOD: &str = r#"printf '\n## %s\n\nThe cache in `roles.go` denies the new role.\n' "$item" >> "$ITERATION_DIR/artifact.md""#;
 
+const FIRST: &str = "wiggum/iterations/001-100/iteration-001/artifact.md";
+
+/// Iteration 2's line says `why` of iteration 1's artifact, which is as its commit holds it, on
+/// disk and in HEAD (no later commit touched it). What HEAD holds of it.
+fn first_as_committed(t: &TestHome, out: &str, why: &str) -> String {
+    assert!(
+        line(out, "Iteration 2/").contains(&format!("{why} ({FIRST}); they were restored")),
+        "{out}"
+    );
+    let committed = git_out(t, &["show", &format!("HEAD:{FIRST}")]);
+    assert!(!committed.contains("Planted"), "{committed}");
+    assert_eq!(
+        std::fs::read_to_string(t.art().join(FIRST)).unwrap(),
+        committed
+    );
+    assert_eq!(
+        git_out(t, &["log", "--format=%s", "--", FIRST])
+            .lines()
+            .count(),
+        1,
+        "only the commit of iteration 1 holds its artifact"
+    );
+    assert_eq!(git_out(t, &["status", "--porcelain", "--", FIRST]), "");
+    committed
+}
+
 #[test]
 fn a_run_that_edits_a_kept_iteration_is_rejected_and_the_result_is_what_its_commit_holds() {
     let t = TestHome::new();
     // Every iteration the gate judges scores 6.7: a tie keeps the earlier result.
     let cfg = scripted_judge(&t, &["6.7"]);
-    let first = "wiggum/iterations/001-100/iteration-001/artifact.md";
     let iteration = format!(
         r#"case "$ITERATION" in
   1) {GOOD} ;;
-  2) echo 'Planted by iteration 2.' >> "$ARTIFACT_PATH/{first}"; printf 'poor\n' > "$ITERATION_DIR/artifact.md" ;;
+  2) echo 'Planted by iteration 2.' >> "$ARTIFACT_PATH/{FIRST}"; printf 'poor\n' > "$ITERATION_DIR/artifact.md" ;;
   *) printf 'poor\n' > "$ITERATION_DIR/artifact.md" ;;
   esac"#
     );
@@ -99,26 +124,8 @@ fn a_run_that_edits_a_kept_iteration_is_rejected_and_the_result_is_what_its_comm
         &cfg,
         &["--max-rounds", "1", "--max-iterations", "3"],
     );
+    let committed = first_as_committed(&t, &r.stdout(), "the agent changed protected files");
     let out = r.stdout();
-    assert!(
-        line(&out, "Iteration 2/").contains(&format!(
-            "the agent changed protected files ({first}); they were restored"
-        )),
-        "{out}"
-    );
-    let committed = git_out(&t, &["show", &format!("HEAD:{first}")]);
-    assert!(!committed.contains("Planted"), "{committed}");
-    assert_eq!(
-        std::fs::read_to_string(t.art().join(first)).unwrap(),
-        committed
-    );
-    assert_eq!(
-        git_out(&t, &["log", "--format=%s", "--", first])
-            .lines()
-            .count(),
-        1,
-        "only the commit of iteration 1 holds its artifact"
-    );
     // Iteration 3 ties iteration 1: the result stays iteration 1's, as its commit holds it.
     assert!(line(&out, "  artifact").ends_with("(iteration 1)"), "{out}");
     assert_eq!(
@@ -137,9 +144,8 @@ fn a_revision_round_that_edits_a_kept_iteration_rejects_its_own_and_the_edit_is_
     let t = TestHome::new();
     // Iteration 1 passes; iteration 2 fails, and its revision round edits iteration 1.
     let cfg = scripted_judge(&t, &["9.0", "5.0"]);
-    let first = "wiggum/iterations/001-100/iteration-001/artifact.md";
     let revision = format!(
-        r#"echo 'Planted by a revision.' >> "$ARTIFACT_PATH/{first}"; cat "$ITERATION_DIR/artifact.md""#
+        r#"echo 'Planted by a revision.' >> "$ARTIFACT_PATH/{FIRST}"; cat "$ITERATION_DIR/artifact.md""#
     );
     let agent = revising_agent(&t, 2, ":", GOOD, &revision);
     let r = start_judged(
@@ -149,20 +155,11 @@ fn a_revision_round_that_edits_a_kept_iteration_rejects_its_own_and_the_edit_is_
         &cfg,
         &["--max-rounds", "2", "--max-iterations", "2"],
     );
-    let out = r.stdout();
-    assert!(
-        line(&out, "Iteration 2/").contains(&format!(
-            "in a revision round, the agent changed protected files ({first}); they were restored"
-        )),
-        "{out}"
+    first_as_committed(
+        &t,
+        &r.stdout(),
+        "in a revision round, the agent changed protected files",
     );
-    let committed = git_out(&t, &["show", &format!("HEAD:{first}")]);
-    assert!(!committed.contains("Planted"), "{committed}");
-    assert_eq!(
-        std::fs::read_to_string(t.art().join(first)).unwrap(),
-        committed
-    );
-    assert_eq!(git_out(&t, &["status", "--porcelain", "--", first]), "");
 }
 
 #[test]
