@@ -38,11 +38,15 @@ pub fn put_back(repo: &Repo, layout: &Layout, n: u32, changed: &[PathBuf]) -> Re
             continue;
         }
         let path = layout.root().join(rel);
+        // A link or a file the run put where a directory on the way was is not followed.
+        if let Some(parent) = path.parent() {
+            super::iteration::clear_planted(&layout.wiggum(), parent)?;
+        }
         if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
             fsutil::remove_dir_all_opt(&path)?;
         }
         match repo.head_blob(rel) {
-            Some(bytes) => fsutil::atomic_write(&path, &bytes)?,
+            Some(bytes) => write_back(&path, &bytes)?,
             None => fsutil::remove_dir_all_opt(&path)?,
         }
         back.push(rel.display().to_string());
@@ -56,9 +60,50 @@ pub fn put_back(repo: &Repo, layout: &Layout, n: u32, changed: &[PathBuf]) -> Re
     Ok(back)
 }
 
+/// Write `bytes` at `path` under an earlier iteration's directory, making the directories on the
+/// way again when the run deleted them.
+fn write_back(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        fsutil::create_dir_all(parent)?;
+    }
+    fsutil::atomic_write(path, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_iteration_deleted_or_linked_away_is_written_again_as_committed() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Layout::new(d.path());
+        let repo = Repo::open_or_init(d.path()).unwrap();
+        std::fs::create_dir_all(l.iteration_dir(1)).unwrap();
+        std::fs::write(l.iteration_artifact(1), "# one\n").unwrap();
+        let rel = PathBuf::from("wiggum/iterations/001-100/iteration-001/artifact.md");
+        repo.commit_paths(std::slice::from_ref(&rel), "one", "t", "t@example.com")
+            .unwrap();
+        let planted = PathBuf::from("wiggum/iterations/001-100/iteration-001/a.md");
+        std::fs::write(d.path().join(&planted), "more").unwrap();
+        let changed = [planted.clone(), rel.clone()];
+        assert!(put_back(&repo, &l, 1, &changed).unwrap().is_empty());
+        std::fs::remove_dir_all(l.iteration_dir(1)).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), l.iteration_dir(1)).unwrap();
+        let back = put_back(&repo, &l, 2, &changed).unwrap();
+        assert_eq!(back.len(), 2, "{back:?}");
+        assert!(
+            std::fs::symlink_metadata(l.iteration_dir(1))
+                .unwrap()
+                .is_dir()
+        );
+        assert_eq!(
+            std::fs::read_to_string(l.iteration_artifact(1)).unwrap(),
+            "# one\n"
+        );
+        assert!(!d.path().join(&planted).exists());
+        assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
 
     #[test]
     fn only_an_earlier_iteration_s_directory_is_earlier() {

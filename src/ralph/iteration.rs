@@ -106,7 +106,7 @@ fn move_dir(
 
 /// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
 /// an earlier agent left there), so the supervisor makes them again and writes into its own.
-fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
+pub(super) fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
     let mut on_the_way: Vec<&std::path::Path> = dir
         .ancestors()
         .take_while(|a| *a != wiggum && a.starts_with(wiggum))
