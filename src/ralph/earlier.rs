@@ -2,7 +2,9 @@
 //! holds, and what the result is copied from. A later run that changes a file there has the
 //! change put back as HEAD holds it (a file HEAD does not hold there is removed), and — as with
 //! the loop's other protected files — its iteration is rejected; the change is never committed.
-//! An iteration no commit holds (committing is off) has no record to put back from.
+//! An iteration no commit holds (committing is off) has no record to put back from. The folders
+//! on the way to an iteration's directory are the loop's own too: a link or a file a run left in
+//! their place is removed before the loop writes there, never followed.
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +42,7 @@ pub fn put_back(repo: &Repo, layout: &Layout, n: u32, changed: &[PathBuf]) -> Re
         let path = layout.root().join(rel);
         // A link or a file the run put where a directory on the way was is not followed.
         if let Some(parent) = path.parent() {
-            super::iteration::clear_planted(&layout.wiggum(), parent)?;
+            clear_planted(&layout.wiggum(), parent)?;
         }
         if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
             fsutil::remove_dir_all_opt(&path)?;
@@ -58,6 +60,27 @@ pub fn put_back(repo: &Repo, layout: &Layout, n: u32, changed: &[PathBuf]) -> Re
         );
     }
     Ok(back)
+}
+
+/// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
+/// an earlier agent left there), so the supervisor makes them again and writes into its own.
+pub fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
+    let mut on_the_way: Vec<&std::path::Path> = dir
+        .ancestors()
+        .take_while(|a| *a != wiggum && a.starts_with(wiggum))
+        .collect();
+    on_the_way.reverse();
+    for a in on_the_way {
+        let planted = std::fs::symlink_metadata(a).is_ok_and(|m| !m.is_dir());
+        if planted {
+            tracing::warn!(
+                "{}: not a directory (a link or a file an agent left); removed and made again",
+                a.display()
+            );
+            fsutil::remove_dir_all_opt(a)?;
+        }
+    }
+    Ok(())
 }
 
 /// Write `bytes` at `path` under an earlier iteration's directory, making the directories on the

@@ -104,27 +104,6 @@ fn move_dir(
     fsutil::rename(&dir, &to)
 }
 
-/// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
-/// an earlier agent left there), so the supervisor makes them again and writes into its own.
-pub(super) fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
-    let mut on_the_way: Vec<&std::path::Path> = dir
-        .ancestors()
-        .take_while(|a| *a != wiggum && a.starts_with(wiggum))
-        .collect();
-    on_the_way.reverse();
-    for a in on_the_way {
-        let planted = std::fs::symlink_metadata(a).is_ok_and(|m| !m.is_dir());
-        if planted {
-            tracing::warn!(
-                "{}: not a directory (a link or a file an agent left); removed and made again",
-                a.display()
-            );
-            fsutil::remove_dir_all_opt(a)?;
-        }
-    }
-    Ok(())
-}
-
 /// Discard an attempt: restore the plan it may have ticked and move its directory aside.
 fn discard(lp: &Loop, n: u32, attempt: u32) -> Result<()> {
     restore_plan(&lp.runner.layout)?;
@@ -311,7 +290,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
 fn lay_out(lp: &Loop, n: u32) -> Result<String> {
     let layout = &lp.runner.layout;
     let dir = layout.iteration_dir(n);
-    clear_planted(&layout.wiggum(), &dir)?;
+    super::earlier::clear_planted(&layout.wiggum(), &dir)?;
     fsutil::remove_dir_all_opt(&dir)?;
     fsutil::create_dir_all(&dir)?;
     let records = layout.run_dir(n);
