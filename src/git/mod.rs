@@ -278,6 +278,16 @@ impl Repo {
             .is_ok()
     }
 
+    /// What HEAD's tree holds at `rel` (relative to the artifact dir): `None` when it holds no
+    /// file there (or there is no HEAD).
+    #[must_use]
+    pub fn head_blob(&self, rel: &Path) -> Option<Vec<u8>> {
+        let tree = self.repo.head().and_then(|h| h.peel_to_tree()).ok()?;
+        let entry = tree.get_path(&self.scope.join(rel)).ok()?;
+        let blob = entry.to_object(&self.repo).ok()?.into_blob().ok()?;
+        Some(blob.content().to_vec())
+    }
+
     /// The current HEAD commit, if any.
     #[must_use]
     pub fn head(&self) -> Option<Oid> {

@@ -140,6 +140,33 @@ struct LoopReviser<'a> {
     iteration: u32,
 }
 
+impl LoopReviser<'_> {
+    /// What is dirty before a revision round, when there is an earlier iteration it could edit.
+    fn snapshot_if_earlier(&mut self) -> Result<Option<crate::git::Snapshot>> {
+        if self.iteration < 2 {
+            return Ok(None);
+        }
+        self.lp.tracker.snapshot(&self.lp.repo).map(Some)
+    }
+
+    /// Put back what the round changed in an earlier iteration's directory (`ralph::earlier`);
+    /// that rejects the iteration, as a protected file would.
+    fn put_back_earlier(&mut self, before: Option<crate::git::Snapshot>) -> Result<()> {
+        let Some(before) = before else {
+            return Ok(());
+        };
+        let changed = self
+            .lp
+            .tracker
+            .snapshot(&self.lp.repo)?
+            .changed_paths(&before);
+        let layout = &self.lp.runner.layout;
+        let back = super::earlier::put_back(&self.lp.repo, layout, self.iteration, &changed)?;
+        self.lp.revision_tampered.extend(back);
+        Ok(())
+    }
+}
+
 impl Reviser for LoopReviser<'_> {
     fn may_spend(&self) -> bool {
         // Revisions cost what iterations cost: none once a budget would be crossed.
@@ -171,8 +198,13 @@ impl Reviser for LoopReviser<'_> {
         let layout = self.lp.runner.layout.clone();
         let original =
             super::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
+        let before = self.snapshot_if_earlier()?;
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
-        if let Some(what) = super::original::put_back(&layout, self.iteration, original, false)? {
+        self.put_back_earlier(before)?;
+        let cap = self.lp.take_cap();
+        if let Some(what) =
+            super::original::put_back(&layout, self.iteration, original, false, cap)?
+        {
             self.took(round, what);
         }
         // One rule for every run: a revision that changed protected files (restored by the
@@ -637,7 +669,7 @@ fn keep_result(
     let next = super::best::candidate(n, gate, lp.settings.defaults.pass_threshold);
     let keep_best = lp.settings.gate.on_gate_fail == OnGateFail::KeepBest;
     let prev = lp.runner.state.best.as_ref();
-    super::best::settle(&lp.runner.layout, prev, next, keep_best).map(Some)
+    super::best::settle(&lp.runner.layout, &lp.repo, prev, next, keep_best).map(Some)
 }
 
 /// A code change the gate failed (a test deleted or skipped, a placeholder, a change past one

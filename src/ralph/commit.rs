@@ -42,7 +42,8 @@ impl Committed {
 }
 
 /// The files the loop itself owns (relative to the artifact dir): its settings and memory in
-/// `wiggum/`, its result (`wiggum/final/artifact.md`), whatever else of `dirty` (a current snapshot's paths) lies directly in
+/// `wiggum/`, its result (`wiggum/final/artifact.md`, with an iteration's commit only: planning
+/// keeps no iteration), whatever else of `dirty` (a current snapshot's paths) lies directly in
 /// `wiggum/`, the iteration's directory, and — while the repository has no commit yet (the
 /// loop created it) — its inputs. `wiggum/` itself is not listed: it holds a directory per
 /// iteration, and reading it would cost more with every iteration. Runtime files are left out
@@ -62,7 +63,7 @@ pub fn loop_paths<'a>(
         .collect();
     // The loop's result, committed with the iteration that changes it (`ralph::best`).
     let result = wiggum.join("final").join("artifact.md");
-    if root.join(&result).is_file() {
+    if iteration_dir.is_some() && root.join(&result).is_file() {
         out.push(result);
     }
     let known = out.len();

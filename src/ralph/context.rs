@@ -85,4 +85,15 @@ impl Loop {
         self.runner.quality_measured(m.overall);
         m
     }
+
+    /// The most of an edit of the original a run's artifact may take: what the loop reads of a
+    /// file, and no more than `[safety] max_file_mb`.
+    #[must_use]
+    pub fn take_cap(&self) -> u64 {
+        let max_file = self.settings.safety.max_file_mb.saturating_mul(1 << 20);
+        match max_file {
+            0 => crate::sys::fsutil::TEXT_CAP,
+            m => crate::sys::fsutil::TEXT_CAP.min(m),
+        }
+    }
 }

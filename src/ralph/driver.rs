@@ -323,7 +323,12 @@ impl Loop {
         let before = self.tracker.snapshot(&self.repo)?;
         let original = super::original::hold(&layout, 0, self.work.seeds_artifact())?;
         let run = self.runner.run_agent(&agent, &phase, prompt).await?;
-        let original = super::original::put_back(&layout, 0, original, false)?;
+        let original = super::original::put_back(&layout, 0, original, false, self.take_cap())?;
+        // Only a kept iteration writes the result: what planning left there is not one.
+        if self.work.seeds_artifact() {
+            let kept = self.runner.state.best.map(|b| b.iteration);
+            super::best::put_back(&layout, &self.repo, kept)?;
+        }
         let changed = self.tracker.snapshot(&self.repo)?.changed_paths(&before);
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
@@ -397,8 +402,8 @@ impl Loop {
         // result is its repository.
         let last = self.runner.state.last_committed_iteration;
         let result = self.runner.state.best.map_or(last, |b| b.iteration);
-        if result > 0 && self.work.seeds_artifact() {
-            super::best::write_copy(&layout, result)?;
+        if self.work.seeds_artifact() {
+            super::best::put_back(&layout, &self.repo, (result > 0).then_some(result))?;
         }
         let end = Step::End(reason, why.to_string());
         self.runner.step(end)?;

@@ -104,27 +104,6 @@ fn move_dir(
     fsutil::rename(&dir, &to)
 }
 
-/// Remove what is not a real directory on the way from `wiggum/` down to `dir` (a link or a file
-/// an earlier agent left there), so the supervisor makes them again and writes into its own.
-fn clear_planted(wiggum: &std::path::Path, dir: &std::path::Path) -> Result<()> {
-    let mut on_the_way: Vec<&std::path::Path> = dir
-        .ancestors()
-        .take_while(|a| *a != wiggum && a.starts_with(wiggum))
-        .collect();
-    on_the_way.reverse();
-    for a in on_the_way {
-        let planted = std::fs::symlink_metadata(a).is_ok_and(|m| !m.is_dir());
-        if planted {
-            tracing::warn!(
-                "{}: not a directory (a link or a file an agent left); removed and made again",
-                a.display()
-            );
-            fsutil::remove_dir_all_opt(a)?;
-        }
-    }
-    Ok(())
-}
-
 /// Discard an attempt: restore the plan it may have ticked and move its directory aside.
 fn discard(lp: &Loop, n: u32, attempt: u32) -> Result<()> {
     restore_plan(&lp.runner.layout)?;
@@ -315,7 +294,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
 fn lay_out(lp: &Loop, n: u32) -> Result<String> {
     let layout = &lp.runner.layout;
     let dir = layout.iteration_dir(n);
-    clear_planted(&layout.wiggum(), &dir)?;
+    super::earlier::clear_planted(&layout.wiggum(), &dir)?;
     fsutil::remove_dir_all_opt(&dir)?;
     fsutil::create_dir_all(&dir)?;
     let records = layout.run_dir(n);
@@ -351,14 +330,19 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
     let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
     let timed = crate::sys::timing::step("run_agent");
-    let run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    let mut run = lp.runner.run_agent(&agent, &phase, prompt).await?;
     drop(timed);
     crate::sys::failpoint::hit("after-run")?;
-    let original = super::original::put_back(&layout, n, original, true)?;
+    let original = super::original::put_back(&layout, n, original, true, lp.take_cap())?;
     let put_back = put_back_spec(lp)?;
     let snap = crate::sys::timing::step("snapshot");
-    let after = lp.tracker.snapshot(&lp.repo)?;
+    let mut after = lp.tracker.snapshot(&lp.repo)?;
     drop(snap);
+    let earlier = super::earlier::put_back(&lp.repo, &layout, n, &after.changed_paths(&before))?;
+    if !earlier.is_empty() {
+        run.protected_changed.extend(earlier);
+        after = lp.tracker.snapshot(&lp.repo)?;
+    }
     let raw = after.changed_since(&before);
     // Commits the agent made of its own work are progress, though they leave nothing dirty;
     // so are changes to files the plan names outside the artifact directory.

@@ -19,6 +19,7 @@ pub mod decide;
 pub mod deliver;
 pub mod driver;
 pub mod dry_run;
+pub mod earlier;
 pub mod event;
 pub mod failure;
 pub mod fallback;

@@ -1,9 +1,11 @@
 //! The original `artifact.md` is the user's: a document loop's runs read it and write their
-//! iteration's copy. It is kept (a copy in the loop's records, out of the agent's sight) before
-//! each iteration's run and put back after it when the run changed it; when the run wrote
-//! nothing to its iteration's artifact, its edit of the original becomes that artifact (the agent
-//! wrote to the wrong file). The run line says which, so "before" figures always measure the
-//! original as the user left it.
+//! iteration's copy. It is kept (a copy in the loop's records, out of the agent's sight, with its
+//! mode beside it) before each iteration's run and put back after it when the run changed its
+//! bytes or its mode; when the run wrote nothing to its iteration's artifact, its edit of the
+//! original becomes that artifact (the agent wrote to the wrong file) — unless the edit is larger
+//! than the loop takes of a file. The run line says which, so "before" figures always measure the
+//! original as the user left it. A start after a supervisor died during a run puts it back first,
+//! before anything reads it.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -23,29 +25,78 @@ pub struct Held {
     mode: u32,
 }
 
-/// Write the kept copy's bytes over the original, with `mode` when given (else the mode the
-/// file there has).
-fn restore(copy: &Path, original: &Path, mode: Option<u32>) -> Result<()> {
+/// What a run did to the original (each is put back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edit {
+    /// Deleted it, or put something else in its place.
+    Deleted,
+    /// Wrote to it, and the edit became the iteration's artifact.
+    Taken,
+    /// Wrote to it.
+    Restored,
+    /// Wrote to it, leaving it this many bytes: more than the loop takes of a file.
+    TooLarge(u64),
+    /// Changed its mode (to this one) and nothing else.
+    Mode(u32),
+}
+
+/// The kept copy of the original, and its mode beside it.
+fn kept(layout: &Layout) -> (PathBuf, PathBuf) {
+    let records = layout.records();
+    (records.join("original.md"), records.join("original.mode"))
+}
+
+/// The file the original will be once a start has recovered it: the copy kept before a run
+/// whose supervisor died, when there is one; else the original itself.
+#[must_use]
+pub fn as_recovered(layout: &Layout) -> PathBuf {
+    let (copy, _) = kept(layout);
+    if copy.is_file() {
+        copy
+    } else {
+        layout.original_artifact()
+    }
+}
+
+/// Write the kept copy's bytes over the original (whatever is in its place goes), with `mode`.
+fn restore(copy: &Path, original: &Path, mode: u32) -> Result<()> {
+    if std::fs::symlink_metadata(original).is_ok_and(|m| !m.is_file()) {
+        fsutil::remove_dir_all_opt(original)?;
+    }
     let bytes = std::fs::read(copy).at(copy, "read")?;
     fsutil::atomic_write(original, &bytes)?;
-    if let Some(mode) = mode {
-        std::fs::set_permissions(original, std::fs::Permissions::from_mode(mode))
-            .at(original, "set the mode of")?;
-    }
-    Ok(())
+    set_mode(original, mode)
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .at(path, "set the mode of")
+}
+
+/// The mode of the regular file at `path`; `None` when there is none (gone, a link, a
+/// directory).
+fn file_mode(path: &Path) -> Option<u32> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.permissions().mode() & 0o7777)
 }
 
 /// What became of a run's edit of the original. Pure.
 #[must_use]
-pub fn said(n: u32, deleted: bool, taken: bool) -> String {
-    match (deleted, taken) {
-        (true, _) => "deleted the original; the original restored".to_string(),
-        (false, true) => {
-            format!(
-                "wrote to the original; taken as iteration {n}'s artifact and the original restored"
-            )
+pub fn said(n: u32, edit: Edit) -> String {
+    match edit {
+        Edit::Deleted => "deleted the original; the original restored".to_string(),
+        Edit::Taken => format!(
+            "wrote to the original; taken as iteration {n}'s artifact and the original restored"
+        ),
+        Edit::Restored => "wrote to the original; the original restored".to_string(),
+        Edit::TooLarge(len) => format!(
+            "wrote to the original, leaving it {len} bytes, more than the loop takes of a file; not taken, the original restored"
+        ),
+        Edit::Mode(mode) => {
+            format!("changed the original's mode to {mode:o}; the original restored")
         }
-        (false, false) => "wrote to the original; the original restored".to_string(),
     }
 }
 
@@ -57,13 +108,14 @@ pub fn hold(layout: &Layout, n: u32, document: bool) -> Result<Option<Held>> {
         return Ok(None);
     }
     fsutil::create_dir_all(layout.records())?;
-    let copy = layout.records().join("original.md");
-    fsutil::copy_file(&original, &copy)?;
+    let (copy, mode_file) = kept(layout);
     let mode = std::fs::metadata(&original)
         .at(&original, "read the mode of")?
         .permissions()
         .mode()
         & 0o7777;
+    fsutil::atomic_write(&mode_file, format!("{mode:o}\n").as_bytes())?;
+    fsutil::copy_file(&original, &copy)?;
     Ok(Some(Held {
         copy,
         seed: fsutil::read_opt(&layout.iteration_artifact(n))?,
@@ -71,38 +123,61 @@ pub fn hold(layout: &Layout, n: u32, document: bool) -> Result<Option<Held>> {
     }))
 }
 
-/// After a run of iteration `n`: put the original back when the run changed it, its edit taken
-/// as the iteration's artifact when the run left that as it found it and `may_take` (an
-/// iteration's own run; a revision round's edit of the original is no revision of the
-/// iteration's document). What became of it, if anything did.
+/// What the run did to the original, its mode already put back (so its bytes can be read).
+/// `None`: nothing.
+fn edit_of(layout: &Layout, n: u32, held: &Held, may_take: bool, cap: u64) -> Result<Option<Edit>> {
+    let original = layout.original_artifact();
+    let Some(mode) = file_mode(&original) else {
+        return Ok(Some(Edit::Deleted));
+    };
+    if mode != held.mode {
+        set_mode(&original, held.mode)?;
+    }
+    if fsutil::same_content(&original, &held.copy)? {
+        return Ok((mode != held.mode).then_some(Edit::Mode(mode)));
+    }
+    let len = std::fs::metadata(&original).map_or(0, |m| m.len());
+    if len > cap {
+        return Ok(Some(Edit::TooLarge(len)));
+    }
+    let artifact = layout.iteration_artifact(n);
+    let untouched = fsutil::read_opt(&artifact).ok().flatten() == held.seed;
+    let dir = artifact.parent().is_some_and(Path::is_dir);
+    Ok(Some(if may_take && untouched && dir {
+        Edit::Taken
+    } else {
+        Edit::Restored
+    }))
+}
+
+/// After a run of iteration `n`: put the original back (bytes and mode) when the run changed it,
+/// its edit taken as the iteration's artifact when the run left that as it found it, `may_take`
+/// (an iteration's own run; a revision round's edit of the original is no revision of the
+/// iteration's document) and the edit is no larger than `cap`. What became of it, if anything
+/// did.
 pub fn put_back(
     layout: &Layout,
     n: u32,
     held: Option<Held>,
     may_take: bool,
+    cap: u64,
 ) -> Result<Option<String>> {
     let Some(held) = held else {
         return Ok(None);
     };
     let original = layout.original_artifact();
-    if fsutil::same_content(&original, &held.copy)? {
-        fsutil::remove_file_opt(&held.copy)?;
+    let edit = edit_of(layout, n, &held, may_take, cap)?;
+    if edit == Some(Edit::Taken) {
+        fsutil::copy_file(&original, &layout.iteration_artifact(n))?;
+    }
+    if edit.is_some() {
+        restore(&held.copy, &original, held.mode)?;
+    }
+    forget(layout)?;
+    let Some(edit) = edit else {
         return Ok(None);
-    }
-    let deleted = !original.is_file() || crate::sys::beneath::is_link(&original);
-    let artifact = layout.iteration_artifact(n);
-    let untouched = fsutil::read_opt(&artifact).ok().flatten() == held.seed;
-    let taken =
-        may_take && !deleted && untouched && artifact.parent().is_some_and(std::path::Path::is_dir);
-    if taken {
-        fsutil::copy_file(&original, &artifact)?;
-    }
-    if deleted {
-        fsutil::remove_dir_all_opt(&original)?;
-    }
-    restore(&held.copy, &original, Some(held.mode))?;
-    fsutil::remove_file_opt(&held.copy)?;
-    let what = said(n, deleted, taken);
+    };
+    let what = said(n, edit);
     let at = if n == 0 {
         "planning".to_string()
     } else {
@@ -112,26 +187,38 @@ pub fn put_back(
     Ok(Some(what))
 }
 
-/// At a start after a supervisor died during a run: the original as it was before that run,
-/// put back when the run changed it. Whether it was.
+/// Drop the kept copy and its mode.
+fn forget(layout: &Layout) -> Result<()> {
+    let (copy, mode_file) = kept(layout);
+    fsutil::remove_file_opt(&copy)?;
+    fsutil::remove_file_opt(&mode_file)
+}
+
+/// At a start after a supervisor died during a run: the original as it was before that run, its
+/// bytes and mode, put back when the run changed either. Whether it was.
 pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
-    let copy = layout.records().join("original.md");
+    let (copy, mode_file) = kept(layout);
     if !copy.is_file() {
         return Ok(false);
     }
     let original = layout.original_artifact();
-    let changed = !fsutil::same_content(&original, &copy)?;
+    let now = file_mode(&original);
+    let mode = fsutil::read_opt(&mode_file)?
+        .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
+        .or(now)
+        .unwrap_or(0o644);
+    if now.is_some_and(|m| m != mode) {
+        set_mode(&original, mode)?;
+    }
+    let changed = now != Some(mode) || !fsutil::same_content(&original, &copy)?;
     if changed {
-        if crate::sys::beneath::is_link(&original) || original.is_dir() {
-            fsutil::remove_dir_all_opt(&original)?;
-        }
-        restore(&copy, &original, None)?;
+        restore(&copy, &original, mode)?;
         tracing::warn!(
             "{}: changed by a run whose supervisor died; put back as it was before that run",
             original.display()
         );
     }
-    fsutil::remove_file_opt(&copy)?;
+    forget(layout)?;
     Ok(changed)
 }
 
@@ -142,15 +229,15 @@ mod tests {
     #[test]
     fn what_became_of_an_edit_of_the_original_is_said() {
         assert_eq!(
-            said(2, false, true),
+            said(2, Edit::Taken),
             "wrote to the original; taken as iteration 2's artifact and the original restored"
         );
         assert_eq!(
-            said(2, false, false),
+            said(2, Edit::Restored),
             "wrote to the original; the original restored"
         );
         assert_eq!(
-            said(2, true, false),
+            said(2, Edit::Deleted),
             "deleted the original; the original restored"
         );
     }
@@ -167,7 +254,7 @@ mod tests {
         std::fs::write(l.iteration_artifact(2), "# Mine\n").unwrap();
         let held = hold(&l, 2, true).unwrap();
         std::fs::write(l.original_artifact(), "# Mine\n\nMore.\n").unwrap();
-        let what = put_back(&l, 2, held, true).unwrap();
+        let what = put_back(&l, 2, held, true, 1 << 20).unwrap();
         assert!(what.unwrap().contains("taken as iteration 2's artifact"));
         assert_eq!(
             std::fs::read_to_string(l.original_artifact()).unwrap(),
@@ -181,7 +268,7 @@ mod tests {
         // A run that deletes it: put back, its mode with it.
         let held = hold(&l, 2, true).unwrap();
         std::fs::remove_file(l.original_artifact()).unwrap();
-        let what = put_back(&l, 2, held, true).unwrap();
+        let what = put_back(&l, 2, held, true, 1 << 20).unwrap();
         assert_eq!(
             what.as_deref(),
             Some("deleted the original; the original restored")
@@ -189,7 +276,7 @@ mod tests {
         assert_eq!(mode(&l.original_artifact()), 0o644);
         // A run that leaves the original alone: nothing said, nothing kept.
         let held = hold(&l, 2, true).unwrap();
-        assert_eq!(put_back(&l, 2, held, true).unwrap(), None);
+        assert_eq!(put_back(&l, 2, held, true, 1 << 20).unwrap(), None);
         assert!(!l.records().join("original.md").exists());
         // A supervisor that died during a run: the next start puts the original back.
         let _held = hold(&l, 2, true).unwrap();
@@ -200,5 +287,39 @@ mod tests {
             "# Mine\n"
         );
         assert!(!restore_after_crash(&l).unwrap());
+    }
+
+    #[test]
+    fn a_mode_change_is_put_back_and_an_edit_past_the_cap_is_not_taken() {
+        let d = tempfile::tempdir().unwrap();
+        let l = Layout::new(d.path());
+        let original = l.original_artifact();
+        std::fs::write(&original, "# Mine\n").unwrap();
+        std::fs::set_permissions(&original, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::create_dir_all(l.iteration_dir(1)).unwrap();
+        let held = hold(&l, 1, true).unwrap();
+        std::fs::set_permissions(&original, std::fs::Permissions::from_mode(0o4777)).unwrap();
+        assert_eq!(
+            put_back(&l, 1, held, true, 64).unwrap().as_deref(),
+            Some("changed the original's mode to 4777; the original restored")
+        );
+        assert_eq!(file_mode(&original), Some(0o644));
+        let held = hold(&l, 1, true).unwrap();
+        std::fs::write(&original, "x".repeat(65)).unwrap();
+        assert_eq!(
+            put_back(&l, 1, held, true, 64).unwrap().as_deref(),
+            Some(
+                "wrote to the original, leaving it 65 bytes, more than the loop takes of a file; not taken, the original restored"
+            )
+        );
+        assert!(!l.iteration_artifact(1).exists());
+        assert_eq!(std::fs::read_to_string(&original).unwrap(), "# Mine\n");
+        // A crash copy is what a start checks, and is put back with its mode.
+        let _held = hold(&l, 1, true).unwrap();
+        std::fs::remove_file(&original).unwrap();
+        assert_eq!(as_recovered(&l), l.records().join("original.md"));
+        assert!(restore_after_crash(&l).unwrap());
+        assert_eq!(file_mode(&original), Some(0o644));
+        assert_eq!(as_recovered(&l), original);
     }
 }

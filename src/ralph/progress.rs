@@ -246,7 +246,8 @@ pub struct Completion {
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
-/// and of the final one, read up to 8 MiB each).
+/// and of the final one, read up to 8 MiB each). Before an iteration was kept there is no
+/// result: a file a run left where it goes is neither named nor measured.
 #[must_use]
 pub fn completion_of(
     layout: &Layout,
@@ -254,9 +255,10 @@ pub fn completion_of(
     kind: &crate::quality::types::ArtifactType,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Option<Completion> {
-    let artifact = layout.final_artifact();
+    let kept = st.best.is_some() || st.last_committed_iteration > 0;
+    let artifact = Some(layout.final_artifact()).filter(|a| kept && a.exists());
     let before = quality_of(&layout.original_artifact(), kind);
-    let after = quality_of(&artifact, kind);
+    let after = artifact.as_deref().and_then(|a| quality_of(a, kind));
     let flat = match (&before, &after) {
         (Some(b), Some(a)) => flat_note(b, a, st.last_gate_score),
         _ => None,
@@ -278,7 +280,7 @@ pub fn completion_of(
         cost: st.spend.shown(),
         reason: st.stop_reason()?,
         detail: st.stop_detail().unwrap_or_default().to_string(),
-        artifact: artifact.exists().then_some(artifact),
+        artifact,
         best: st.best,
         tests: kind
             .writes_repository()
@@ -489,6 +491,8 @@ fn result_lines(c: &Completion) -> Vec<String> {
             .best
             .map_or(String::new(), |b| format!(" (iteration {})", b.iteration));
         out.push(format!("  artifact    {}{of}", a.display()));
+    } else if !c.code && c.iterations > 0 {
+        out.push("  artifact    none: no iteration was kept".to_string());
     }
     out
 }
@@ -758,7 +762,15 @@ mod tests {
         };
         let block = completion_block(&none);
         assert!(block.contains("quality     - → -"), "{block}");
-        assert!(!block.contains("artifact"), "{block}");
+        assert!(
+            block.contains("\n  artifact    none: no iteration was kept\n"),
+            "{block}"
+        );
+        let nothing_ran = completion_block(&Completion {
+            iterations: 0,
+            ..none
+        });
+        assert!(!nothing_ran.contains("artifact"), "{nothing_ran}");
     }
 
     #[test]

@@ -452,16 +452,18 @@ fn check_evaluator(opts: &StartOpts, settings: &Settings, layout: &Layout) -> Re
 }
 
 /// The artifact the gate judges exists, and nothing the loop reads whole is past what it reads
-/// (refused now, before anything is written, not found at the first read).
+/// (refused now, before anything is written, not found at the first read). The original is
+/// judged as the start will have recovered it: a run whose supervisor died may have deleted or
+/// replaced it, and `open` puts it back before anything reads it.
 fn check_inputs(settings: &Settings, layout: &Layout) -> Result<()> {
-    if settings.gate.target == config::GateTarget::Artifact && !layout.original_artifact().is_file()
-    {
+    let original = super::original::as_recovered(layout);
+    if settings.gate.target == config::GateTarget::Artifact && !original.is_file() {
         return Err(Error::input(format!(
             "--artifact-path {}: no artifact.md (the gate judges it; set [gate] target = \"diff\" or \"off\" for other loops)",
             layout.root().display()
         )));
     }
-    let inputs = std::iter::once(layout.original_artifact()).chain(
+    let inputs = std::iter::once(original).chain(
         super::templates::FILES
             .iter()
             .map(|(name, _)| layout.memory(name)),

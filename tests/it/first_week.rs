@@ -5,7 +5,7 @@ use crate::loop_core::redact;
 use crate::support::home::Run;
 use crate::support::{TestHome, git};
 
-fn write(t: &TestHome, name: &str, text: &str) -> String {
+pub(crate) fn write(t: &TestHome, name: &str, text: &str) -> String {
     let p = t.root().join(name);
     std::fs::write(&p, text).unwrap();
     p.display().to_string()
@@ -13,7 +13,7 @@ fn write(t: &TestHome, name: &str, text: &str) -> String {
 
 /// Settings naming an evaluator that gives every dimension the next score of `scores` (one per
 /// call; the last repeats), so the gate's score is that number.
-fn scripted_judge(t: &TestHome, scores: &[&str]) -> String {
+pub(crate) fn scripted_judge(t: &TestHome, scores: &[&str]) -> String {
     let dir = t.root().join("judge");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("scores"), scores.join("\n") + "\n").unwrap();
@@ -37,13 +37,19 @@ echo "{{\"depth\": $s, \"relevance\": $s, \"completeness\": $s, \"grounded\": $s
     )
 }
 
-fn git_out(t: &TestHome, args: &[&str]) -> String {
+pub(crate) fn git_out(t: &TestHome, args: &[&str]) -> String {
     git(&t.art(), args)
 }
 
 /// `start <topic> --foreground` with `agent`, judged by the scripted judge of `cfg`, and
 /// `extra`; the terminal as a user has it.
-fn start_judged(t: &TestHome, topic: &str, agent: &str, cfg: &str, extra: &[&str]) -> Run {
+pub(crate) fn start_judged(
+    t: &TestHome,
+    topic: &str,
+    agent: &str,
+    cfg: &str,
+    extra: &[&str],
+) -> Run {
     let mut more = vec!["--foreground", "--config", cfg, "--evaluator", "judge"];
     more.extend_from_slice(extra);
     let args = t.start_args(topic, &t.art(), agent, &more);

@@ -25,6 +25,7 @@ mod gate_cmd;
 mod harness;
 mod hooks;
 mod inspect;
+mod kept_result;
 mod limits;
 mod lock;
 mod loop_core;
