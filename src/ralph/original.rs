@@ -168,7 +168,17 @@ pub fn put_back(
     let original = layout.original_artifact();
     let edit = edit_of(layout, n, &held, may_take, cap)?;
     if edit == Some(Edit::Taken) {
-        fsutil::copy_file(&original, &layout.iteration_artifact(n))?;
+        // Read within the cap `edit_of` checked; the iteration's own (seeded) artifact is the
+        // loop's work so far.
+        let read = |p: &std::path::Path| std::fs::read(p).ok();
+        let (was, now) = (read(&held.copy), read(&original));
+        let seeded = read(&layout.iteration_artifact(n));
+        match (was, now, seeded) {
+            (Some(was), Some(now), Some(seeded)) => {
+                fsutil::atomic_write(&layout.iteration_artifact(n), &taken(&was, &now, &seeded))?
+            }
+            _ => fsutil::copy_file(&original, &layout.iteration_artifact(n))?,
+        }
     }
     if edit.is_some() {
         restore(&held.copy, &original, held.mode)?;
@@ -185,6 +195,25 @@ pub fn put_back(
     };
     tracing::warn!("{at}: the agent {what}");
     Ok(Some(what))
+}
+
+/// What an edit of the original becomes as the iteration's artifact: what the agent added at
+/// the end of the original (the common case: it appended) added to the loop's work so far
+/// (`seeded`, the artifact the iteration started from), so the earlier iterations' work is not
+/// lost; any other edit, the edited original whole. Pure.
+#[must_use]
+pub fn taken(was: &[u8], now: &[u8], seeded: &[u8]) -> Vec<u8> {
+    match now.strip_prefix(was) {
+        Some(added) if !added.is_empty() && seeded != was => {
+            let mut out = seeded.to_vec();
+            if !out.is_empty() && !out.ends_with(b"\n") && !added.starts_with(b"\n") {
+                out.push(b'\n');
+            }
+            out.extend_from_slice(added);
+            out
+        }
+        _ => now.to_vec(),
+    }
 }
 
 /// Drop the kept copy and its mode.
@@ -225,6 +254,23 @@ pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_append_to_the_original_is_added_to_the_work_so_far() {
+        let was = b"# Kettle\n\nIntro.\n".as_slice();
+        let seeded = b"# Kettle\n\nIntro.\n\n## Background\nFrom iteration 1.\n".as_slice();
+        // Appended: added to the seeded artifact, iteration 1's section kept.
+        let now = [was, b"\n## Measurements\nNew.\n"].concat();
+        assert_eq!(
+            String::from_utf8(taken(was, &now, seeded)).unwrap(),
+            "# Kettle\n\nIntro.\n\n## Background\nFrom iteration 1.\n\n## Measurements\nNew.\n"
+        );
+        // Edited elsewhere: the edited original whole.
+        let rewritten = b"# Kettle, rewritten\n".as_slice();
+        assert_eq!(taken(was, rewritten, seeded), rewritten);
+        // The first iteration (seeded is the original): the edited original.
+        assert_eq!(taken(was, &now, was), now);
+    }
 
     #[test]
     fn what_became_of_an_edit_of_the_original_is_said() {

@@ -217,11 +217,14 @@ fn an_edit_of_the_original_is_put_back_and_taken_as_the_iteration_s_artifact() {
         1,
         "only the commit that made the repository holds it"
     );
-    // The edit is iteration 2's artifact.
+    // The edit (an append) is added to the work so far as iteration 2's artifact: iteration 1's
+    // section is kept.
     let it2 =
         std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-002/artifact.md")).unwrap();
     assert!(
-        it2.starts_with(&original) && it2.contains("## Name the fix\n\nWritten in iteration 2"),
+        it2.starts_with(&original)
+            && it2.contains("## Name the cause\n\nWritten in iteration 1")
+            && it2.contains("## Name the fix\n\nWritten in iteration 2"),
         "{it2}"
     );
     // "Before" measures the original as it was: the figure is the original's.
