@@ -6,7 +6,6 @@
 //! what was enforced, as JSON, instead.
 
 use std::os::unix::process::CommandExt;
-#[cfg(target_os = "linux")]
 use std::path::Path;
 
 use clap::Args;
@@ -245,7 +244,6 @@ fn no_privileges(policy: &Policy, enforced: &mut Enforcement, marks: &mut Marks)
 /// The seeded home for a run whose home could not be layered: the policy that grants it and the
 /// variables that point the run at it (an error when it cannot be made: the run is refused, never
 /// given the user's home to write).
-#[cfg(target_os = "linux")]
 fn seeded_home(
     policy: &Policy,
     h: &crate::agent::sandbox::policy::HomeLayer,
@@ -269,6 +267,20 @@ fn confine(policy: &Policy, command: &[String], probe: bool, _marks: &mut Marks)
     if policy.mode == SandboxMode::Off {
         return Confined::Run(enforced, command.to_vec(), Vec::new());
     }
+    // No mount namespace here: a home of the loop's own, seeded from the user's, always.
+    let seeded = match policy.home_layer.as_ref().map(|h| seeded_home(policy, h)) {
+        None => None,
+        Some(Ok(seeded)) => Some(seeded),
+        Some(Err(e)) => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run with the user's home writable");
+            return Confined::Refused;
+        }
+    };
+    let policy = &seeded
+        .as_ref()
+        .map_or_else(|| policy.clone(), |(p, _)| p.clone());
+    enforced.home_seeded = seeded.is_some();
+    let env = seeded.map(|(_, s)| s.env).unwrap_or_default();
     let profile = seatbelt::profile(policy, |p| {
         std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
     });
@@ -294,12 +306,12 @@ fn confine(policy: &Policy, command: &[String], probe: bool, _marks: &mut Marks)
             );
             return Confined::Refused;
         }
-        return Confined::Run(enforced, command.to_vec(), Vec::new());
+        return Confined::Run(enforced, command.to_vec(), env);
     }
     if probe {
         return Confined::Run(enforced, Vec::new(), Vec::new());
     }
     let mut argv = vec![seatbelt::SANDBOX_EXEC.to_string()];
     argv.extend(profile.args(command));
-    Confined::Run(enforced, argv, Vec::new())
+    Confined::Run(enforced, argv, env)
 }
