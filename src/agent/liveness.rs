@@ -77,11 +77,15 @@ pub fn tree_rss(pgid: i32, token: &str) -> u64 {
 }
 
 /// The memory the run's files hold in a shared `/dev/shm`.
+#[cfg(target_os = "linux")]
 fn shm_bytes(l: &Liveness) -> u64 {
-    #[cfg(target_os = "linux")]
-    return l.shm.as_ref().map_or(0, |s| s.bytes());
-    #[cfg(not(target_os = "linux"))]
-    return 0;
+    l.shm.as_ref().map_or(0, |s| s.bytes())
+}
+
+/// Nothing to count where there is no shared-memory ledger.
+#[cfg(not(target_os = "linux"))]
+fn shm_bytes(_: &Liveness) -> u64 {
+    0
 }
 
 /// Resolve when the job should end for being idle or too big; pending otherwise.

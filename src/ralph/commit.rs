@@ -197,7 +197,7 @@ fn candidates(lp: &mut Loop, changed: &[PathBuf], n: u32) -> Result<BTreeSet<Pat
     Ok(paths)
 }
 
-/// Never a file past [safety] max_file_mb, whoever carried it here; build output and caches
+/// Never a file past `[safety] max_file_mb`, whoever carried it here; build output and caches
 /// only when HEAD holds them already (the others are named in `left_out` and logged).
 fn leave_out(lp: &mut Loop, paths: BTreeSet<PathBuf>) -> Vec<PathBuf> {
     let oversized: Vec<PathBuf> = lp
