@@ -107,6 +107,10 @@ mod tests {
 
     const CLAUDE_DENIED: &str =
         include_str!("../../tests/fixtures/agent-output/claude-p-permission-denials.1.json");
+    /// Captured: Claude Code 2.1.197 in `-p` mode without `--dangerously-skip-permissions`, the
+    /// real-CLI tier's scripted server asking for a Bash command that needs approval.
+    const CLAUDE_DENIED_REAL: &str =
+        include_str!("../../tests/fixtures/agent-output/claude-p-permission-denials.2.json");
     const CODEX_APPROVAL: &str =
         include_str!("../../tests/fixtures/agent-output/codex-exec-approval.1.txt");
     const GEMINI_CONFIRM: &str = include_str!(
@@ -133,6 +137,11 @@ mod tests {
                 ClaudeJson,
                 CLAUDE_DENIED,
                 Some("Should I also update the migration?"),
+            ),
+            (
+                ClaudeJson,
+                CLAUDE_DENIED_REAL,
+                Some("permission for Bash (touch made.txt && git push origin main)"),
             ),
             (
                 ClaudeJson,
