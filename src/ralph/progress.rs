@@ -467,12 +467,21 @@ pub fn shell_word(p: &std::path::Path) -> String {
 }
 
 /// Where the loop's result is and which iteration's artifact it is: `<dir>/wiggum/final/
-/// artifact.md (iteration 3)`; none before an iteration of a document loop was kept.
+/// artifact.md (iteration 3)`, and when its gate did not pass, that it did not (`(iteration 3;
+/// its gate 6.7 did not pass 8.0)`); none before an iteration of a document loop was kept.
 #[must_use]
 pub fn result_of(st: &crate::disk::state::LoopState) -> Option<String> {
     let b = st.best?;
     let path = crate::disk::layout::result_path(&st.artifact_path);
-    Some(format!("{} (iteration {})", path.display(), b.iteration))
+    let gate = match b.score {
+        Some(score) if !b.passed => format!("; its gate {score:.1} did not pass {:.1}", b.pass),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} (iteration {}{gate})",
+        path.display(),
+        b.iteration
+    ))
 }
 
 /// The block's lines of the loop's result: the gate that never passed (the best it gave, and

@@ -106,9 +106,9 @@ fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which(
         "committed with the iteration that made it, and only then"
     );
     assert_eq!(git_out(&t, &["status", "--porcelain"]), "");
-    // `status` and `summary` name it too.
+    // `status` and `summary` name it too, and that its gate did not pass.
     let result = format!(
-        "{}/wiggum/final/artifact.md (iteration 1)",
+        "{}/wiggum/final/artifact.md (iteration 1; its gate 6.7 did not pass 8.0)",
         t.art().display()
     );
     let st = t.run(&["wiggum", "status", "best"]);
