@@ -151,17 +151,8 @@ fn confine(policy: &Policy, command: &[String], _probe: bool, marks: &mut Marks)
     };
     marks.mark("mounts");
     // No layer on the home: a home of the loop's own, seeded from the user's, instead.
-    let seeded = match (policy.mode != SandboxMode::Off && !mounts.home)
-        .then_some(policy.home_layer.as_ref())
-        .flatten()
-        .map(|h| seeded_home(policy, h))
-    {
-        None => None,
-        Some(Ok(seeded)) => Some(seeded),
-        Some(Err(e)) => {
-            eprintln!("studio-agents sandbox: {e}; refusing to run with the user's home writable");
-            return Confined::Refused;
-        }
+    let Ok(seeded) = seeded_home(policy, mounts.home) else {
+        return Confined::Refused;
     };
     let policy = &seeded
         .as_ref()
@@ -241,17 +232,29 @@ fn no_privileges(policy: &Policy, enforced: &mut Enforcement, marks: &mut Marks)
     true
 }
 
-/// The seeded home for a run whose home could not be layered: the policy that grants it and the
-/// variables that point the run at it (an error when it cannot be made: the run is refused, never
-/// given the user's home to write).
+/// The seeded home for a run whose home is not `layered` (none when the sandbox is off or the
+/// run has no home's layer): the policy that grants it and the variables that point the run at
+/// it. `Err` refuses the run (said): never the user's home to write instead.
 fn seeded_home(
     policy: &Policy,
-    h: &crate::agent::sandbox::policy::HomeLayer,
-) -> Result<(Policy, crate::agent::sandbox::seeded::Seeded), String> {
+    layered: bool,
+) -> Result<Option<(Policy, crate::agent::sandbox::seeded::Seeded)>, ()> {
     use crate::agent::sandbox::seeded;
+    let Some(h) = policy
+        .home_layer
+        .as_ref()
+        .filter(|_| policy.mode != SandboxMode::Off && !layered)
+    else {
+        return Ok(None);
+    };
     let plan = seeded::plan(policy, h, Path::exists);
-    seeded::seed(h, &plan)?;
-    Ok((seeded::confine(policy, &plan), plan))
+    match seeded::seed(h, &plan) {
+        Ok(()) => Ok(Some((seeded::confine(policy, &plan), plan))),
+        Err(e) => {
+            eprintln!("studio-agents sandbox: {e}; refusing to run with the user's home writable");
+            Err(())
+        }
+    }
 }
 
 /// macOS: the command runs under `sandbox-exec` with the policy's Seatbelt profile (the
@@ -268,13 +271,8 @@ fn confine(policy: &Policy, command: &[String], probe: bool, _marks: &mut Marks)
         return Confined::Run(enforced, command.to_vec(), Vec::new());
     }
     // No mount namespace here: a home of the loop's own, seeded from the user's, always.
-    let seeded = match policy.home_layer.as_ref().map(|h| seeded_home(policy, h)) {
-        None => None,
-        Some(Ok(seeded)) => Some(seeded),
-        Some(Err(e)) => {
-            eprintln!("studio-agents sandbox: {e}; refusing to run with the user's home writable");
-            return Confined::Refused;
-        }
+    let Ok(seeded) = seeded_home(policy, false) else {
+        return Confined::Refused;
     };
     let policy = &seeded
         .as_ref()

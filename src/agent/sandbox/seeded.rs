@@ -256,14 +256,18 @@ mod tests {
         assert!(c.writable.contains(&"/tmp/homes/k/seeded".into()));
     }
 
-    #[test]
-    fn seeding_copies_state_where_newer_and_starts_caches_empty() {
-        let t = tempfile::tempdir().unwrap();
+    /// A user's home under `t` with `files` (path, bytes), and the seeding of its `state` dirs.
+    fn home_of(
+        t: &tempfile::TempDir,
+        files: &[(&str, &str)],
+        state: &[&str],
+    ) -> (PathBuf, HomeLayer, Seeded) {
         let home = t.path().join("home");
-        std::fs::create_dir_all(home.join(".claude")).unwrap();
-        std::fs::create_dir_all(home.join(".cache/big")).unwrap();
-        std::fs::write(home.join(".claude/settings.json"), "{}").unwrap();
-        std::fs::write(home.join(".cache/big/x"), "cached").unwrap();
+        for (path, bytes) in files {
+            let p = home.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
         let h = HomeLayer {
             home: home.clone(),
             layer: t.path().join("layer"),
@@ -271,9 +275,17 @@ mod tests {
         };
         let s = Seeded {
             home: dir(&h.layer),
-            state: vec![home.join(".claude"), home.join(".cache")],
+            state: state.iter().map(|d| home.join(d)).collect(),
             env: vec![],
         };
+        (home, h, s)
+    }
+
+    #[test]
+    fn seeding_copies_state_where_newer_and_starts_caches_empty() {
+        let t = tempfile::tempdir().unwrap();
+        let files = [(".claude/settings.json", "{}"), (".cache/big/x", "cached")];
+        let (_, h, s) = home_of(&t, &files, &[".claude", ".cache"]);
         seed(&h, &s).unwrap();
         let seeded = s.home.join(".claude/settings.json");
         assert_eq!(std::fs::read_to_string(&seeded).unwrap(), "{}");
@@ -289,22 +301,12 @@ mod tests {
     fn a_link_planted_in_the_seeded_home_is_never_followed() {
         use std::os::unix::fs::symlink;
         let t = tempfile::tempdir().unwrap();
-        let home = t.path().join("home");
-        std::fs::create_dir_all(home.join(".claude")).unwrap();
-        std::fs::create_dir_all(home.join(".config/claude")).unwrap();
-        std::fs::write(home.join(".claude/settings.json"), "{}").unwrap();
-        std::fs::write(home.join(".config/claude/x"), "x").unwrap();
-        std::fs::write(home.join(".bashrc"), "mine").unwrap();
-        let h = HomeLayer {
-            home: home.clone(),
-            layer: t.path().join("layer"),
-            pass_through: vec![],
-        };
-        let s = Seeded {
-            home: dir(&h.layer),
-            state: vec![home.join(".claude"), home.join(".config/claude")],
-            env: vec![],
-        };
+        let files = [
+            (".claude/settings.json", "{}"),
+            (".config/claude/x", "x"),
+            (".bashrc", "mine"),
+        ];
+        let (home, h, s) = home_of(&t, &files, &[".claude", ".config/claude"]);
         seed(&h, &s).unwrap();
         // A run replaces what the seeding writes with links into the user's home: a file, a
         // missing file, a directory on the way.
@@ -316,8 +318,14 @@ mod tests {
         symlink(&home, s.home.join(".config")).unwrap();
         std::fs::write(home.join(".claude/new.json"), "new").unwrap();
         // The user renews their settings: the seeding copies them again.
-        std::thread::sleep(std::time::Duration::from_millis(20)); // allow: mtimes must differ
-        std::fs::write(home.join(".claude/settings.json"), "{\"renewed\":1}").unwrap();
+        let renewed = home.join(".claude/settings.json");
+        std::fs::write(&renewed, "{\"renewed\":1}").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&renewed)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+            .unwrap();
         seed(&h, &s).unwrap();
         assert_eq!(
             std::fs::read_to_string(home.join(".bashrc")).unwrap(),
