@@ -237,7 +237,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     if let Ok(store) = crate::config::home_dir() {
         policy.close_ports(&sandbox::dashboard::ports(&store));
     }
-    policy.home_layer = home_layer(&home, &root, &l.root, &l.tmp(), safety);
+    policy.home_layer = super::home::home_layer(&home, &root, &l.root, &l.tmp(), safety);
     Job {
         command,
         cwd: t
@@ -263,144 +263,6 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             #[cfg(target_os = "linux")]
             shm: None,
         }),
-    }
-}
-
-/// The home through the loop's own layer (keyed by its artifact directory), unless there is no
-/// home to lay it on or `[safety] writable` grants the home itself (then writes land in it, as
-/// asked). `tmp`: the run's temp dir, bound back as itself like the repository.
-pub(crate) fn home_layer(
-    home: &Path,
-    root: &Path,
-    artifact_root: &Path,
-    tmp: &Path,
-    safety: &Safety,
-) -> Option<sandbox::policy::HomeLayer> {
-    let home = home.canonicalize().ok()?;
-    if safety.sandbox == SandboxMode::Off
-        || home == Path::new("/")
-        || safety.writable.iter().any(|w| home.starts_with(w))
-        || home.starts_with(root)
-    {
-        return None;
-    }
-    let key = crate::disk::layout::Layout::key(artifact_root);
-    let uid = nix::unistd::geteuid().as_raw();
-    let mut pass_through = vec![root.to_path_buf(), tmp.to_path_buf()];
-    pass_through.extend(safety.writable.iter().cloned());
-    Some(sandbox::policy::HomeLayer {
-        layer: sandbox::policy::layer_dir(&home, &std::env::temp_dir(), &key, uid),
-        home,
-        pass_through,
-    })
-}
-
-/// Where the home's layer of the loop on `artifact_root` lies (whether or not it was made).
-#[must_use]
-pub fn layer_of(artifact_root: &Path) -> Option<PathBuf> {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)?
-        .canonicalize()
-        .ok()?;
-    let key = crate::disk::layout::Layout::key(artifact_root);
-    let uid = nix::unistd::geteuid().as_raw();
-    Some(sandbox::policy::layer_dir(
-        &home,
-        &std::env::temp_dir(),
-        &key,
-        uid,
-    ))
-}
-
-/// After a run through the home's layer (or its seeded home): its CLI's credentials, when the run refreshed them
-/// (an OAuth token rotates) and they still parse as the same kind, are written back to the
-/// user's file — the one thing of the layer that ever is.
-fn write_back_credentials(program: &str, policy: Option<&sandbox::Policy>) {
-    let Some(h) = policy.and_then(|p| p.home_layer.as_ref()) else {
-        return;
-    };
-    let Some(rel) = sandbox::policy::credentials_of(program) else {
-        return;
-    };
-    // Written in the layer, or in the seeded home where no layer could be laid: the newer.
-    // Read only as the file it is: no link on the way (an agent's link to another file is not
-    // a credential it refreshed).
-    let written = [h.layer.join("upper"), sandbox::seeded::dir(&h.layer)];
-    let Some(layered) = written
-        .into_iter()
-        .filter(|root| no_link_below(root, Path::new(rel)))
-        .map(|root| root.join(rel))
-        .filter_map(|p| Some((p.symlink_metadata().ok()?.modified().ok()?, p)))
-        .max()
-        .map(|(_, p)| p)
-    else {
-        return;
-    };
-    let real = h.home.join(rel);
-    let (Ok(new), Ok(old)) = (
-        fsutil::read_capped(&layered, 1 << 20),
-        fsutil::read_capped(&real, 1 << 20),
-    ) else {
-        return;
-    };
-    if new != old && sandbox::policy::same_kind_of_credentials(old.as_bytes(), new.as_bytes()) {
-        // Written in place: the file keeps its owner and mode (0600).
-        match std::fs::write(&real, &new) {
-            Ok(()) => tracing::info!(
-                "`{program}` refreshed its credentials: {} updated",
-                real.display()
-            ),
-            Err(e) => tracing::warn!("cannot write back `{program}`'s refreshed credentials: {e}"),
-        }
-    }
-}
-
-/// Whether `root/rel` is a file reached through directories only: no component of `rel` is a link
-/// (nor the file itself).
-fn no_link_below(root: &Path, rel: &Path) -> bool {
-    let mut at = root.to_path_buf();
-    let mut parts = rel.components().peekable();
-    while let Some(c) = parts.next() {
-        at.push(c);
-        let Ok(m) = at.symlink_metadata() else {
-            return false;
-        };
-        let ok = if parts.peek().is_some() {
-            m.is_dir()
-        } else {
-            m.is_file()
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
-}
-
-/// Make the state directory the agent's CLI writes in when it is missing (a fresh machine, or
-/// one its variable moved): the harness can grant only paths that exist, and the CLI would fail
-/// every write with `EACCES`. A failure is a warning; the run shows what it costs.
-fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
-    use std::os::unix::fs::DirBuilderExt;
-    let program = sandbox::env::program_of(&agent.table.command);
-    let Some((_, home)) = env.iter().find(|(k, _)| k == "HOME") else {
-        return;
-    };
-    for dir in sandbox::policy::state_dirs_to_make(&program, Path::new(home), env) {
-        if dir.symlink_metadata().is_ok() {
-            continue;
-        }
-        match std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)
-        {
-            Ok(()) => tracing::info!("made {} for `{program}`", dir.display()),
-            Err(e) => tracing::warn!(
-                "cannot make {}, the state directory of `{program}`: {e}",
-                dir.display()
-            ),
-        }
     }
 }
 
@@ -668,7 +530,7 @@ fn write_run_files(
     }
     fsutil::create_dir_all(&l.tmp())?;
     fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
-    make_state_dirs(agent, &job.env);
+    super::home::make_state_dirs(agent, &job.env);
     Ok(())
 }
 
@@ -678,7 +540,7 @@ fn write_run_files(
 fn after_run(agent: &AgentSpec, l: &Launch, job: &Job) -> Result<()> {
     let _after = timing::step("launch.after");
     fsutil::remove_dir_all_opt(&l.tmp())?;
-    write_back_credentials(
+    super::home::write_back_credentials(
         &sandbox::env::program_of(&agent.table.command),
         job.sandbox.as_ref(),
     );
@@ -827,7 +689,7 @@ pub fn validation_job(
     if let Ok(store) = crate::config::home_dir() {
         policy.close_ports(&sandbox::dashboard::ports(&store));
     }
-    policy.home_layer = home_layer(&home, &root, artifact_root, &tmp, safety);
+    policy.home_layer = super::home::home_layer(&home, &root, artifact_root, &tmp, safety);
     job.env = env;
     job.env_clear = true;
     job.sandbox = Some(policy);

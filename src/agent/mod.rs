@@ -1,8 +1,10 @@
 //! Agents: which command runs (`spec`), the one constructor and runner of every agent run
-//! (`launch`), how a process runs and dies (`process`, `kill`), and what its output says
+//! (`launch`), the run's home — its layer, the credentials written back, the CLI's state dirs —
+//! (`home`), how a process runs and dies (`process`, `kill`), and what its output says
 //! (`output`) and whether the run asked instead of working (`asked`). May import `disk`, `config` and `sys`.
 
 pub mod asked;
+pub mod home;
 pub mod kill;
 pub mod launch;
 pub mod liveness;

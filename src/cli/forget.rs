@@ -78,7 +78,7 @@ fn forget_loop(home: &Path, topic: &str, root: PathBuf) -> Result<()> {
         said.push_str(&format!(" and its records ({})", records.display()));
         // The home's layer its runs wrote in (the CLI's state, caches), kept across its
         // iterations: let go with it.
-        if let Some(layer) = crate::agent::launch::layer_of(h.layout.root())
+        if let Some(layer) = crate::agent::home::layer_of(h.layout.root())
             && layer.is_dir()
         {
             fsutil::remove_dir_all_opt(&layer)?;
