@@ -111,6 +111,17 @@ impl<T> GitContext<T> for std::result::Result<T, git2::Error> {
     }
 }
 
+/// What an error says at its root (a refused connection, a name that does not resolve), where
+/// its outermost words say only what was tried ("error sending request").
+#[must_use]
+pub fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,7 +165,9 @@ async fn attempt(
     let resp = match req.send().await {
         Ok(r) => r,
         Err(e) if e.is_timeout() => return Attempt::Retry("timed out".into()),
-        Err(e) => return Attempt::Retry(format!("cannot connect ({})", root_cause(&e))),
+        Err(e) => {
+            return Attempt::Retry(format!("cannot connect ({})", crate::error::root_cause(&e)));
+        }
     };
     let status = resp.status();
     let text = match body_capped(resp, crate::sys::fsutil::ANSWER_CAP).await {
@@ -203,18 +205,15 @@ async fn body_capped(mut resp: reqwest::Response, cap: u64) -> Result<String, St
                 buf.extend_from_slice(&c);
             }
             Ok(None) => break,
-            Err(e) => return Err(format!("the answer broke off ({})", root_cause(&e))),
+            Err(e) => {
+                return Err(format!(
+                    "the answer broke off ({})",
+                    crate::error::root_cause(&e)
+                ));
+            }
         }
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
-}
-
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
 }
 
 fn short(s: &str) -> String {

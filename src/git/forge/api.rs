@@ -384,9 +384,9 @@ async fn send(
     let forge = name(t.kind);
     let resp = req.send().await.map_err(|e| {
         Error::runtime(format!(
-            "cannot reach {forge} at {} to {action}: {}",
+            "cannot reach {forge} at {} to {action}: {e} ({})",
             t.api,
-            deepest(&e)
+            crate::error::root_cause(&e)
         ))
     })?;
     let status = resp.status();
@@ -403,20 +403,6 @@ async fn send(
         )));
     }
     Ok(body.to_vec())
-}
-
-/// What an error says at its root (a refused connection, a name that does not resolve), not
-/// only its outermost words ("error sending request").
-fn deepest(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut at: &(dyn std::error::Error + 'static) = e;
-    while let Some(next) = at.source() {
-        at = next;
-    }
-    if std::ptr::addr_eq(at, e) {
-        e.to_string()
-    } else {
-        format!("{e}: {at}")
-    }
 }
 
 #[cfg(test)]
