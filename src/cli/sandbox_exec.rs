@@ -172,6 +172,7 @@ fn confine(policy: &Policy, command: &[String], _probe: bool, marks: &mut Marks)
     enforced.read_only = mounts.read_only;
     enforced.private_shm = mounts.shm;
     enforced.private_ptys = mounts.ptys;
+    enforced.private_dev = mounts.dev;
     enforced.home_layer = mounts.home;
     enforced.home_seeded = seeded.is_some();
     marks.mark("landlock");

@@ -298,7 +298,7 @@ fn a_delegations_agent_never_sees_the_store() {
         "snoop",
         &task(&t),
         "--agent-cmd",
-        "cat > /dev/null; grep -rs 'kept-secre[t]-5f2a' \"$HOME\" \"$HOME/home\" /tmp; cat \"$HOME\"/home/kept/*/*/.env \"$HOME/home/loops/earlier.toml\" 2>&1; ls -aR \"$HOME\" 2>&1 | head -400",
+        "cat > /dev/null; grep -rs 'kept-secre[t]-5f2a' \"$HOME\" \"$HOME/home\" \"${TMPDIR:-/tmp}\"; cat \"$HOME\"/home/kept/*/*/.env \"$HOME/home/loops/earlier.toml\" 2>&1; ls -aR \"$HOME\" 2>&1 | head -400",
     ]);
     r.code(0);
     let path = t.run(&["delegate", "artifact-path", "snoop"]).stdout();

@@ -99,11 +99,19 @@ fn err(what: &'static str) -> impl Fn(landlock::RulesetError) -> String {
     move |x| format!("landlock {what}: {x}")
 }
 
-/// What the run may not see (the store, and every terminal of the machine: reading one is
-/// reading what its user types; writing one, typing into their screen) and where it may write.
+/// What Landlock must keep out of the run's sight (the store and the secret places, and every
+/// terminal of the machine: reading one is reading what its user types; writing one, typing
+/// into their screen) — none of it where the mount namespace masked them and made the run a
+/// `/dev` of its own — and where it may write.
 fn hidden_and_writable(p: &Policy, mounts: Mounts) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let mut hidden = p.hidden.clone();
-    hidden.extend(terminals(mounts.ptys));
+    let mut hidden = if mounts.hidden_masked {
+        Vec::new()
+    } else {
+        p.hidden.clone()
+    };
+    if !mounts.dev {
+        hidden.extend(terminals(mounts.ptys));
+    }
     let mut writable = p.writable.clone();
     if mounts.ptys {
         writable.push("/dev/pts".into());

@@ -3,7 +3,7 @@
 //! network ports, resource limits), applied by our own binary in a single-threaded helper
 //! (`studio-agents sandbox-exec`) that then executes the agent's shell, so the whole tree
 //! inherits it: on Linux a mount namespace of its own (`mounts`: read-only `.git` and control
-//! files, a private `/dev/shm` and `/dev/pts`, the home through the loop's layer — where no layer can be laid, a home of the loop's own seeded from the user's, `seeded`), Landlock, no
+//! files, a `/dev` of its own (`dev`), the hidden places masked (`masks`), the home through the loop's layer — where no layer can be laid, a home of the loop's own seeded from the user's, `seeded`), Landlock, no
 //! capabilities and a seccomp filter (`apply`, `seccomp`), on macOS a Seatbelt profile
 //! (`seatbelt`); `limits` on both; a running dashboard's port out of reach (`dashboard`), the store out of every run's reach (`store`). Decided in
 //! `agent::launch`, once for every agent run.
@@ -11,8 +11,12 @@
 #[cfg(target_os = "linux")]
 pub mod apply;
 pub mod dashboard;
+#[cfg(target_os = "linux")]
+pub mod dev;
 pub mod env;
 pub mod limits;
+#[cfg(target_os = "linux")]
+pub mod masks;
 #[cfg(target_os = "linux")]
 pub mod mounts;
 pub mod policy;

@@ -1,8 +1,10 @@
 //! The run's own mount namespace on Linux, made in the `sandbox-exec` helper before Landlock
-//! (which forbids mount changes once enforced): the protected files read-only, a private
-//! `/dev/shm` and `/dev/pts`, the home through the loop's layer with the secret places masked.
+//! (which forbids mount changes once enforced): a `/dev` of its own, the home through the
+//! loop's layer, the protected files read-only, the hidden places masked.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+pub use super::masks::beneath_grants;
 
 use super::policy::Policy;
 use crate::config::SandboxMode;
@@ -16,20 +18,24 @@ pub struct Mounts {
     pub shm: bool,
     /// `/dev/pts` is a devpts instance of the run's own: only the terminals it made.
     pub ptys: bool,
+    /// `/dev` is the run's own (`sandbox::dev`): no terminal, disk or console of the machine.
+    pub dev: bool,
     /// The home is an overlay whose upper layer is the loop's own.
     pub home: bool,
     /// And the hidden places in it (the store, the secret places) are masked by empty mounts:
     /// the whole home may be written (into the layer).
     pub home_writable: bool,
+    /// Every hidden place is masked (`sandbox::masks`): Landlock has nothing to hide.
+    pub hidden_masked: bool,
 }
 
 /// A private mount namespace for the run, as bubblewrap makes one: as root directly, as anyone
 /// else inside a user namespace of its own (the same user and group mapped to themselves) where
-/// the kernel allows it. In it the policy's protected paths are bound read-only, `/dev/shm` is a
-/// tmpfs of the run's own (at most its memory ceiling; nothing is left in memory after the run,
-/// since the namespace ends with its last process) and `/dev/pts` a devpts instance of its own
-/// (no other terminal of the machine in it). Returns what was done; without a namespace,
-/// nothing (the after-run checks and Landlock's device rules are what there is).
+/// the kernel allows it. In it `/dev` is the run's own (with its own `/dev/shm`, at most its
+/// memory ceiling, and `/dev/pts`; `sandbox::dev`), the home is seen through the loop's layer,
+/// the policy's protected paths are bound read-only and the hidden places are masked
+/// (`sandbox::masks`). Returns what was done; without a namespace, nothing (the after-run
+/// checks and Landlock's rules are what there is).
 pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     if p.mode == SandboxMode::Off {
         return Ok(Mounts::default());
@@ -45,8 +51,10 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     use nix::mount::{MsFlags, mount};
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("private mounts: {e}"))?;
-    // First the home (what is bound below may lie in it).
-    let home = p.home_layer.as_ref().is_some_and(|h| {
+    // First /dev (a repository in /dev/shm is bound into it, and bound read-only below).
+    let mut done = devices(p);
+    // Then the home (what is bound below may lie in it).
+    done.home = p.home_layer.as_ref().is_some_and(|h| {
         overlay_home(h, nix::unistd::geteuid().is_root())
             .inspect_err(|e| {
                 eprintln!("studio-agents sandbox: {e}; the run writes its CLI's state in the home")
@@ -58,32 +66,44 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     for path in p.read_only.iter().filter(|r| r.exists()) {
         bind_read_only(path)?;
     }
-    // With the home layered, what is hidden in it is masked, and the home is the run's to write.
-    let home_writable = home
-        && mask_hidden(p)
-            .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; the home stays read-only"))
-            .is_ok();
-    // What a grant above it would open (`[safety] writable = ["~"]` holding the store) is
-    // masked whether or not the home is layered: Landlock cannot narrow a grant.
-    mask_beneath_grants(p)?;
-    let mut done = Mounts {
-        read_only: !p.read_only.is_empty(),
-        home,
-        home_writable,
-        ..Mounts::default()
-    };
+    done.read_only = !p.read_only.is_empty();
+    // What a grant above it would open (`[safety] writable = ["~"]` holding the store) must be
+    // masked: Landlock cannot narrow a grant (an error refuses the run).
+    let masked = super::masks::mask(p, done.home)?;
+    done.home_writable = done.home && masked.home;
+    done.hidden_masked = masked.all;
+    Ok(done)
+}
+
+/// The run's own `/dev`; where it cannot be made, a private `/dev/shm` and `/dev/pts` on the
+/// machine's (its other terminals are then hidden by Landlock).
+fn devices(p: &Policy) -> Mounts {
+    use super::dev;
+    match dev::own_dev(p) {
+        Ok(d) => {
+            return Mounts {
+                dev: true,
+                shm: d.shm,
+                ptys: d.ptys,
+                ..Mounts::default()
+            };
+        }
+        Err(e) => eprintln!("studio-agents sandbox: {e}; the run sees the machine's /dev"),
+    }
     // A repository (or another place the run writes) inside /dev/shm stays in sight: a tmpfs
     // over it would hide the work itself.
-    let shm = Path::new("/dev/shm");
-    let works_in_shm = p.writable.iter().any(|w| w.starts_with(shm) && w != shm);
-    done.shm = !works_in_shm
-        && private_shm(p.shm_bytes)
+    let shm = !dev::works_in_shm(p)
+        && dev::private_shm(p.shm_bytes)
             .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; /dev/shm is shared"))
             .is_ok();
-    done.ptys = private_ptys()
+    let ptys = dev::private_ptys()
         .inspect_err(|e| eprintln!("studio-agents sandbox: {e}; other terminals are hidden"))
         .is_ok();
-    Ok(done)
+    Mounts {
+        shm,
+        ptys,
+        ..Mounts::default()
+    }
 }
 
 /// Mount an overlay on the home: the user's home below, the loop's layer above; then bind the
@@ -107,7 +127,7 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
             .map(str::to_string)
             .ok_or_else(|| format!("{} cannot be named in overlay options", p.display()))
     };
-    let kept: Vec<(std::fs::File, &PathBuf)> = h
+    let kept: Vec<(std::fs::File, &std::path::PathBuf)> = h
         .pass_through
         .iter()
         .filter(|p| p.starts_with(&h.home) && *p != &h.home)
@@ -160,75 +180,6 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
     Ok(())
 }
 
-/// Mask each hidden place in the layered home: an empty tmpfs on a directory, `/dev/null` on a
-/// file (reads find nothing, writes go nowhere).
-fn mask_hidden(p: &Policy) -> Result<(), String> {
-    use nix::mount::{MsFlags, mount};
-    let Some(h) = &p.home_layer else {
-        return Ok(());
-    };
-    let none: Option<&str> = None;
-    for path in p
-        .hidden
-        .iter()
-        .filter(|x| x.starts_with(&h.home) && **x != h.home)
-    {
-        let Ok(meta) = path.symlink_metadata() else {
-            continue;
-        };
-        let done = if meta.is_dir() {
-            mount(
-                Some("tmpfs"),
-                path,
-                Some("tmpfs"),
-                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-                Some("mode=0700,size=1m"),
-            )
-        } else if meta.is_file() {
-            mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)
-        } else {
-            return Err(format!(
-                "{} is neither a file nor a directory",
-                path.display()
-            ));
-        };
-        done.map_err(|e| format!("mask {}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// The hidden places that lie beneath a root the run may write or read (`sandbox::store`):
-/// Landlock's rules only add, so only a mount can keep them out of its sight.
-#[must_use]
-pub fn beneath_grants(p: &Policy) -> Vec<&PathBuf> {
-    let grants: Vec<&PathBuf> = p
-        .writable
-        .iter()
-        .chain(p.readable.iter().flatten())
-        .collect();
-    p.hidden
-        .iter()
-        .filter(|h| grants.iter().any(|g| h.starts_with(g) && h != g))
-        .collect()
-}
-
-/// Mask each hidden place beneath a grant with an empty tmpfs (refused when that cannot be
-/// done: the run would see what is hidden).
-fn mask_beneath_grants(p: &Policy) -> Result<(), String> {
-    use nix::mount::{MsFlags, mount};
-    for path in beneath_grants(p).into_iter().filter(|h| h.is_dir()) {
-        mount(
-            Some("tmpfs"),
-            path.as_path(),
-            Some("tmpfs"),
-            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_RDONLY,
-            Some("mode=0500,size=4k"),
-        )
-        .map_err(|e| format!("mask {} beneath a grant: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
 /// Enter a mount namespace of our own: root unshares it, anyone else with a user namespace.
 fn enter_namespace() -> Result<(), String> {
     use nix::sched::{CloneFlags, unshare};
@@ -271,51 +222,4 @@ fn bind_read_only(path: &Path) -> Result<(), String> {
         }
     }
     mount(none, path, none, flags, none).map_err(|e| format!("read-only {}: {e}", path.display()))
-}
-
-/// A tmpfs of the run's own on `/dev/shm`, at most `bytes` (0: the kernel's default size).
-fn private_shm(bytes: u64) -> Result<(), String> {
-    use nix::mount::{MsFlags, mount};
-    let shm = Path::new("/dev/shm");
-    if !shm.is_dir() {
-        return Err("no /dev/shm".into());
-    }
-    let size = if bytes > 0 {
-        format!(",size={bytes}")
-    } else {
-        String::new()
-    };
-    let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-    mount(
-        Some("tmpfs"),
-        shm,
-        Some("tmpfs"),
-        flags,
-        Some(format!("mode=1777{size}").as_str()),
-    )
-    .map_err(|e| format!("a private /dev/shm: {e}"))
-}
-
-/// A devpts instance of the run's own on `/dev/pts`, its `ptmx` bound on `/dev/ptmx`: a
-/// terminal the run makes is one of its own, and no other is in sight.
-fn private_ptys() -> Result<(), String> {
-    use nix::mount::{MsFlags, mount};
-    let none: Option<&str> = None;
-    let pts = Path::new("/dev/pts");
-    mount(
-        Some("devpts"),
-        pts,
-        Some("devpts"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
-        Some("newinstance,ptmxmode=0666,mode=0620"),
-    )
-    .map_err(|e| format!("a private /dev/pts: {e}"))?;
-    mount(
-        Some(Path::new("/dev/pts/ptmx")),
-        Path::new("/dev/ptmx"),
-        none,
-        MsFlags::MS_BIND,
-        none,
-    )
-    .map_err(|e| format!("a private /dev/ptmx: {e}"))
 }

@@ -440,6 +440,10 @@ pub struct Enforcement {
     /// `/dev/pts` the run's own (a private devpts instance): only the terminals it made.
     #[serde(default)]
     pub private_ptys: bool,
+    /// `/dev` the run's own: the common devices only, no terminal, disk or console of the
+    /// machine.
+    #[serde(default)]
+    pub private_dev: bool,
     /// The home seen through the loop's layer (an overlay): the user's files never change.
     #[serde(default)]
     pub home_layer: bool,
@@ -482,6 +486,9 @@ impl Enforcement {
         }
         if self.private_ptys {
             s.push_str("; private terminals");
+        }
+        if self.private_dev {
+            s.push_str("; a /dev of its own");
         }
         if self.home_layer {
             s.push_str("; home through the loop's layer");

@@ -3,7 +3,7 @@
 //! starts (and before a loop starts): a directory it works in, writes or reads may not lie
 //! inside the store. One that holds it (`[safety] writable = ["~"]`) is a grant Landlock cannot
 //! narrow: in the run's mount namespace the store is then masked by an empty mount
-//! (`mounts::mask_beneath_grants`); where no namespace can be made, such a run is refused.
+//! (`masks::mask`); where no namespace can be made, such a run is refused.
 
 use std::path::{Path, PathBuf};
 
