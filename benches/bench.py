@@ -41,6 +41,16 @@ cat > /dev/null
 echo "iteration $$" >> notes.txt
 """
 
+# A trivial agent whose work the built-in gate accepts: it also writes a finished document
+# (tests/fixtures/good-artifact.md under a title naming the loop, which is what its task names) as the
+# iteration's artifact (the bash loop's: ./artifact.md),
+# so no iteration needs a revision round.
+ACCEPTED = """#!/bin/sh
+cat > /dev/null
+{ echo "# $TOPIC"; cat '%s'; } > "${ITERATION_DIR:-.}/artifact.md"
+echo "iteration $$" >> notes.txt
+""" % os.path.join(ROOT, "tests", "fixtures", "good-artifact.md")
+
 
 def load():
     return os.getloadavg()[0]
@@ -98,9 +108,11 @@ class Bench:
     def __init__(self, work):
         self.work = work
         self.agent = os.path.join(work, "agent.sh")
-        with open(self.agent, "w") as f:
-            f.write(AGENT)
-        os.chmod(self.agent, 0o755)
+        self.accepted = os.path.join(work, "accepted.sh")
+        for path, text in [(self.agent, AGENT), (self.accepted, ACCEPTED)]:
+            with open(path, "w") as f:
+                f.write(text)
+            os.chmod(path, 0o755)
         self.seq = 0
 
     def home(self, extra="", where=None, defaults=False):
@@ -109,38 +121,53 @@ class Bench:
         os.makedirs(home)
         with open(os.path.join(home, "wiggum.toml"), "w") as f:
             if defaults:
-                # A loop as people run it: the built-in gate and the sandbox on.
-                f.write('[safety]\nmax_cost_per_loop = 0\nmax_no_change_iterations = 0\n')
+                # A loop as people run it: the built-in gate and the sandbox on. The gate
+                # evaluates every iteration as it does by default; its pass mark is set where
+                # the accepted agent's document (7.6 for a task that is only the loop's name)
+                # passes, and a document that good must not end the loop before its iterations.
+                f.write('[defaults]\nquality_threshold = 1.0\npass_threshold = 7.0\n'
+                        '[safety]\nmax_cost_per_loop = 0\nmax_no_change_iterations = 0\n')
             else:
                 # The bash loop has no gate and no sandbox: neither is part of the overhead
                 # compared.
-                f.write('[gate]\ntarget = "off"\n[safety]\nsandbox = "off"\n'
+                f.write('[defaults]\nquality_threshold = 1.0\n'
+                        '[gate]\ntarget = "off"\n[safety]\nsandbox = "off"\n'
                         'max_cost_per_loop = 0\n')
                 f.write('max_no_change_iterations = 0\n')
             f.write(extra)
         env = dict(os.environ, STUDIO_AGENTS_HOME=home, STUDIO_AGENTS_LOG="")
         return home, env
 
-    def ours(self, repo, n, extra="", defaults=False, log=None, binary=None):
-        _, env = self.home(extra, defaults=defaults)
+    def ours(self, repo, n, extra="", defaults=False, log=None, binary=None, agent=None,
+             runs=None):
+        """Seconds for our loop of `n` iterations; `runs`, when given, must be the number of
+        agent runs it made per iteration (the bench's arithmetic depends on it)."""
+        home, env = self.home(extra, defaults=defaults)
         if log:
             env["STUDIO_AGENTS_LOG"] = log
         cmd = [binary or BIN, "wiggum", "start", "b%d" % self.seq, "--foreground", "--artifact-path", repo,
-               "--agent-cmd", self.agent, "--max-iterations", str(n)]
+               "--agent-cmd", agent or self.agent, "--max-iterations", str(n)]
         t = timed(cmd, env=env)
         commits = int(subprocess.check_output(["git", "-C", repo, "rev-list", "--count", "HEAD"]))
         if commits < n + 1:
             sys.exit("our loop made %d commits in %s, expected %d" % (commits - 1, repo, n))
+        if runs is not None:
+            # Each agent run leaves its prompt in the loop's records: prompt.md for the
+            # iteration's, revision-rN.prompt.md for each revision round's.
+            made = sum(1 for _, _, names in os.walk(os.path.join(home, "runs"))
+                       for name in names if name == "prompt.md" or name.endswith(".prompt.md"))
+            if made != runs * n:
+                sys.exit("our loop made %d agent runs in %s, expected %d" % (made, repo, runs * n))
         return t
 
-    def bash(self, repo, n):
+    def bash(self, repo, n, agent=None):
         script = ('i=0; while [ $i -lt %d ]; do cat PROMPT.md | "%s"; git add -A; '
-                  'git commit -q -m "iteration $i"; i=$((i+1)); done') % (n, self.agent)
+                  'git commit -q -m "iteration $i"; i=$((i+1)); done') % (n, agent or self.agent)
         return timed(["bash", "-c", script], cwd=repo)
 
-    def agent_only(self, repo, n):
+    def agent_only(self, repo, n, agent=None):
         script = 'i=0; while [ $i -lt %d ]; do cat PROMPT.md | "%s"; i=$((i+1)); done' % (
-            n, self.agent)
+            n, agent or self.agent)
         return timed(["bash", "-c", script], cwd=repo)
 
 
@@ -149,12 +176,15 @@ def ms(x):
 
 
 def overhead(b, sizes, n, reps, baseline=None):
-    print("## Per-iteration overhead (total − the agent's own time) / %d iterations, median of %d"
-          % (n, reps))
-    print("ours: gate and sandbox off (as the bash loop); defaults: gate and sandbox on, as a"
-          " user gets them%s" % ("; baseline: the defaults with " + baseline if baseline else ""))
+    print("## Per-iteration overhead (total − the agent's own time for each run) / %d iterations,"
+          " median of %d" % (n, reps))
+    print("The agent writes a document the built-in gate accepts, so each iteration runs it once."
+          " ours: gate and sandbox off (as the bash loop); defaults: gate and sandbox on, as a"
+          " user gets them%s; revised: the defaults with an agent whose work the gate sends back"
+          " once each iteration (two runs an iteration, the agent's time subtracted for both)"
+          % ("; baseline: the defaults with " + baseline if baseline else ""))
     print()
-    cols = ["ours", "defaults"] + (["baseline"] if baseline else [])
+    cols = ["ours", "defaults"] + (["baseline"] if baseline else []) + ["revised"]
     print("| files | bash loop | %s | load |" % " | ".join("%s | ratio" % c for c in cols))
     print("|---|---|%s---|" % ("---|---|" * len(cols)))
     for files in sizes:
@@ -164,22 +194,30 @@ def overhead(b, sizes, n, reps, baseline=None):
         for r in range(reps):
             la = load()
             copies = {}
-            for kind in cols + ["bash", "agent"]:
+            for kind in cols + ["bash", "agent", "agent2"]:
                 copies[kind] = os.path.join(b.work, "%s-%d-%d" % (kind, files, r))
                 fresh_copy(base, copies[kind])
+            ok = b.accepted
             took = {
-                "ours": lambda: b.ours(copies["ours"], n),
-                "defaults": lambda: b.ours(copies["defaults"], n, defaults=True),
-                "baseline": lambda: b.ours(copies["baseline"], n, defaults=True, binary=baseline),
+                "ours": lambda: b.ours(copies["ours"], n, agent=ok, runs=1),
+                "defaults": lambda: b.ours(copies["defaults"], n, defaults=True, agent=ok, runs=1),
+                "baseline": lambda: b.ours(copies["baseline"], n, defaults=True, binary=baseline,
+                                           agent=ok, runs=1),
+                "revised": lambda: b.ours(copies["revised"], n, defaults=True, runs=2),
             }
             # Alternate which build goes first, so neither always runs on a warmer cache.
-            order = cols if r % 2 == 0 or not baseline else ["ours", "baseline", "defaults"]
+            order = cols if r % 2 == 0 or not baseline else \
+                ["ours", "baseline", "defaults", "revised"]
             t = {c: took[c]() for c in order}
-            t_bash = b.bash(copies["bash"], n)
-            t_agent = b.agent_only(copies["agent"], n)
+            t_bash = b.bash(copies["bash"], n, agent=ok)
+            t_agent = {"accepted": b.agent_only(copies["agent"], n, agent=ok),
+                       "revised": b.agent_only(copies["agent2"], n)}
             for c in cols:
-                got[c].append((t[c] - t_agent) / n)
-            s.append((t_bash - t_agent) / n)
+                if c == "revised":
+                    got[c].append((t[c] - 2 * t_agent["revised"]) / n)
+                else:
+                    got[c].append((t[c] - t_agent["accepted"]) / n)
+            s.append((t_bash - t_agent["accepted"]) / n)
             l.append(la)
             for c in copies.values():
                 shutil.rmtree(c)
@@ -203,7 +241,7 @@ def steps(b, files, n):
     repo = os.path.join(b.work, "steps")
     fresh_copy(base, repo)
     la = load()
-    b.ours(repo, n, defaults=True, log="info,timing=debug")
+    b.ours(repo, n, defaults=True, log="info,timing=debug", agent=b.accepted, runs=1)
     per = {}  # step -> [total µs in each iteration]
     count = {}
     current = {}
