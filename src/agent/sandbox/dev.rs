@@ -254,9 +254,13 @@ mod tests {
         p
     }
 
+    /// Writable roots, readable roots (`None`: everywhere), what the run's `/dev` holds beyond
+    /// the common devices.
+    type Case<'a> = (&'a [&'a str], Option<&'a [&'a str]>, &'a [&'a str]);
+
     #[test]
     fn the_runs_dev_holds_the_common_devices_and_what_the_settings_grant_there() {
-        let cases: &[(&[&str], Option<&[&str]>, &[&str])] = &[
+        let cases: &[Case<'_>] = &[
             // The defaults: the devices every run gets, nothing of the machine's shm.
             (&["/work", "/dev/null", "/dev/shm", "/dev/ptmx"], None, &[]),
             // A device granted by the settings is bound back; /dev itself never is.
