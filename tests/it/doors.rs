@@ -601,3 +601,60 @@ fn a_repository_an_agent_makes_in_the_loops_directory_is_put_aside() {
     let top = git(&art, &["rev-parse", "--show-toplevel"]);
     assert_eq!(top.trim(), proj.display().to_string());
 }
+
+#[test]
+fn a_run_sees_the_common_devices_and_what_the_settings_grant_nothing_else_of_dev() {
+    // A device of the machine no run needs, and that the settings may grant.
+    let Some(granted) = ["/dev/kmsg", "/dev/loop-control", "/dev/mem", "/dev/port"]
+        .into_iter()
+        .find(|d| Path::new(d).exists())
+    else {
+        panic!("none of the devices this test grants is on this machine");
+    };
+    for user in [false, true] {
+        let t = TestHome::new();
+        t.write_home_config(&format!(
+            "[safety]\nreadable = []\nwritable = [\"{granted}\"]\n"
+        ));
+        let script = "ls /dev | tr '\\n' ' '; echo\n\
+             echo x > /dev/null && echo 'null written'\n\
+             head -c 4 /dev/urandom | wc -c\n\
+             echo y > /dev/shm/own && cat /dev/shm/own\n\
+             touch /dev/planted; echo \"planted $?\"";
+        let art = t.art();
+        let out = once(&t, "dev", &art, script, &[], user);
+        let who = if user { "user" } else { "root" };
+        let st = t.state();
+        let sandbox = st["harness"]["sandbox"].as_str().unwrap();
+        assert!(sandbox.contains("a /dev of its own"), "{who}: {sandbox}");
+        let listed: Vec<&str> = out
+            .lines()
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        let name = granted.trim_start_matches("/dev/");
+        for want in [
+            "null", "zero", "urandom", "tty", "pts", "ptmx", "shm", "fd", "stdin", name,
+        ] {
+            assert!(
+                listed.contains(&want),
+                "{who}: {want} missing from {listed:?}"
+            );
+        }
+        // No terminal, console or disk of the machine: only what is listed above.
+        let machine = [
+            "console", "tty0", "tty1", "ttyS0", "vda", "sda", "nvme0n1", "loop0", "kmsg", "mem",
+        ];
+        for gone in machine.iter().filter(|m| **m != name) {
+            assert!(!listed.contains(gone), "{who}: {gone} in {listed:?}");
+        }
+        assert!(
+            out.contains("null written") && out.contains("\n4\n"),
+            "{who}: {out}"
+        );
+        assert!(out.contains("\ny\n"), "{who}: {out}");
+        assert!(!out.contains("planted 0"), "{who}: {out}");
+        assert!(!Path::new("/dev/planted").exists(), "{who}");
+    }
+}
