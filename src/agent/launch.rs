@@ -341,14 +341,17 @@ fn record_helper_timings(path: Option<&Path>, spawned: DateTime<Utc>) {
     }
 }
 
-/// The store of every loop's records (`$STUDIO_AGENTS_HOME`), kept out of a run's sight, not
-/// only out of its reach — unless the run's writable root lies inside it.
+/// The store of every loop's records (`$STUDIO_AGENTS_HOME`) and the directories of every
+/// loop's home layer (`policy::layer_bases`), kept out of a run's sight, not only out of its
+/// reach — unless the run's writable root lies inside one.
 fn hidden_store(root: &Path) -> Vec<PathBuf> {
+    let uid = nix::unistd::geteuid().as_raw();
     crate::config::home_dir()
         .ok()
         .map(|h| h.canonicalize().unwrap_or(h))
-        .filter(|h| !root.starts_with(h))
         .into_iter()
+        .chain(sandbox::policy::layer_bases(&std::env::temp_dir(), uid))
+        .filter(|h| !root.starts_with(h))
         .collect()
 }
 

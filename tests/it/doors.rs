@@ -658,3 +658,50 @@ fn a_run_sees_the_common_devices_and_what_the_settings_grant_nothing_else_of_dev
         assert!(!Path::new("/dev/planted").exists(), "{who}");
     }
 }
+
+#[test]
+fn a_run_never_reads_another_loops_home_layer() {
+    for user in [false, true] {
+        let t = TestHome::new();
+        let uid = if user { 65534 } else { 0 };
+        // A first loop lays its home's layer (and the directory of every loop's layers).
+        let art = t.art();
+        once(&t, "first", &art, "true", &[], user);
+        let base = PathBuf::from(format!("/var/tmp/studio-agents-homes-{uid}"));
+        assert!(base.is_dir(), "the premise: {} was made", base.display());
+        // Another loop's layer, where its CLI refreshed its token.
+        let other = base.join(format!("other-loop-{}", std::process::id()));
+        let creds = other.join("upper/.claude/.credentials.json");
+        std::fs::create_dir_all(creds.parent().unwrap()).unwrap();
+        std::fs::write(
+            &creds,
+            "{\"claudeAiOauth\":{\"accessToken\":\"tok-3c91\"}}\n",
+        )
+        .unwrap();
+        let planted = [
+            other.clone(),
+            other.join("upper"),
+            creds.parent().unwrap().to_path_buf(),
+            creds.clone(),
+        ];
+        for p in &planted {
+            std::os::unix::fs::lchown(p, Some(uid), Some(uid)).unwrap();
+        }
+        let art2 = t.root().join("art2");
+        std::fs::create_dir_all(&art2).unwrap();
+        std::fs::write(art2.join("artifact.md"), "# Notes\n").unwrap();
+        let script = format!(
+            "cat {b}/*/upper/.claude/.credentials.json; ls -a {b}; grep -rs tok-3c91 /var/tmp \"${{TMPDIR:-/tmp}}\"; echo done",
+            b = base.display()
+        );
+        let out = once(&t, "snoop", &art2, &script, &[], user);
+        std::fs::remove_dir_all(&other).unwrap();
+        let who = if user { "user" } else { "root" };
+        assert!(out.contains("done"), "{who}: {out}");
+        assert!(!out.contains("tok-3c91"), "{who}: {out}");
+        assert!(
+            !out.contains("other-loop"),
+            "{who}: the layers were listed: {out}"
+        );
+    }
+}

@@ -37,7 +37,21 @@ pub fn mask(p: &Policy, home_layered: bool) -> Result<Masked, String> {
         home: true,
         all: true,
     };
+    // The run's own layer, where it is not mounted as the home, is its seeded home: the
+    // directory that holds it is left to Landlock, which grants the seeded home by a rule.
+    let own_layer = p
+        .home_layer
+        .as_ref()
+        .filter(|_| !home_layered)
+        .map(|h| h.layer.as_path());
     for path in &p.hidden {
+        let holds_own = own_layer.is_some_and(|l| {
+            l.starts_with(path) || l.canonicalize().is_ok_and(|c| c.starts_with(path))
+        });
+        if holds_own {
+            done.all = false;
+            continue;
+        }
         let in_home = home.is_some_and(|h| path.starts_with(h) && path != h);
         match mask_one(path, in_home) {
             Ok(()) => {}

@@ -220,6 +220,27 @@ pub fn layer_dir(home: &Path, temp: &Path, key: &str, uid: u32) -> PathBuf {
     base.join(key)
 }
 
+/// The directories that hold the loops' home layers (`layer_dir`'s two places), hidden from
+/// every run on Linux: another loop's layer holds what its runs wrote in their home, a refreshed
+/// credential among it. A run's own layer is its home's (the overlay is mounted before the
+/// masks) or its seeded home, which a rule of its own grants. (macOS's profile denies what is
+/// hidden over what it grants: there the layers stay in sight.)
+#[must_use]
+pub fn layer_bases(temp: &Path, uid: u32) -> Vec<PathBuf> {
+    if cfg!(not(target_os = "linux")) {
+        return Vec::new();
+    }
+    let name = format!("studio-agents-homes-{uid}");
+    let mut out = Vec::new();
+    for base in [temp.join(&name), Path::new("/var/tmp").join(&name)] {
+        let base = base.canonicalize().unwrap_or(base);
+        if !out.contains(&base) {
+            out.push(base);
+        }
+    }
+    out
+}
+
 /// The secret places under `home` a run of `program` may not read: [`SECRETS`] and the other
 /// CLIs' credentials, less what `readable` names (the place, or a directory holding it).
 #[must_use]
