@@ -24,8 +24,9 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
     let h = Handle::open_present(&a.topic)?;
     let q = h.answer(&a.answer)?;
     println!(
-        "answered iteration {}'s question \"{}\" (the next run's prompt carries it)",
-        q.iteration, q.text
+        "answered {}'s question \"{}\" (the next run's prompt carries it)",
+        q.asker(),
+        q.text
     );
     if a.sign {
         let path = h.layout.memory("AGENT.md");

@@ -211,8 +211,8 @@ fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
             let asked = crate::sys::term::printable(&q.text);
             let fence = fence_for(&asked);
             format!(
-                "\nA question left open (iteration {}; answer with `studio-agents wiggum answer {topic} \"…\"`):\n\n{fence}text\n{asked}\n{fence}\n",
-                q.iteration
+                "\nA question left open ({}; answer with `studio-agents wiggum answer {topic} \"…\"`):\n\n{fence}text\n{asked}\n{fence}\n",
+                q.asker()
             )
         });
     Ok(format!(

@@ -385,7 +385,7 @@ async fn control(Path((topic, action)): Path<(String, String)>, body: String) ->
         "stop" => crate::supervisor::control::request_stop(&h, 10).map(|_| "stopping"),
         "answer" => {
             return match h.answer(&body) {
-                Ok(q) => format!("answered iteration {}'s question", q.iteration).into_response(),
+                Ok(q) => format!("answered {}'s question", q.asker()).into_response(),
                 Err(e) => (StatusCode::CONFLICT, e.to_string()).into_response(),
             };
         }

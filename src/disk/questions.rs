@@ -23,6 +23,24 @@ pub struct Question {
     pub answer: Option<String>,
 }
 
+impl Question {
+    /// Who asked it: `planning`, `iteration 3`.
+    #[must_use]
+    pub fn asker(&self) -> String {
+        asker_of(self.iteration)
+    }
+}
+
+/// `planning` for iteration 0 (the planning runs'), else `iteration N`.
+#[must_use]
+pub fn asker_of(iteration: u32) -> String {
+    if iteration == 0 {
+        "planning".into()
+    } else {
+        format!("iteration {iteration}")
+    }
+}
+
 /// An answer to the open question, waiting for the next run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {

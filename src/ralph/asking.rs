@@ -45,7 +45,10 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
         question: question.clone(),
         detail: format!("answer it: {answer}"),
     };
-    let reason = format!("iteration {n} asked: \"{question}\"");
+    let reason = format!(
+        "{} asked: \"{question}\"",
+        crate::disk::questions::asker_of(n)
+    );
     lp.runner.notify("needs_human", n, &reason, fields).await;
     Ok(())
 }
@@ -77,16 +80,21 @@ pub fn take_answer(lp: &mut Loop) -> Result<()> {
 /// What the next prompt says of the question: its answer, or that none came yet. Pure.
 #[must_use]
 pub fn prompt_section(q: &Question) -> String {
+    let asker = q.asker();
+    let mut who = asker.chars();
+    let who: String = who
+        .next()
+        .map(|c| c.to_uppercase().chain(who).collect())
+        .unwrap_or_default();
     match &q.answer {
         Some(a) => format!(
-            "\n\n## Your question was answered\n\nIteration {} asked: {}\n\nThe answer: {}\n",
-            q.iteration,
+            "\n\n## Your question was answered\n\n{who} asked: {}\n\nThe answer: {}\n",
             q.text,
             a.trim()
         ),
         None => format!(
-            "\n\n## A question is open\n\nIteration {} asked: {}\n\nNo answer yet: work on another item of fix_plan.md meanwhile.\n",
-            q.iteration, q.text
+            "\n\n## A question is open\n\n{who} asked: {}\n\nNo answer yet: work on another item of fix_plan.md meanwhile.\n",
+            q.text
         ),
     }
 }

@@ -248,12 +248,13 @@ impl Loop {
         self.runner.save()?;
         let layout = self.runner.layout.clone();
         let template = fsutil::read(&layout.memory("PLANNING_PROMPT.md"))?;
-        let prompt = templates::render(
+        let base = templates::render(
             &template,
             &templates::iteration_vars(0, &layout.planning_dir()),
         );
         let attempts = self.settings.safety.max_crash_retries + 1;
         let mut attempt = 0;
+        let mut asked = None;
         while attempt < attempts {
             attempt += 1;
             if !self.fallbacks.is_empty()
@@ -262,7 +263,14 @@ impl Loop {
             {
                 return Ok(Some((reason, why)));
             }
-            let (d, changed) = self.plan_attempt(&prompt, attempt, attempts).await?;
+            // A question planning asked, and its answer once given, go with the next attempt.
+            super::asking::take_answer(self)?;
+            let mut prompt = base.clone();
+            let st = &self.runner.state;
+            for q in st.answered.iter().chain(&st.question) {
+                prompt.push_str(&super::asking::prompt_section(q));
+            }
+            let (d, changed, question) = self.plan_attempt(&prompt, attempt, attempts).await?;
             if d.carry {
                 super::commit::carry(self, &changed);
             }
@@ -289,13 +297,41 @@ impl Loop {
                     self.runner.save()?;
                     return Ok(Some((reason, why)));
                 }
-                Then::Again | Then::Over | Then::NoChange | Then::Asked => {}
+                Then::Asked => {
+                    let q = question.unwrap_or_default();
+                    asked = Some(q.clone());
+                    super::asking::asked(self, 0, q).await?;
+                    // Paused for it: what comes after the pause is no failed attempt.
+                    if self.wait_while_paused(0).await? {
+                        if let Some(stop) = self.stopped_while_planning() {
+                            return Ok(Some(stop));
+                        }
+                        attempt -= 1;
+                    }
+                }
+                Then::Again | Then::Over | Then::NoChange => {}
             }
         }
-        Ok(Some((
-            StopReason::Breaker,
-            format!("planning failed {attempts} times"),
-        )))
+        let why = match asked {
+            Some(q) => format!(
+                "planning asked \"{q}\" instead of writing fix_plan.md, {attempts} times: answer it ({}) and start the loop again",
+                super::asking::answer_command(&self.runner.topic)
+            ),
+            None => format!("planning failed {attempts} times"),
+        };
+        Ok(Some((StopReason::Breaker, why)))
+    }
+
+    /// A stop asked for while planning waited (a pause ended by `stop`).
+    fn stopped_while_planning(&self) -> Option<(StopReason, String)> {
+        let asked = self.runner.stop_level() != StopLevel::None
+            || requests::read(&self.runner.layout.requests()).stop_after_iteration;
+        asked.then(|| {
+            (
+                StopReason::UserStop,
+                "stopped while planning waited for an answer".to_string(),
+            )
+        })
     }
 
     /// One planning run, decided and recorded. Returns the disposition and the paths it changed.
@@ -304,7 +340,7 @@ impl Loop {
         prompt: &str,
         attempt: u32,
         attempts: u32,
-    ) -> Result<(Disposition, Vec<std::path::PathBuf>)> {
+    ) -> Result<(Disposition, Vec<std::path::PathBuf>, Option<String>)> {
         let layout = self.runner.layout.clone();
         let phase = RunSpec {
             kind: AgentPhase::Planning,
@@ -333,7 +369,14 @@ impl Loop {
         let tail = fsutil::read_tail(&run.log, 4096)?;
         let plan = fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default();
         let progress = fix_plan::has_items(&plan);
-        let verdict = super::iteration::weigh(self, &run, &tail, progress, false, true);
+        let question = crate::agent::asked::asked(
+            agent.table.output_format,
+            &run.report.text,
+            &tail,
+            &run.report.denials,
+        );
+        let verdict =
+            super::iteration::weigh(self, &run, &tail, progress, question.is_some(), true);
         let failure = super::failure::describe(run.outcome.ending, &tail);
         let ended = run.outcome.ending.to_string();
         let ctx = Context {
@@ -354,12 +397,15 @@ impl Loop {
             rec.protected_changed.clone_from(&run.protected_changed);
             rec.validation_failed = rec.note.take();
         }
+        if d.outcome == Outcome::Asked {
+            rec.question.clone_from(&question);
+        }
         let items = (d.then == Then::Accept).then(|| match fix_plan::remaining(&plan) {
             1 => "1 item in fix_plan.md".to_string(),
             n => format!("{n} items in fix_plan.md"),
         });
         super::progress::record_and_say(&layout, &rec, items.as_deref())?;
-        Ok((d, changed))
+        Ok((d, changed, question))
     }
 
     /// Commit the plan planning wrote.

@@ -453,6 +453,16 @@ pub(super) fn weigh(
     decide::after_attempt(&facts, &mut lp.breaker, lp.runner.trends(), ceilings)
 }
 
+/// What a run that changed files was refused (claude's `permission_denials`), as the question
+/// it leaves the user; none for a run that changed nothing (that one asked instead of working)
+/// or was refused nothing.
+fn refused_while_working(seen: &Seen) -> Option<String> {
+    let worked = !seen.changed.is_empty() || seen.run.committed;
+    (worked && !seen.run.report.denials.is_empty())
+        .then(|| seen.question.clone())
+        .flatten()
+}
+
 /// Carry out a disposition: carry the changes, record the run, put the attempt aside, then
 /// wait, accept, or end — the one place an iteration's decision is applied.
 async fn settle(
@@ -483,6 +493,10 @@ async fn settle(
     match d.then {
         Then::Accept => {
             lp.runner.worked();
+            // A run that worked and was refused a tool: its work goes on as any other's, and
+            // the refusal is a question for the user all the same.
+            let refused = refused_while_working(seen);
+            rec.question.clone_from(&refused);
             let why = accept::accept(
                 lp,
                 n,
@@ -492,6 +506,10 @@ async fn settle(
                 &seen.changed_paths,
             )
             .await?;
+            if let Some(question) = refused {
+                super::progress::say(&format!("  ? asked: \"{question}\""));
+                super::asking::asked(lp, n, question).await?;
+            }
             return Ok(Flow::End(why.map_or(IterationEnd::Done, |why| {
                 let why = decide::how_to_continue(&why, &lp.runner.topic);
                 IterationEnd::Stop(StopReason::Breaker, why)

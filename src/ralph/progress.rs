@@ -549,7 +549,8 @@ pub fn completion_block(c: &Completion) -> String {
     let sa = program(c.home.as_deref());
     if let Some((n, q)) = &c.question {
         out.push(format!(
-            "  question    open since iteration {n}: \"{}\"\n              answer: {sa} wiggum answer {} \"…\"",
+            "  question    open since {}: \"{}\"\n              answer: {sa} wiggum answer {} \"…\"",
+            crate::disk::questions::asker_of(*n),
             crate::sys::term::printable(q),
             c.topic
         ));

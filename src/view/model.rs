@@ -337,7 +337,7 @@ impl LoopView {
     #[must_use]
     pub fn question(&self) -> Option<String> {
         let q = self.state.as_ref()?.question.as_ref()?;
-        let asked = format!("iteration {} asked: \"{}\"", q.iteration, q.text);
+        let asked = format!("{} asked: \"{}\"", q.asker(), q.text);
         Some(if q.answer.is_some() || self.answer_given {
             format!("{asked}; answered, the next run's prompt carries it")
         } else {

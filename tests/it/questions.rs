@@ -15,12 +15,18 @@ use crate::support::wait_for;
 /// A scripted agent: planning writes two items; iteration N acts as the Nth word of
 /// `$MODES` says — `claude` (a JSON result with a refused tool and a question), `codex` (the
 /// CLI's refusal after its echo of the prompt), `plain` (a question as its last words),
-/// `bidi` (a question with bidirectional controls in it), `later` (waits for `go` beside the script, then asks another question), or `work` (one item
-/// done). Each prompt is kept as `prompt-<phase>-<N>` beside the script.
+/// `bidi` (a question with bidirectional controls in it), `refused` (claude's JSON result
+/// of a run that changed the artifact and was refused a tool), `later` (waits for `go` beside the script, then asks another question), or `work` (one item
+/// done); with `ASK_TO_PLAN` set, planning asks which database until its prompt carries an
+/// answer. Each prompt is kept as `prompt-<phase>-<N>` beside the script.
 const ASKER: &str = r#"prompt=$(cat)
 here=$(dirname "$0")
 printf '%s' "$prompt" > "$here/prompt-$WIGGUM_PHASE-$ITERATION"
 plan="$WIGGUM_DIR/fix_plan.md"
+if [ "$WIGGUM_PHASE" = planning ] && [ -n "$ASK_TO_PLAN" ] && ! echo "$prompt" | grep -q '^The answer: '; then
+    echo "Which database should the plan target?"
+    exit 0
+fi
 if [ "$WIGGUM_PHASE" = planning ]; then
     printf '# Plan\n\n## Incomplete Items\n- [ ] Part one\n- [ ] Part two\n- [ ] Part three\n' > "$plan"
     echo "planned by ${WHO:-asker}"
@@ -34,6 +40,11 @@ claude)
 codex)
     printf 'user\n%s\ncodex\n' "$(echo "$prompt" | head -n 3)"
     echo 'exec command rejected: approval required to run `./bin/migrate --apply`'
+    ;;
+refused)
+    printf '\n## Down step\n\nAdded in iteration %s.\n' "$ITERATION" >> "$ITERATION_DIR/artifact.md"
+    printf 'Down step\n' > "$ITERATION_DIR/review.md"
+    printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"num_turns":4,"result":"I added the down step. Running the migration was refused.","total_cost_usd":0.04,"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_02","tool_input":{"command":"./bin/migrate --apply"}}]}'
     ;;
 plain)
     echo "I read the plan. The schema changed."
@@ -182,6 +193,49 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
         s.stdout().contains(
             "\n  question:  iteration 3 asked: \"Should I also update the migration?\"; answer it: studio-agents wiggum answer night \"…\"\n"
         ),
+        "{}",
+        s.stdout()
+    );
+}
+
+#[test]
+fn a_run_that_worked_and_was_refused_a_tool_is_kept_and_its_refusal_left_as_a_question() {
+    let t = TestHome::new();
+    agent(&t, "asker", "claude-json", "refused,work", "");
+    let args = start(
+        &t,
+        "night",
+        "asker",
+        &["--foreground", "--max-iterations", "2"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t.run(&args);
+    out.code(0);
+    let stdout = out.stdout();
+    // The work is kept as any other, and the refusal said under its line.
+    let lines = run_lines(&stdout, "Iteration ");
+    assert!(lines[0].starts_with("Iteration 1/2 ✓ kept"), "{stdout}");
+    let refusal = stdout
+        .lines()
+        .find(|l| l.starts_with("  ? asked: "))
+        .unwrap_or_else(|| panic!("no refusal said: {stdout}"));
+    assert!(refusal.contains("permission for Bash"), "{refusal}");
+    let runs = t.runs("iteration");
+    assert_eq!(runs[0]["outcome"], "accepted", "{runs:?}");
+    assert!(
+        runs[0]["question"]
+            .as_str()
+            .unwrap_or("")
+            .contains("permission for Bash"),
+        "{runs:?}"
+    );
+    // The question stays open for the user: status says it and how to answer it.
+    let s = t.run(&["wiggum", "status", "night"]);
+    s.code(0);
+    assert!(
+        s.stdout()
+            .contains("question:  iteration 1 asked: \"permission for Bash")
+            && s.stdout().contains("studio-agents wiggum answer night"),
         "{}",
         s.stdout()
     );
@@ -368,6 +422,68 @@ fn codex_refusals_and_questions_in_a_row_pause_the_loop_at_max_questions() {
     );
     t.run(&["wiggum", "stop", "night"]).code(0);
     t.wait_stopped("night");
+}
+
+#[test]
+fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
+    let t = TestHome::new();
+    agent(
+        &t,
+        "asker",
+        "plain",
+        "work ASK_TO_PLAN=1",
+        "[safety]\nmax_questions = 0\n",
+    );
+    let args = start(
+        &t,
+        "night",
+        "asker",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = t.run(&args);
+    let stdout = out.stdout();
+    assert!(
+        stdout.contains("? asked: \"Which database should the plan target?\""),
+        "{stdout}{}",
+        out.stderr()
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    let detail = st["stop_detail"].as_str().unwrap();
+    assert_eq!(
+        detail,
+        "planning asked \"Which database should the plan target?\" instead of writing fix_plan.md, 3 times: answer it (studio-agents wiggum answer night \"…\") and start the loop again"
+    );
+    let planning = t.runs("planning");
+    assert_eq!(planning[0]["outcome"], "asked", "{planning:?}");
+    assert_eq!(
+        planning[0]["question"],
+        "Which database should the plan target?"
+    );
+    let s = t.run(&["wiggum", "status", "night"]);
+    assert!(
+        s.stdout()
+            .contains("planning asked: \"Which database should the plan target?\""),
+        "{}",
+        s.stdout()
+    );
+    let a = t.run(&["wiggum", "answer", "night", "Postgres 16"]);
+    a.code(0);
+    assert!(
+        a.stdout().starts_with("answered planning's question"),
+        "{}",
+        a.stdout()
+    );
+    // Started again: planning's prompt carries the answer, and it plans.
+    let again = t.run(&args);
+    let prompt = std::fs::read_to_string(t.root().join("asker/prompt-planning-0")).unwrap();
+    again.code(0);
+    assert!(
+        prompt.ends_with("## Your question was answered\n\nPlanning asked: Which database should the plan target?\n\nThe answer: Postgres 16"),
+        "{prompt}"
+    );
+    assert_eq!(t.state()["stop_reason"], "max_iterations");
 }
 
 #[test]

@@ -208,9 +208,10 @@ fn decide(v: Verdict, phase: RunPhase, c: Context<'_>) -> Disposition {
         (Verdict::Asked, RunPhase::Iteration(_)) => {
             disposition(outcome, None, false, Aside::Keep, Then::Asked)
         }
-        (Verdict::Asked, RunPhase::Planning { attempt, attempts }) => {
-            let last = "planning asked a question instead of writing fix_plan.md".to_string();
-            planning_failed(attempt, attempts, last, false)
+        // Asked: the question is kept, said and sent; planning decides whether to ask again.
+        (Verdict::Asked, RunPhase::Planning { .. }) => {
+            let note = "planning asked a question instead of writing fix_plan.md".to_string();
+            disposition(outcome, Some(note), false, Aside::Keep, Then::Asked)
         }
         (Verdict::Then(AfterRun::NoChange(trip)), RunPhase::Iteration(_)) => {
             let then = trip.map_or(Then::NoChange, |why| Then::Stop(StopReason::Breaker, why));
@@ -374,18 +375,29 @@ mod tests {
                 Aside::Keep,
                 Then::NoChange,
             ),
-            (Verdict::Asked, it, Outcome::Asked, false, Aside::Keep, Then::Asked),
-            (Verdict::Asked, first, Outcome::Crashed, true, Aside::Keep, Then::Again),
+            (
+                Verdict::Asked,
+                it,
+                Outcome::Asked,
+                false,
+                Aside::Keep,
+                Then::Asked,
+            ),
+            (
+                Verdict::Asked,
+                first,
+                Outcome::Asked,
+                false,
+                Aside::Keep,
+                Then::Asked,
+            ),
             (
                 Verdict::Asked,
                 last,
-                Outcome::Crashed,
-                true,
+                Outcome::Asked,
+                false,
                 Aside::Keep,
-                Then::Stop(
-                    StopReason::Breaker,
-                    "planning failed 3 times; the last: planning asked a question instead of writing fix_plan.md".into(),
-                ),
+                Then::Asked,
             ),
             (
                 Verdict::Then(AfterRun::NoChange(Some("3 in a row".into()))),

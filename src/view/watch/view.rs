@@ -48,8 +48,8 @@ fn header(s: &LoopView) -> Vec<Line<'static>> {
     }
     if let Some(q) = st.question.as_ref().filter(|q| q.answer.is_none()) {
         lines.push(Line::from(format!(
-            "Question (iteration {}): {}",
-            q.iteration,
+            "Question ({}): {}",
+            q.asker(),
             crate::sys::term::printable(&q.text)
         )));
     }
