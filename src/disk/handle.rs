@@ -138,6 +138,9 @@ impl Handle {
         requests::update(&self.layout.requests(), |r| {
             r.pause = on;
             r.pause_reason = on.then(|| "paused by the user".into());
+            // The user's own pause (or resume) takes over one that waited for an answer: an
+            // answer then lifts nothing the user asked for.
+            r.paused_for_question = false;
         })?;
         Ok(h)
     }

@@ -259,6 +259,24 @@ fn paused_on_a_question(t: &TestHome) -> std::path::PathBuf {
 }
 
 #[test]
+fn a_pause_the_user_asked_for_is_not_lifted_by_an_answer() {
+    let t = TestHome::new();
+    let dir = paused_on_a_question(&t);
+    // Paused for the question; the user pauses it as well, then answers.
+    t.run(&["wiggum", "pause", "night"]).code(0);
+    t.run(&["wiggum", "answer", "night", "Yes."]).code(0);
+    let st = t.status_json("night");
+    assert_eq!(st["status"], "paused", "{st}");
+    assert_eq!(st["pause_reason"], "paused by the user", "{st}");
+    assert!(!dir.join("prompt-iteration-2").exists(), "it went on");
+    // `resume` goes on, and the next prompt carries the answer.
+    t.run(&["wiggum", "resume", "night"]).code(0);
+    t.wait_stopped("night");
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(second.ends_with("The answer: Yes."), "{second}");
+}
+
+#[test]
 fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
     let t = TestHome::new();
     let dir = paused_on_a_question(&t);
