@@ -56,7 +56,10 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
     if f.iterations_done >= f.max_iterations {
         return Some((
             StopReason::MaxIterations,
-            format!("{} iterations done", f.iterations_done),
+            match f.iterations_done {
+                1 => "1 iteration done".to_string(),
+                n => format!("{n} iterations done"),
+            },
         ));
     }
     None
@@ -589,6 +592,18 @@ mod tests {
         ];
         for (f, want) in cases {
             assert_eq!(exit_reason(&f).map(|r| r.0), Some(want), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn the_iteration_limit_says_how_many_were_done() {
+        for (done, max, said) in [(1, 1, "1 iteration done"), (5, 5, "5 iterations done")] {
+            let f = Facts {
+                iterations_done: done,
+                max_iterations: max,
+                ..base()
+            };
+            assert_eq!(exit_reason(&f).map(|r| r.1).as_deref(), Some(said));
         }
     }
 
