@@ -22,12 +22,25 @@ pub struct AnswerArgs {
 /// `answer`.
 pub fn run(a: &AnswerArgs) -> Result<i32> {
     let h = Handle::open_present(&a.topic)?;
+    let waiting = fsutil::read_opt(&h.layout.answer())?
+        .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
+        .unwrap_or_default();
     let q = h.answer(&a.answer)?;
     println!(
         "answered {}'s question \"{}\" (the next run's prompt carries it)",
         q.asker(),
         q.text
     );
+    // One answer a question: a second, before a run took the first, replaces it.
+    if let Some(before) = waiting
+        .iter()
+        .find(|w| w.question == q.text && w.iteration == q.iteration)
+    {
+        println!(
+            "it replaces the answer given before: \"{}\"",
+            crate::sys::term::printable(&before.text)
+        );
+    }
     if a.sign {
         let path = h.layout.memory("AGENT.md");
         let text = fsutil::read_opt(&path)?.unwrap_or_default();

@@ -352,8 +352,13 @@ impl Phase {
             (P::Planning { .. } | P::Running { .. }, Step::Run) if idle => {
                 Ok(P::Running { agent: None })
             }
-            (P::Running { agent: None }, Step::Pause) => Ok(P::Paused),
+            // Between runs: before an iteration, or between planning's attempts (a question
+            // planning asked waits for its answer), and back to what it was doing.
+            (P::Running { agent: None } | P::Planning { agent: None }, Step::Pause) => {
+                Ok(P::Paused)
+            }
             (P::Paused, Step::Resume) => Ok(P::Running { agent: None }),
+            (P::Paused, Step::Plan) => Ok(P::Planning { agent: None }),
             (P::Planning { agent: None }, Step::Wait { until, reason }) => Ok(P::Waiting {
                 until: *until,
                 reason: reason.clone(),
@@ -567,12 +572,12 @@ mod tests {
         #[rustfmt::skip]
         let table: &[(&str, [&str; 12])] = &[
             //                 plan        run        pause    resume    wait       waitover    starting    spawned     stop        gone        end        fail
-            ("planning",       ["planning", "running", "-",     "-",      "waiting", "-",        "planning", "-",        "stopping", "planning", "stopped", "failed"]),
+            ("planning",       ["planning", "running", "paused", "-",     "waiting", "-",        "planning", "-",        "stopping", "planning", "stopped", "failed"]),
             ("planning+agent", ["-",        "-",       "-",     "-",      "-",       "-",        "-",        "-",        "stopping", "planning", "-",       "failed"]),
             ("running",        ["-",        "running", "paused", "-",     "waiting", "-",        "running",  "-",        "stopping", "running",  "stopped", "failed"]),
             ("running+agent",  ["-",        "-",       "-",     "-",      "-",       "-",        "-",        "-",        "stopping", "running",  "-",       "failed"]),
             ("running+token",  ["-",        "-",       "-",     "-",      "-",       "-",        "-",        "running",  "stopping", "running",  "-",       "failed"]),
-            ("paused",         ["-",        "-",       "-",     "running", "-",      "-",        "-",        "-",        "-",        "-",        "stopped", "failed"]),
+            ("paused",         ["planning", "-",       "-",     "running", "-",      "-",        "-",        "-",        "-",        "-",        "stopped", "failed"]),
             ("stopping",       ["-",        "-",       "-",     "-",      "waiting", "-",        "-",        "-",        "stopping", "stopping", "stopped", "failed"]),
             ("stopping+agent", ["-",        "-",       "-",     "-",      "-",       "-",        "-",        "-",        "stopping", "stopping", "-",       "failed"]),
             ("waiting",        ["-",        "-",       "-",     "-",      "-",       "running",  "-",        "-",        "-",        "-",        "stopped", "failed"]),

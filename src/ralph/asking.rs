@@ -10,10 +10,12 @@ use crate::disk::requests;
 use crate::error::Result;
 use crate::sys::fsutil;
 
-/// The command that answers `topic`'s question, as people type it.
+/// The command that answers `topic`'s question, as people type it (naming the store when it is
+/// not the default one, so it works from any shell).
 #[must_use]
 pub fn answer_command(topic: &str) -> String {
-    format!("studio-agents wiggum answer {topic} \"…\"")
+    let program = super::progress::program(crate::config::home_to_name().as_deref());
+    format!("{program} wiggum answer {topic} \"…\"")
 }
 
 /// Iteration `n`'s run asked `question`: keep it open, tell whoever listens, pause if due.

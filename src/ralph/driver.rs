@@ -191,8 +191,9 @@ impl Loop {
         }
     }
 
-    /// Pause at the boundary before iteration `n` when asked (or for human review).
-    /// Returns true if it paused (the caller re-checks the exit conditions).
+    /// Pause at the boundary before iteration `n` when asked (or for human review); `n` 0 is
+    /// between planning's attempts. Returns true if it paused (the caller re-checks the exit
+    /// conditions).
     async fn wait_while_paused(&mut self, n: u32) -> Result<bool> {
         let ctl = self.runner.layout.requests();
         let review_at = self.settings.safety.require_human_review_at_iteration;
@@ -215,14 +216,20 @@ impl Loop {
         self.runner.save()?;
         let reason = requests::read(&ctl).pause_reason;
         self.control_record("pause", n, reason)?;
-        tracing::info!("paused before iteration {n}");
+        if n == 0 {
+            tracing::info!("paused while planning");
+        } else {
+            tracing::info!("paused before iteration {n}");
+        }
         while requests::read(&ctl).pause && self.runner.stop_level() == StopLevel::None {
             if requests::read(&ctl).stop_after_iteration {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        self.runner.step(Step::Resume)?;
+        // Iteration 0 is planning's: it goes back to planning.
+        self.runner
+            .step(if n == 0 { Step::Plan } else { Step::Resume })?;
         self.runner.save()?;
         self.control_record("resume", n, None)?;
         tracing::info!("resumed");

@@ -288,10 +288,11 @@ pub fn completion_of(
             .flatten(),
         code: kind.writes_repository(),
         home: crate::config::home_to_name(),
+        // Answered is answered, whether or not a run has taken the answer yet.
         question: st
             .question
             .as_ref()
-            .filter(|q| q.answer.is_none())
+            .filter(|q| q.answer.is_none() && !layout.answer().exists())
             .map(|q| (q.iteration, q.text.clone())),
         committed,
     })

@@ -229,7 +229,8 @@ fn outcome_details(r: &RunRecord) -> Vec<(&'static str, Detail)> {
             },
         ));
     }
-    if let Some(q) = r.question.as_ref().filter(|_| r.outcome == Outcome::Asked) {
+    // A run that asked, or that worked and was refused a tool: either leaves a question.
+    if let Some(q) = &r.question {
         out.push((
             "question",
             Detail::Question {

@@ -94,6 +94,15 @@ fn start(t: &TestHome, topic: &str, agent: &str, extra: &[&str]) -> Vec<String> 
     a
 }
 
+/// The command that answers a question of this test's loops, as the loop says it (naming the
+/// test's store).
+fn answer(t: &TestHome) -> String {
+    format!(
+        "STUDIO_AGENTS_HOME={} studio-agents wiggum answer",
+        t.home().display()
+    )
+}
+
 /// The lines of `stdout` that begin with `head`, their time and cost taken off (`· 0.3s …`).
 fn run_lines(stdout: &str, head: &str) -> Vec<String> {
     stdout
@@ -168,7 +177,7 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     );
     let body = sent[0]["body"].as_str().unwrap();
     assert!(
-        body.starts_with("answer it: studio-agents wiggum answer night \"…\"\non "),
+        body.starts_with(&format!("answer it: {} night \"…\"\non ", answer(&t))),
         "{body}"
     );
     // `events`: each question its own event.
@@ -191,7 +200,7 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     s.code(0);
     assert!(
         s.stdout().contains(
-            "\n  question:  iteration 3 asked: \"Should I also update the migration?\"; answer it: studio-agents wiggum answer night \"…\"\n"
+            &format!("\n  question:  iteration 3 asked: \"Should I also update the migration?\"; answer it: {} night \"…\"\n", answer(&t))
         ),
         "{}",
         s.stdout()
@@ -229,13 +238,23 @@ fn a_run_that_worked_and_was_refused_a_tool_is_kept_and_its_refusal_left_as_a_qu
             .contains("permission for Bash"),
         "{runs:?}"
     );
+    // `events` has it as a question of its own.
+    let ev = t.run(&["wiggum", "events", "night"]);
+    let asked: Vec<Value> = ev
+        .stdout()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "question")
+        .collect();
+    assert_eq!(asked.len(), 1, "{}", ev.stdout());
+    assert_eq!(asked[0]["iteration"], 1);
     // The question stays open for the user: status says it and how to answer it.
     let s = t.run(&["wiggum", "status", "night"]);
     s.code(0);
     assert!(
         s.stdout()
             .contains("question:  iteration 1 asked: \"permission for Bash")
-            && s.stdout().contains("studio-agents wiggum answer night"),
+            && s.stdout().contains(&format!("{} night", answer(&t))),
         "{}",
         s.stdout()
     );
@@ -283,7 +302,7 @@ fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
     let st = t.status_json("night");
     assert_eq!(
         st["pause_reason"],
-        "a question waits for an answer: studio-agents wiggum answer night \"…\"",
+        format!("a question waits for an answer: {} night \"…\"", answer(&t)),
         "{st}"
     );
     // Bad answers change nothing.
@@ -430,7 +449,10 @@ fn codex_refusals_and_questions_in_a_row_pause_the_loop_at_max_questions() {
     let st = t.status_json("night");
     assert_eq!(
         st["pause_reason"],
-        "2 runs in a row asked instead of working ([safety] max_questions = 2); answer the question: studio-agents wiggum answer night \"…\"",
+        format!(
+            "2 runs in a row asked instead of working ([safety] max_questions = 2); answer the question: {} night \"…\"",
+            answer(&t)
+        ),
         "{st}"
     );
     let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap();
@@ -471,7 +493,10 @@ fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
     let detail = st["stop_detail"].as_str().unwrap();
     assert_eq!(
         detail,
-        "planning asked \"Which database should the plan target?\" instead of writing fix_plan.md, 3 times: answer it (studio-agents wiggum answer night \"…\") and start the loop again"
+        format!(
+            "planning asked \"Which database should the plan target?\" instead of writing fix_plan.md, 3 times: answer it ({} night \"…\") and start the loop again",
+            answer(&t)
+        )
     );
     let planning = t.runs("planning");
     assert_eq!(planning[0]["outcome"], "asked", "{planning:?}");
@@ -493,6 +518,24 @@ fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
         "{}",
         a.stdout()
     );
+    // A second answer before a run took the first replaces it, and says so.
+    let again = t.run(&["wiggum", "answer", "night", "Postgres 16, as the plan says"]);
+    again.code(0);
+    assert!(
+        again
+            .stdout()
+            .contains("\nit replaces the answer given before: \"Postgres 16\"\n"),
+        "{}",
+        again.stdout()
+    );
+    t.run(&["wiggum", "answer", "night", "Postgres 16"]).code(0);
+    // Answered is answered: the summary no longer calls it open.
+    let summary = t.run(&["wiggum", "summary", "night"]);
+    assert!(
+        !summary.stdout().contains("open since"),
+        "{}",
+        summary.stdout()
+    );
     // Started again: planning's prompt carries the answer, and it plans.
     let again = t.run(&args);
     let prompt = std::fs::read_to_string(t.root().join("asker/prompt-planning-0")).unwrap();
@@ -502,6 +545,47 @@ fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
         "{prompt}"
     );
     assert_eq!(t.state()["stop_reason"], "max_iterations");
+}
+
+#[test]
+fn planning_that_asks_waits_for_the_answer_when_the_loop_pauses_on_questions() {
+    let t = TestHome::new();
+    let dir = agent(
+        &t,
+        "asker",
+        "plain",
+        "work ASK_TO_PLAN=1",
+        "[safety]\non_question = \"pause\"\n",
+    );
+    let args = start(&t, "night", "asker", &["--max-iterations", "1"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    t.wait_state("paused on planning's question", |s| s["status"] == "paused");
+    let st = t.status_json("night");
+    assert_eq!(
+        st["pause_reason"],
+        format!("a question waits for an answer: {} night \"…\"", answer(&t)),
+        "{st}"
+    );
+    let a = t.run(&["wiggum", "answer", "night", "Postgres 16"]);
+    a.code(0);
+    assert!(
+        a.stdout().starts_with("answered planning's question"),
+        "{}",
+        a.stdout()
+    );
+    // The answer lifts the pause; planning goes on with it, then the iteration.
+    t.wait_stopped("night");
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let planning = t.runs("planning");
+    let outcomes: Vec<&str> = planning
+        .iter()
+        .map(|r| r["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["asked", "planned"], "{planning:?}");
+    let prompt = std::fs::read_to_string(dir.join("prompt-planning-0")).unwrap();
+    assert!(prompt.ends_with("The answer: Postgres 16"), "{prompt}");
 }
 
 #[test]
@@ -596,7 +680,7 @@ fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
     let (code, page) = served.get("/loop/night");
     assert_eq!(code, 200);
     assert!(
-        page.contains("<p id=\"question\">question: iteration 1 asked: &quot;Should I also update the migration?&quot;; answer it: studio-agents wiggum answer night &quot;…&quot;</p><input id=\"answer\""),
+        page.contains(&format!("<p id=\"question\">question: iteration 1 asked: &quot;Should I also update the migration?&quot;; answer it: {} night &quot;…&quot;</p><input id=\"answer\"", answer(&t))),
         "{page}"
     );
     // Without the token nothing is answered.

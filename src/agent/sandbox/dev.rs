@@ -130,9 +130,10 @@ fn kept_paths(p: &Policy, works_in_shm: bool) -> Vec<PathBuf> {
     out
 }
 
-/// Each path opened without following its last link and without opening the device itself
-/// (`O_PATH`); what does not exist is left out.
-fn opened(paths: &[PathBuf]) -> Vec<(File, PathBuf)> {
+/// Each path opened as a place to bind from (`O_PATH`: a device is not opened as one); what
+/// cannot be opened is left out.
+#[must_use]
+pub fn opened(paths: &[PathBuf]) -> Vec<(File, PathBuf)> {
     paths
         .iter()
         .filter_map(|p| {

@@ -111,7 +111,6 @@ fn devices(p: &Policy) -> Mounts {
 fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> {
     use nix::mount::{MsFlags, mount};
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
     let upper = h.layer.join("upper");
     let work = h.layer.join("work");
     // The layer lies in a shared temp dir: it must be the user's own, all the way down.
@@ -127,19 +126,13 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
             .map(str::to_string)
             .ok_or_else(|| format!("{} cannot be named in overlay options", p.display()))
     };
-    let kept: Vec<(std::fs::File, &std::path::PathBuf)> = h
+    let inside: Vec<std::path::PathBuf> = h
         .pass_through
         .iter()
         .filter(|p| p.starts_with(&h.home) && *p != &h.home)
-        .filter_map(|p| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(nix::fcntl::OFlag::O_PATH.bits())
-                .open(p)
-                .ok()
-                .map(|f| (f, p))
-        })
+        .cloned()
         .collect();
+    let kept = super::dev::opened(&inside);
     let mut options = format!(
         "lowerdir={},upperdir={},workdir={}",
         text(&h.home)?,
@@ -158,11 +151,11 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
         Some(options.as_str()),
     )
     .map_err(|e| format!("an overlay on {}: {e}", h.home.display()))?;
-    for (file, path) in kept {
+    for (file, path) in &kept {
         let source = format!("/proc/self/fd/{}", file.as_raw_fd());
         let bound = mount(
             Some(source.as_str()),
-            path,
+            path.as_path(),
             none,
             MsFlags::MS_BIND | MsFlags::MS_REC,
             none,
