@@ -200,6 +200,7 @@ impl Reviser for LoopReviser<'_> {
             super::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
         let before = self.snapshot_if_earlier()?;
         let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
+        self.lp.revision_costs.push(run.report.cost_usd);
         self.put_back_earlier(before)?;
         let cap = self.lp.take_cap();
         if let Some(what) =
@@ -579,6 +580,16 @@ async fn commit_kept(
     Ok(Ok(what))
 }
 
+/// What an iteration's runs cost: its own run's and its revision rounds' that reported one
+/// (`None` when none did). Pure.
+#[must_use]
+pub fn with_revisions(own: Option<f64>, revisions: &[Option<f64>]) -> Option<f64> {
+    std::iter::once(own)
+        .chain(revisions.iter().copied())
+        .flatten()
+        .fold(None, |sum, c| Some(sum.unwrap_or(0.0) + c))
+}
+
 /// The gate on iteration `n`, with what its revision rounds did said in `rec` (where their
 /// document came from, a plan one of them deleted put back). `Ok(keep)`, or `Err(why)` when a
 /// round changed protected files (the iteration is rejected).
@@ -592,9 +603,11 @@ async fn judged(
 ) -> Res<std::result::Result<bool, String>> {
     lp.revision_tampered.clear();
     lp.revision_notes.clear();
+    lp.revision_costs.clear();
     let judging = crate::sys::timing::step("gate");
     let (gate, keep) = gate(lp, n, task, changed).await?;
     drop(judging);
+    rec.cost_usd = with_revisions(rec.cost_usd, &std::mem::take(&mut lp.revision_costs));
     for how in std::mem::take(&mut lp.revision_notes) {
         add_note(rec, how);
     }
@@ -795,6 +808,25 @@ pub async fn accept(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_iterations_cost_is_its_runs_own_and_its_revisions() {
+        let cases: &[(Option<f64>, &[Option<f64>], Option<f64>)] = &[
+            (Some(0.05), &[], Some(0.05)),
+            (Some(0.05), &[Some(0.05), Some(0.05)], Some(0.15)),
+            // What reported nothing adds nothing; nothing reported anywhere is unknown.
+            (None, &[Some(0.05), None], Some(0.05)),
+            (None, &[None], None),
+            (None, &[], None),
+        ];
+        for (own, revisions, want) in cases {
+            let got = with_revisions(*own, revisions);
+            assert!(
+                got.zip(*want).map_or(got == *want, |(g, w)| (g - w).abs() < 1e-9),
+                "{own:?} {revisions:?}: {got:?}"
+            );
+        }
+    }
 
     #[test]
     fn commit_message_uses_the_first_line_of_the_review() {

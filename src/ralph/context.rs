@@ -61,6 +61,9 @@ pub struct Loop {
     /// Where the revision rounds of the iteration being accepted took their document from,
     /// when it was not the whole answer on stdout (for its run record).
     pub revision_notes: Vec<String>,
+    /// What each revision round's run of the iteration being accepted reported it cost (its
+    /// record's cost is the iteration's runs', its own and theirs).
+    pub revision_costs: Vec<Option<f64>>,
     /// What the last commit left out (build output and caches the repository does not track).
     pub left_out: Vec<String>,
 }

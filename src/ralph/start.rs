@@ -772,6 +772,7 @@ pub async fn open(p: Prepared, control_rx: watch::Receiver<StopLevel>) -> Result
         left_out: Vec::new(),
         revision_tampered: Vec::new(),
         revision_notes: Vec::new(),
+        revision_costs: Vec::new(),
         spec: super::work::SpecCopy::take(
             work,
             &super::work::setup::spec_files(&p.settings, p.layout.root()),
