@@ -256,74 +256,95 @@ impl Repo {
     }
 
     /// Set the index entries of `paths` to what the commit holds for them; leave every other
-    /// entry. The read, the change and the write happen under git's own `index.lock`, taken
-    /// first (as git does for `git add`): another writer — a loop on another directory of the
-    /// repository, `git add` in another shell — waits, or is waited for, and no write drops
-    /// another's entries. The locked copy is changed through libgit2 and renamed over the index.
+    /// entry. The read and the change happen under git's own `index.lock`, taken first (as git
+    /// does for `git add`): another writer — a loop on another directory of the repository,
+    /// `git add` in another shell — waits, or is waited for. The change is made in the
+    /// repository's own index handle (read again only when another wrote the file since it last
+    /// looked), and libgit2 writes it the instant the lock is let go, taking the lock again
+    /// itself: a writer that took it in between makes that write fail, and it is all done again
+    /// from the top — their entries read first — so no write drops another's entries. The
+    /// handle then holds what is on disk, and nothing reads the index again after a commit.
     fn sync_index(&self, paths: &[(PathBuf, Option<(Oid, FileMode)>)]) -> Result<()> {
         let wd = &self.workdir;
-        let index_path = self.repo.path().join("index");
         let lock_path = self.repo.path().join("index.lock");
         let mut pause = std::time::Duration::from_millis(1);
         loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&lock_path)
-            {
-                Ok(_) => break,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::AlreadyExists
-                        && pause < std::time::Duration::from_millis(500) =>
-                {
-                    std::thread::sleep(pause); // allow: another writer holds index.lock
+            take_lock(&lock_path, &mut pause)?;
+            let mut index = self.repo.index().git_at(wd, "read the index")?;
+            let changed = index
+                .read(false)
+                .git_at(wd, "read the index")
+                .and_then(|()| self.set_entries(&mut index, paths));
+            // Let go, and write at once (libgit2 takes the lock for its write).
+            std::fs::remove_file(&lock_path).ok();
+            let written = changed.and_then(|()| index.write().git_at(wd, "write the index"));
+            match written {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    // What was changed in memory and not written goes.
+                    let _reread = index.read(true);
+                    let taken = matches!(&e, crate::error::Error::Git { source, .. }
+                        if source.code() == git2::ErrorCode::Locked);
+                    if !taken || pause >= std::time::Duration::from_millis(500) {
+                        return Err(e);
+                    }
+                    std::thread::sleep(pause); // allow: another writer took index.lock
                     pause *= 2;
                 }
-                Err(e) => {
-                    return Err(crate::error::Error::Io {
-                        path: lock_path,
-                        action: "take the index's lock",
-                        source: e,
-                    });
-                }
             }
         }
-        let changed = (|| -> Result<()> {
-            if index_path.exists() {
-                std::fs::copy(&index_path, &lock_path).map_err(|e| crate::error::Error::Io {
-                    path: index_path.clone(),
-                    action: "copy the index",
+    }
+
+    /// The index entries of `paths` set to what the commit holds (removed where it holds none).
+    fn set_entries(
+        &self,
+        index: &mut git2::Index,
+        paths: &[(PathBuf, Option<(Oid, FileMode)>)],
+    ) -> Result<()> {
+        let wd = &self.workdir;
+        for (p, entry) in paths {
+            let old = index.get_path(p, 0);
+            match entry {
+                Some((id, mode)) => {
+                    let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
+                    let e = index_entry(p, *id, i32::from(*mode), meta.as_ref(), old);
+                    index.add(&e).git_at(wd, "update the index")?;
+                }
+                None if old.is_some() => {
+                    index.remove_path(p).git_at(wd, "update the index")?;
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Take git's `index.lock` (create it, failing where it exists), waiting for another writer
+/// with a pause that doubles up to half a second.
+fn take_lock(lock_path: &Path, pause: &mut std::time::Duration) -> Result<()> {
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(lock_path)
+        {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if e.kind() == std::io::ErrorKind::AlreadyExists
+                    && *pause < std::time::Duration::from_millis(500) =>
+            {
+                std::thread::sleep(*pause); // allow: another writer holds index.lock
+                *pause *= 2;
+            }
+            Err(e) => {
+                return Err(crate::error::Error::Io {
+                    path: lock_path.to_path_buf(),
+                    action: "take the index's lock",
                     source: e,
-                })?;
-            } else {
-                std::fs::remove_file(&lock_path).ok();
+                });
             }
-            let mut index = git2::Index::open(&lock_path).git_at(wd, "open the index")?;
-            for (p, entry) in paths {
-                let old = index.get_path(p, 0);
-                match entry {
-                    Some((id, mode)) => {
-                        let meta = std::fs::symlink_metadata(self.workdir.join(p)).ok();
-                        let e = index_entry(p, *id, i32::from(*mode), meta.as_ref(), old);
-                        index.add(&e).git_at(wd, "update the index")?;
-                    }
-                    None if old.is_some() => {
-                        index.remove_path(p).git_at(wd, "update the index")?;
-                    }
-                    None => {}
-                }
-            }
-            index.write().git_at(wd, "write the index")?;
-            std::fs::rename(&lock_path, &index_path).map_err(|e| crate::error::Error::Io {
-                path: index_path.clone(),
-                action: "replace the index with",
-                source: e,
-            })
-        })();
-        if changed.is_err() {
-            std::fs::remove_file(&lock_path).ok();
         }
-        changed
     }
 }
 

@@ -822,7 +822,8 @@ mod tests {
         for (own, revisions, want) in cases {
             let got = with_revisions(*own, revisions);
             assert!(
-                got.zip(*want).map_or(got == *want, |(g, w)| (g - w).abs() < 1e-9),
+                got.zip(*want)
+                    .map_or(got == *want, |(g, w)| (g - w).abs() < 1e-9),
                 "{own:?} {revisions:?}: {got:?}"
             );
         }
