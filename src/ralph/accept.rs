@@ -809,9 +809,12 @@ pub async fn accept(
 mod tests {
     use super::*;
 
+    /// The own run's cost, the revisions', what the iteration cost.
+    type CostCase<'a> = (Option<f64>, &'a [Option<f64>], Option<f64>);
+
     #[test]
     fn an_iterations_cost_is_its_runs_own_and_its_revisions() {
-        let cases: &[(Option<f64>, &[Option<f64>], Option<f64>)] = &[
+        let cases: &[CostCase<'_>] = &[
             (Some(0.05), &[], Some(0.05)),
             (Some(0.05), &[Some(0.05), Some(0.05)], Some(0.15)),
             // What reported nothing adds nothing; nothing reported anywhere is unknown.
