@@ -94,6 +94,20 @@ fn start(t: &TestHome, topic: &str, agent: &str, extra: &[&str]) -> Vec<String> 
     a
 }
 
+/// Run loop `topic` with `agent` in the foreground for `iterations`, `env` added.
+fn foreground(
+    t: &TestHome,
+    topic: &str,
+    agent: &str,
+    iterations: u32,
+    env: &[(&str, &str)],
+) -> crate::support::home::Run {
+    let n = iterations.to_string();
+    let args = start(t, topic, agent, &["--foreground", "--max-iterations", &n]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_with(&args, env)
+}
+
 /// The command that answers a question of this test's loops, as the loop says it (naming the
 /// test's store).
 fn answer(t: &TestHome) -> String {
@@ -211,14 +225,7 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
 fn a_run_that_worked_and_was_refused_a_tool_is_kept_and_its_refusal_left_as_a_question() {
     let t = TestHome::new();
     agent(&t, "asker", "claude-json", "refused,work", "");
-    let args = start(
-        &t,
-        "night",
-        "asker",
-        &["--foreground", "--max-iterations", "2"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = t.run(&args);
+    let out = foreground(&t, "night", "asker", 2, &[]);
     out.code(0);
     let stdout = out.stdout();
     // The work is kept as any other, and the refusal said under its line.
@@ -350,14 +357,7 @@ fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
 fn bidirectional_controls_in_a_question_reach_no_terminal_status_or_record() {
     let t = TestHome::new();
     agent(&t, "asker", "plain", "bidi", "");
-    let args = start(
-        &t,
-        "rtl",
-        "asker",
-        &["--foreground", "--max-iterations", "1"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = t.run(&args);
+    let out = foreground(&t, "rtl", "asker", 1, &[]);
     out.code(0);
     let asked = "Should I delete gpj.exe, or run rm -rf ~?";
     assert_eq!(
@@ -474,14 +474,7 @@ fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
         "work ASK_TO_PLAN=1",
         "[safety]\nmax_questions = 0\n",
     );
-    let args = start(
-        &t,
-        "night",
-        "asker",
-        &["--foreground", "--max-iterations", "1"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = t.run(&args);
+    let out = foreground(&t, "night", "asker", 1, &[]);
     let stdout = out.stdout();
     assert!(
         stdout.contains("? asked: \"Which database should the plan target?\""),
@@ -537,7 +530,7 @@ fn planning_that_asks_is_said_kept_and_answered_and_plans_with_the_answer() {
         summary.stdout()
     );
     // Started again: planning's prompt carries the answer, and it plans.
-    let again = t.run(&args);
+    let again = foreground(&t, "night", "asker", 1, &[]);
     let prompt = std::fs::read_to_string(t.root().join("asker/prompt-planning-0")).unwrap();
     again.code(0);
     assert!(
@@ -603,14 +596,7 @@ fn a_planning_agent_plans_and_is_named() {
     };
     // An unknown planning agent is refused before any agent runs.
     t.write_home_config(&settings("nope"));
-    let args = start(
-        &t,
-        "night",
-        "cheap",
-        &["--foreground", "--max-iterations", "1"],
-    );
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let bad = t.run(&args);
+    let bad = foreground(&t, "night", "cheap", 1, &[]);
     bad.code(2);
     // As the settings file holds it (the test kit writes it out again, `[safety]` first).
     let home = t.home().join("wiggum.toml");
@@ -623,7 +609,7 @@ fn a_planning_agent_plans_and_is_named() {
     );
     assert!(!dir.join("prompt-planning-0").exists());
     t.write_home_config(&settings("strong"));
-    let out = t.run(&args);
+    let out = foreground(&t, "night", "cheap", 1, &[]);
     out.code(0);
     let lines = run_lines(&out.stdout(), "Planning ");
     assert_eq!(
