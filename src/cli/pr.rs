@@ -192,7 +192,7 @@ fn body(h: &Handle, topic: &str, tree: &Path) -> Result<String> {
         let end = if st.status().is_live() {
             chrono::Utc::now()
         } else {
-            st.updated_at
+            st.stopped_at()
         };
         let ms = st.elapsed_ms(end);
         format!(

@@ -211,10 +211,22 @@ impl LoopState {
         self.earlier_ms.saturating_add(this)
     }
 
+    /// When the loop's time stopped, for a loop that is not running: the moment it ended (its
+    /// ending's `status_since`), not its file's last write — the end's notifications are sent,
+    /// and the state saved again, after the completion block said its time. A loop that did
+    /// not end (its supervisor gone) stopped at its last write.
+    #[must_use]
+    pub fn stopped_at(&self) -> DateTime<Utc> {
+        match (&self.phase, self.status_since) {
+            (Phase::Ended { .. }, Some(at)) => at,
+            _ => self.updated_at,
+        }
+    }
+
     /// What the earlier runs and this one took, for the next run's `earlier_ms`.
     #[must_use]
     pub fn ran_ms(&self) -> u64 {
-        self.elapsed_ms(self.updated_at)
+        self.elapsed_ms(self.stopped_at())
     }
 }
 
@@ -469,6 +481,31 @@ pub fn load_for_start(path: &Path) -> Result<Loaded> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ended_loops_time_stops_when_it_ended_not_at_its_last_write() {
+        let t0 = DateTime::<Utc>::UNIX_EPOCH;
+        let at = |s: i64| t0 + chrono::Duration::seconds(s);
+        let mut s = LoopState {
+            started_at: t0,
+            ..LoopState::default()
+        };
+        s.step(Step::Run, at(1)).unwrap();
+        s.step(Step::End(StopReason::PlanEmpty, "done".into()), at(30))
+            .unwrap();
+        // Saved again after its notifications went out.
+        s.updated_at = at(45);
+        assert_eq!(s.stopped_at(), at(30));
+        assert_eq!(s.ran_ms(), 30_000);
+        // A loop whose supervisor died never ended: its last write is all there is.
+        let mut dead = LoopState {
+            started_at: t0,
+            ..LoopState::default()
+        };
+        dead.step(Step::Run, at(1)).unwrap();
+        dead.updated_at = at(20);
+        assert_eq!(dead.stopped_at(), at(20));
+    }
 
     #[test]
     fn round_trips() {

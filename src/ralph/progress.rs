@@ -266,7 +266,7 @@ pub fn completion_of(
     let end = if st.status().is_live() {
         now
     } else {
-        st.updated_at
+        st.stopped_at()
     };
     let (iterations, during, committed) = completed(layout, st.current_iteration);
     Some(Completion {

@@ -278,7 +278,7 @@ fn elapsed_secs(s: &LoopState, running: bool) -> i64 {
     let end = if running {
         chrono::Utc::now()
     } else {
-        s.updated_at
+        s.stopped_at()
     };
     i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
 }
@@ -315,7 +315,7 @@ impl LoopView {
                 let end = if fresh {
                     chrono::Utc::now()
                 } else {
-                    s.updated_at
+                    s.stopped_at()
                 };
                 i64::try_from(s.elapsed_ms(end) / 1000).unwrap_or(i64::MAX)
             }),

@@ -77,7 +77,7 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
             None => n.to_string(),
         }
     });
-    let end = if v.running() { now } else { s.updated_at };
+    let end = if v.running() { now } else { s.stopped_at() };
     let elapsed = s.elapsed_ms(end) / 1000;
     let note = match (v.pid, s.stop_reason()) {
         (Some(p), _) => format!("pid {p}"),
