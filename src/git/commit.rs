@@ -268,7 +268,9 @@ impl Repo {
         let wd = &self.workdir;
         let lock_path = self.repo.path().join("index.lock");
         let mut pause = std::time::Duration::from_millis(1);
+        let mut lost = 0;
         loop {
+            // Waits out a writer that holds the lock (one that took it from us included).
             take_lock(&lock_path, &mut pause)?;
             let mut index = self.repo.index().git_at(wd, "read the index")?;
             let changed = index
@@ -285,11 +287,10 @@ impl Repo {
                     let _reread = index.read(true);
                     let taken = matches!(&e, crate::error::Error::Git { source, .. }
                         if source.code() == git2::ErrorCode::Locked);
-                    if !taken || pause >= std::time::Duration::from_millis(500) {
+                    lost += 1;
+                    if !taken || lost >= 10 {
                         return Err(e);
                     }
-                    std::thread::sleep(pause); // allow: another writer took index.lock
-                    pause *= 2;
                 }
             }
         }
