@@ -64,6 +64,9 @@ def run(cmd, env=None, cwd=None, check=True, stdin=None):
 
 
 def timed(cmd, **kw):
+    # Whatever was written before (the fresh copies of a large repository, the run before)
+    # goes to disk now, not in the middle of the timed command.
+    os.sync()
     t0 = time.perf_counter()
     run(cmd, **kw)
     return time.perf_counter() - t0
