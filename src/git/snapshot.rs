@@ -31,6 +31,15 @@ pub struct Snapshot {
     pub(super) staged: BTreeSet<PathBuf>,
 }
 
+/// The user's work [`Repo::work_found`] found.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// Anywhere an agent may write, relative to the work tree's root.
+    pub at_risk: Vec<PathBuf>,
+    /// Dirty under the artifact dir, relative to it.
+    pub dirty: Vec<PathBuf>,
+}
+
 /// Modification time (ns), size and inode of the index file.
 pub(super) type IndexStamp = (i128, u64, u64);
 
@@ -126,41 +135,65 @@ impl Repo {
         Ok(snap)
     }
 
-    /// The user's work anywhere in the work tree an agent may write (relative to the work
-    /// tree's root), not only under the artifact dir: tracked changes, untracked files, and
-    /// ignored *files* (an `.env`, a local config; an ignored directory — build output, caches —
-    /// is left out whole). The loop's own `wiggum/` under `loop_dir` is not the user's. A sparse
-    /// checkout's absent files are not work.
-    pub fn work_at_risk(&self, loop_dir: &Path) -> Result<Vec<PathBuf>> {
+    /// The user's work, from one walk of the work tree (`start` needs both lists before any
+    /// agent runs, and a walk of a large tree is what start-up costs):
+    /// - `at_risk`: anywhere in the work tree an agent may write (relative to the work tree's
+    ///   root), not only under the artifact dir: tracked changes, untracked files, and ignored
+    ///   *files* (an `.env`, a local config; an ignored directory — build output, caches — is
+    ///   left out whole). The loop's own `wiggum/` under `loop_dir` is not the user's, nor is a
+    ///   submodule (its own repository) or a file deleted (HEAD has it).
+    /// - `dirty`: what [`Self::snapshot`] would call dirty under the artifact dir (relative to
+    ///   it), deletions and dirty submodules included, the supervisor's own files left out.
+    ///
+    /// A sparse checkout's absent files are neither.
+    pub fn work_found(&self, loop_dir: &Path) -> Result<Found> {
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
             .include_ignored(true)
             .recurse_ignored_dirs(false)
-            .exclude_submodules(true);
+            .exclude_submodules(false);
         let statuses = self
             .repo
             .statuses(Some(&mut opts))
             .git_at(&self.workdir, "read status")?;
-        let sparse = self.skip_worktree_paths()?;
-        let mut out = Vec::new();
+        let index = self.repo.index().git_at(&self.workdir, "read the index")?;
+        let mut sparse = BTreeSet::new();
+        let mut submodules = BTreeSet::new();
+        for e in index.iter() {
+            let path = PathBuf::from(OsStr::from_bytes(&e.path));
+            if e.flags_extended & SKIP_WORKTREE != 0 {
+                sparse.insert(path);
+            } else if e.mode == GITLINK {
+                submodules.insert(path);
+            }
+        }
+        let mut found = Found::default();
         for e in statuses.iter() {
             let path = e.path_bytes();
             let s = e.status();
-            if s.is_empty() || s == Status::WT_DELETED || s == Status::INDEX_DELETED {
-                // A file deleted: HEAD has it.
+            let rel = Path::new(OsStr::from_bytes(path));
+            if s.is_empty() || sparse.contains(rel) {
                 continue;
+            }
+            if !s.contains(Status::IGNORED)
+                && let Some(mine) = self.rel_to_artifact(rel)
+                && !Layout::is_supervisor_path(mine)
+            {
+                found.dirty.push(mine.to_path_buf());
+            }
+            if s == Status::WT_DELETED || s == Status::INDEX_DELETED {
+                continue; // a file deleted: HEAD has it
             }
             if path.ends_with(b"/") {
                 continue; // an ignored (or empty untracked) directory, whole
             }
-            let rel = PathBuf::from(OsStr::from_bytes(path));
-            if rel.starts_with(loop_dir) || sparse.contains(&rel) {
+            if rel.starts_with(loop_dir) || submodules.contains(rel) {
                 continue;
             }
-            out.push(rel);
+            found.at_risk.push(rel.to_path_buf());
         }
-        Ok(out)
+        Ok(found)
     }
 
     /// `prev` brought up to date for `touched` (paths relative to the artifact dir; a directory

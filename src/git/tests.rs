@@ -672,3 +672,76 @@ fn without_file_modes_a_commit_keeps_the_modes_git_has() {
     }
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn one_walk_finds_the_users_work_at_risk_and_what_is_dirty_under_the_artifact_dir() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    let sub = tempfile::tempdir().unwrap();
+    git(sub.path(), &["init", "-q"]);
+    std::fs::write(sub.path().join("s.txt"), "s").unwrap();
+    git(sub.path(), &["add", "."]);
+    git(sub.path(), &["commit", "-qm", "s"]);
+    git(&root, &["init", "-q"]);
+    for (p, text) in [
+        ("docs/artifact.md", "# A\n"),
+        ("docs/gone.md", "g"),
+        ("docs/wiggum/AGENT.md", "memory"),
+        ("src/lib.rs", "fn a() {}\n"),
+        (".gitignore", ".env\ntarget/\n"),
+    ] {
+        std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+        std::fs::write(root.join(p), text).unwrap();
+    }
+    git(&root, &["add", "."]);
+    git(
+        &root,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            sub.path().to_str().unwrap(),
+            "vendor/sub",
+        ],
+    );
+    git(&root, &["commit", "-qm", "base"]);
+    // The user's work: a tracked change and a deletion under the artifact dir, a change and an
+    // untracked file elsewhere, an ignored file, an ignored directory, the loop's own files, and
+    // a dirty submodule.
+    std::fs::write(root.join("docs/artifact.md"), "# A, edited\n").unwrap();
+    std::fs::remove_file(root.join("docs/gone.md")).unwrap();
+    std::fs::write(root.join("docs/draft.md"), "draft").unwrap();
+    std::fs::write(root.join("src/lib.rs"), "fn b() {}\n").unwrap();
+    std::fs::write(root.join("notes.txt"), "n").unwrap();
+    std::fs::write(root.join(".env"), "KEY=1").unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    std::fs::write(root.join("target/debug/out"), "o").unwrap();
+    std::fs::write(root.join("docs/wiggum/AGENT.md"), "memory, more").unwrap();
+    std::fs::write(root.join("vendor/sub/s.txt"), "changed").unwrap();
+
+    let repo = Repo::open(&root.join("docs")).unwrap();
+    let mut found = repo.work_found(Path::new("docs/wiggum")).unwrap();
+    found.at_risk.sort();
+    found.dirty.sort();
+    assert_eq!(
+        found.at_risk,
+        paths(&[
+            ".env",
+            "docs/artifact.md",
+            "docs/draft.md",
+            "notes.txt",
+            "src/lib.rs"
+        ])
+    );
+    assert_eq!(
+        found.dirty,
+        paths(&["artifact.md", "draft.md", "gone.md", "wiggum/AGENT.md"])
+    );
+    // The same as the snapshot calls dirty under the artifact dir.
+    let snap = repo.snapshot().unwrap();
+    let mut dirty: Vec<PathBuf> = snap.paths().map(Path::to_path_buf).collect();
+    dirty.sort();
+    assert_eq!(found.dirty, dirty);
+}

@@ -9,48 +9,66 @@ use crate::disk::layout::Layout;
 use crate::error::Result;
 use crate::git::Repo;
 
-/// Uncommitted changes under the artifact dir that are not the loop's (relative to it): they
-/// stay out of its commits.
-pub fn uncommitted(layout: &Layout) -> Result<Vec<PathBuf>> {
-    let Ok(repo) = Repo::open(layout.root()) else {
-        return Ok(Vec::new());
-    };
-    if repo.head().is_none() {
-        return Ok(Vec::new());
-    }
-    let carried = crate::disk::state::read(&layout.state())
-        .ok()
-        .flatten()
-        .map(|s| s.carried_paths)
-        .unwrap_or_default();
-    let snap = repo.snapshot()?;
-    Ok(snap
-        .paths()
-        .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
-        .map(Path::to_path_buf)
-        .collect())
+/// The user's work `start` finds before any agent runs.
+#[derive(Debug, Default)]
+pub struct Theirs {
+    /// Uncommitted changes under the artifact dir that are not the loop's (relative to it):
+    /// they stay out of its commits.
+    pub uncommitted: Vec<PathBuf>,
+    /// The user's work anywhere the agents may write (relative to `work_root`, the writable
+    /// root): the uncommitted work under the artifact dir, and tracked changes, untracked and
+    /// ignored files elsewhere in the work tree (`git::Repo::work_found`). Kept before any
+    /// agent runs.
+    pub at_risk: Vec<PathBuf>,
 }
 
-/// The user's work anywhere the agents may write (relative to `work_root`, the writable root):
-/// [`uncommitted`] work under the artifact dir, and tracked changes, untracked and ignored files
-/// elsewhere in the work tree (`git::Repo::work_at_risk`). Kept before any agent runs.
-pub fn at_risk(layout: &Layout, work_root: &Path) -> Result<Vec<PathBuf>> {
-    let Ok(repo) = Repo::open(work_root) else {
-        return Ok(Vec::new());
+/// Both lists, from one walk of the work tree where the writable root is the repository's.
+pub fn find(layout: &Layout, work_root: &Path) -> Result<Theirs> {
+    let Ok(repo) = Repo::open(layout.root()) else {
+        return Ok(Theirs::default());
     };
     if repo.workdir() != work_root {
         // The artifact dir alone is writable (a repository at the home): what is under it.
-        return uncommitted(layout);
+        let uncommitted = uncommitted(layout, &repo, repo.snapshot()?.paths());
+        return Ok(Theirs {
+            at_risk: uncommitted.clone(),
+            uncommitted,
+        });
     }
     let loop_dir = layout
         .wiggum()
         .strip_prefix(work_root)
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    repo.work_at_risk(&loop_dir)
+    let found = repo.work_found(&loop_dir)?;
+    Ok(Theirs {
+        uncommitted: uncommitted(layout, &repo, found.dirty.iter().map(PathBuf::as_path)),
+        at_risk: found.at_risk,
+    })
 }
 
-/// What `start` says about [`uncommitted`] work.
+/// Of the `dirty` paths under the artifact dir, those that are not the loop's: none while the
+/// repository has no commit.
+fn uncommitted<'a>(
+    layout: &Layout,
+    repo: &Repo,
+    dirty: impl Iterator<Item = &'a Path>,
+) -> Vec<PathBuf> {
+    if repo.head().is_none() {
+        return Vec::new();
+    }
+    let carried = crate::disk::state::read(&layout.state())
+        .ok()
+        .flatten()
+        .map(|s| s.carried_paths)
+        .unwrap_or_default();
+    dirty
+        .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// What `start` says about the [`Theirs::uncommitted`] work.
 #[must_use]
 pub fn note(layout: &Layout, theirs: &[PathBuf]) -> Option<String> {
     if theirs.is_empty() {

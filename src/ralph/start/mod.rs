@@ -164,18 +164,14 @@ pub fn prepare(opts: &StartOpts, home: &Path) -> Result<Prepared> {
     notes.splice(0..0, repo_notes);
     // A daemon's `start` has walked the tree and copied the work a moment ago: no second walk.
     let detached_daemon = opts.probed.is_some();
-    let theirs = if detached_daemon {
-        Vec::new()
-    } else {
-        theirs::uncommitted(&layout)?
-    };
-    notes.extend(theirs::note(&layout, &theirs));
     let work_root = crate::agent::launch::work_root(layout.root());
-    let at_risk = if detached_daemon {
-        Vec::new()
+    let theirs = if detached_daemon {
+        theirs::Theirs::default()
     } else {
-        theirs::at_risk(&layout, &work_root)?
+        theirs::find(&layout, &work_root)?
     };
+    notes.extend(theirs::note(&layout, &theirs.uncommitted));
+    let at_risk = theirs.at_risk;
     let harness = match &opts.probed {
         Some(h) => h.clone(),
         None => harness(&settings, &agents.agent, &layout, &artifact_type)?,
