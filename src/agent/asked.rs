@@ -8,7 +8,8 @@ use crate::config::OutputFormat;
 pub const MAX_QUESTION: usize = 200;
 
 /// Lines a CLI prints when it refused a step it would have had to ask about (lowercase).
-const REFUSALS: [&str; 6] = [
+const REFUSALS: [&str; 7] = [
+    "cannot ask for escalated permissions",
     "approval required",
     "requires approval",
     "requires user approval",
@@ -29,7 +30,9 @@ pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String])
         return Some(bounded(&question.unwrap_or(refused), MAX_QUESTION));
     }
     let refusal = match format {
-        OutputFormat::Codex => refusal_line(after_prompt_echo(tail)),
+        OutputFormat::Codex => {
+            codex_rejection(tail).or_else(|| refusal_line(after_prompt_echo(tail)))
+        }
         OutputFormat::GeminiJson => refusal_line(tail).or_else(|| refusal_line(answer)),
         _ => None,
     };
@@ -37,6 +40,18 @@ pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String])
         .or(refusal)
         .map(|q| bounded(&q, MAX_QUESTION))
         .filter(|q| !q.is_empty())
+}
+
+/// codex's own log line when it rejected a command the model asked to run outside its sandbox
+/// (`exec` runs with approval `never`): `… ERROR codex_core::tools::router: error=approval policy
+/// is Never; reject command — …`. What follows `error=`, when it is such a refusal.
+fn codex_rejection(tail: &str) -> Option<String> {
+    const ROUTER: &str = "codex_core::tools::router: error=";
+    tail.lines()
+        .rev()
+        .filter_map(|l| l.split_once(ROUTER).map(|(_, why)| why.trim()))
+        .find(|why| refusal_line(why).is_some())
+        .map(str::to_string)
 }
 
 /// codex echoes the prompt between a `user` line and a `codex` line: what it said comes after.
@@ -113,6 +128,14 @@ mod tests {
         include_str!("../../tests/fixtures/agent-output/claude-p-permission-denials.2.json");
     const CODEX_APPROVAL: &str =
         include_str!("../../tests/fixtures/agent-output/codex-exec-approval.1.txt");
+    /// Captured: codex 0.169.0 `exec` with the preset's flags, the scripted server's call asking
+    /// to run `git push` outside the sandbox (`require_escalated`).
+    const CODEX_REJECTED: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
+    /// Captured: gemini-cli 0.61.0 `--output-format json` without `--yolo`, the scripted
+    /// server calling its shell tool.
+    const GEMINI_NO_SHELL: &str = include_str!(
+        "../../tests/fixtures/agent-output/gemini-output-format-json.no-shell.1.txt"
+    );
     const GEMINI_CONFIRM: &str = include_str!(
         "../../tests/fixtures/agent-output/gemini-output-format-json.confirmation.1.txt"
     );
@@ -131,6 +154,11 @@ mod tests {
     fn what_each_cli_says_when_it_asked() {
         use OutputFormat::{Aider, ClaudeJson, Codex, GeminiJson, Plain};
         let long = format!("Shall I {}?", "really ".repeat(60));
+        let codex_own_words = CODEX_APPROVAL.replace(
+            &format!("codex\n{CODEX_REJECTED}\ntokens used\n2,560\n{CODEX_REJECTED}"),
+            "codex\nI could not push: it needs your approval.\ntokens used\n2,560",
+        );
+        assert_ne!(codex_own_words, CODEX_APPROVAL);
         let cases: Vec<(OutputFormat, &str, Option<&str>)> = vec![
             // claude's refused tools, with its own last question when it asked one.
             (
@@ -149,11 +177,19 @@ mod tests {
                 Some("permission for Bash (rm -rf build)"),
             ),
             (ClaudeJson, CLAUDE1, None),
-            // codex's refusal after its echo of the prompt; the echo itself is not its word.
+            // codex's rejection of a command the model asked to run outside its sandbox
+            // (captured), in its own log line whatever the model says after it.
+            (Codex, CODEX_APPROVAL, Some(CODEX_REJECTED)),
             (
                 Codex,
-                CODEX_APPROVAL,
-                Some("exec command rejected: approval required to run `git push origin main`"),
+                &codex_own_words,
+                Some(CODEX_REJECTED),
+            ),
+            // A refusal line after its echo of the prompt; the echo itself is not its word.
+            (
+                Codex,
+                "user\nPush it.\ncodex\nexec command rejected: approval required to run `git push`\n",
+                Some("exec command rejected: approval required to run `git push`"),
             ),
             (
                 Codex,
@@ -169,6 +205,9 @@ mod tests {
                 ),
             ),
             (GeminiJson, GEMINI1, None),
+            // Without `--yolo` gemini 0.61 offers no shell tool at all: a call of it is "not
+            // found", nothing it would have asked about (captured).
+            (GeminiJson, GEMINI_NO_SHELL, None),
             // Any agent: last words that are a question, its last sentence only.
             (
                 Plain,

@@ -68,12 +68,30 @@ impl Server {
     /// `limited`: conversations refused with the vendor's limit error after the first `after`.
     fn start(dir: &Path, command: &str, limited: u32, after: u32) -> Server {
         let log = dir.join(format!("requests-{limited}-{after}.jsonl"));
+        let (limited, after) = (limited.to_string(), after.to_string());
+        Server::with(
+            &log,
+            command,
+            &["--limited", &limited, "--limited-after", &after],
+        )
+    }
+
+    /// A server whose codex call asks to run `command` outside codex's sandbox, with `question`.
+    fn escalating(dir: &Path, command: &str, question: &str) -> Server {
+        Server::with(
+            &dir.join("requests-escalating.jsonl"),
+            command,
+            &["--escalate", question],
+        )
+    }
+
+    fn with(log: &Path, command: &str, args: &[&str]) -> Server {
+        let log = log.to_path_buf();
         let mut child = Command::new("python3")
             .arg(root().join("tests/real_cli/server.py"))
             .args(["--command", command, "--log"])
             .arg(&log)
-            .args(["--limited", &limited.to_string()])
-            .args(["--limited-after", &after.to_string()])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -480,6 +498,47 @@ fn codex_home(w: &World, port: u16) -> PathBuf {
     )
     .unwrap();
     home
+}
+
+/// codex's rejection of a command the model asked to run outside its sandbox is a run that
+/// asked: recorded `asked` with codex's words as its question, said under the run line, and —
+/// planning asking every time — the loop ends naming it and how to answer.
+#[test]
+fn codex_rejecting_a_command_that_asked_for_approval_is_a_run_that_asked() {
+    let Some(bin) = clis() else { return };
+    let w = World::new();
+    let srv = Server::escalating(
+        &w.root(),
+        "git push origin main",
+        "Should I push the fix to origin?",
+    );
+    w.settings(srv.port, "max_questions = 0\n");
+    let env = vec![
+        ("CODEX_HOME", codex_home(&w, srv.port).display().to_string()),
+        ("OPENAI_API_KEY", "scripted".into()),
+    ];
+    let (code, out, err) = w.start(&bin, "push", "codex", "1", "0", &env);
+    let all = format!("{out}\n{err}\nrequests: {:?}", srv.paths());
+    // A loop that never got a plan ends on its breaker.
+    assert_eq!(code, Some(1), "{all}");
+    let rejected = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
+    let runs = w.runs();
+    let planning: Vec<&Value> = runs.iter().filter(|r| r["record"] == "planning").collect();
+    assert_eq!(planning.len(), 3, "{runs:?}\n{all}");
+    for r in &planning {
+        assert_eq!(r["outcome"], "asked", "{r}\n{all}");
+        assert_eq!(r["question"], rejected, "{r}\n{all}");
+    }
+    assert!(out.contains(&format!("? asked: \"{rejected}\"")), "{all}");
+    let st = w.state();
+    assert_eq!(st["stop_reason"], "breaker", "{st}");
+    assert!(
+        st["stop_detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with(&format!("planning asked \"{rejected}\" instead of writing fix_plan.md, 3 times: answer it (")),
+        "{st}"
+    );
 }
 
 #[test]

@@ -13,6 +13,9 @@ Every conversation goes the same way: the first answer is a call of the CLI's sh
 (so the command decides what the agent says: a revised document, the completion promise).
 Answers that are not part of the main conversation (titles, quota checks) are short text.
 
+`--escalate Q` makes codex's call ask to run the command outside its sandbox (`require_escalated`,
+with `Q` as its justification), which `codex exec` refuses.
+
 `--limited N` answers N conversations (after the first `--limited-after M`) with the vendor's own
 limit error: HTTP 429 with the body (and, for Anthropic, the headers) the vendor sends.
 Each request is logged as one JSON line to `--log`. Prints `READY <port>` when listening.
@@ -191,6 +194,10 @@ class Handler(BaseHTTPRequestHandler):
         self.event("response.created", {"type": "response.created", "response": {"id": rid, "status": "in_progress"}})
         if tool and result is None:
             args = {"cmd": ARGS.command} if tool == "exec_command" else {"command": ["bash", "-lc", ARGS.command]}
+            if ARGS.escalate and tool == "exec_command":
+                # The model asks to run the command outside codex's sandbox, with its question.
+                args.update({"sandbox_permissions": "require_escalated",
+                             "justification": ARGS.escalate})
             item = {"type": "function_call", "id": "fc_01", "call_id": "call_01", "name": tool,
                     "arguments": json.dumps(args), "status": "completed"}
         else:
@@ -340,6 +347,7 @@ def main():
     p.add_argument("--limited", type=int, default=0)
     p.add_argument("--limited-after", type=int, default=0)
     p.add_argument("--codex-tool", default="exec_command")
+    p.add_argument("--escalate", help="codex's call asks to run outside its sandbox, with this question")
     p.add_argument("--reset-in", type=int, default=5, help="seconds until a limit resets")
     ARGS = p.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
