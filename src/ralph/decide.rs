@@ -34,6 +34,9 @@ pub struct Facts {
     /// A code loop's work tree fails its validation (what fails): the loop is not done, whatever
     /// the plan, the promise or the quality say.
     pub red: Option<String>,
+    /// The user answered a question no run has been told the answer to yet: the loop is not
+    /// done before a run reads it (the limits still hold).
+    pub answer_waiting: bool,
 }
 
 /// The first exit condition that holds, in the order a user would want it reported.
@@ -46,6 +49,7 @@ pub fn exit_reason(f: &Facts) -> Option<(StopReason, String)> {
         return Some((StopReason::PromiseRejected, why.clone()));
     }
     if f.red.is_none()
+        && !f.answer_waiting
         && let Some(done) = done_reason(f)
     {
         return Some(done);
@@ -647,6 +651,54 @@ mod tests {
             ..base()
         };
         assert_eq!(exit_reason(&at_limit).unwrap().0, StopReason::MaxIterations);
+    }
+
+    #[test]
+    fn an_answer_no_run_has_read_holds_every_done_reason_but_not_the_limits() {
+        for done in [
+            Facts {
+                plan_remaining: 0,
+                answer_waiting: true,
+                ..base()
+            },
+            Facts {
+                promise_taken: Some("taken".into()),
+                answer_waiting: true,
+                ..base()
+            },
+        ] {
+            assert_eq!(exit_reason(&done), None, "{done:?}");
+        }
+        for (limit, want) in [
+            (
+                Facts {
+                    iterations_done: 5,
+                    ..base()
+                },
+                StopReason::MaxIterations,
+            ),
+            (
+                Facts {
+                    budget: Some("cost budget: $10.00 spent of $10.00".into()),
+                    ..base()
+                },
+                StopReason::Budget,
+            ),
+            (
+                Facts {
+                    stop_requested: true,
+                    ..base()
+                },
+                StopReason::UserStop,
+            ),
+        ] {
+            let f = Facts {
+                plan_remaining: 0,
+                answer_waiting: true,
+                ..limit
+            };
+            assert_eq!(exit_reason(&f).map(|r| r.0), Some(want), "{f:?}");
+        }
     }
 
     #[test]

@@ -35,7 +35,17 @@ impl Loop {
             red: (!self.work.may_end_done(self.validation.last.as_ref()))
                 .then(|| self.validation.last.as_ref().map(|r| r.summary()))
                 .flatten(),
+            answer_waiting: self.answer_waiting(),
         })
+    }
+
+    /// Whether the user answered a question no run has been told the answer to yet: given
+    /// (`answer.json`) or taken for the next prompt.
+    fn answer_waiting(&self) -> bool {
+        let st = &self.runner.state;
+        self.runner.layout.answer().is_file()
+            || !st.answered.is_empty()
+            || st.question.as_ref().is_some_and(|q| q.answer.is_some())
     }
 
     /// Whether this loop judges iterations against a validated tree (a code loop with
@@ -213,6 +223,7 @@ impl Loop {
             return Ok(false);
         }
         self.runner.step(Step::Pause)?;
+        self.runner.state.paused_before = Some(n);
         self.runner.save()?;
         let reason = requests::read(&ctl).pause_reason;
         self.control_record("pause", n, reason)?;
@@ -230,6 +241,7 @@ impl Loop {
         // Iteration 0 is planning's: it goes back to planning.
         self.runner
             .step(if n == 0 { Step::Plan } else { Step::Resume })?;
+        self.runner.state.paused_before = None;
         self.runner.save()?;
         self.control_record("resume", n, None)?;
         tracing::info!("resumed");

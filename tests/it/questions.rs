@@ -426,6 +426,36 @@ fn an_answer_given_while_the_next_run_asks_again_reaches_the_prompt_after_it() {
     assert!(st["question"]["answer"].is_null(), "{st}");
 }
 
+/// A loop that ended with a question open and its plan done: the answer, given after, is read
+/// by a run of the next start before the loop ends again on its empty plan.
+#[test]
+fn an_answer_to_a_loop_whose_plan_is_done_is_read_by_a_run_before_it_ends() {
+    let t = TestHome::new();
+    let dir = agent(&t, "asker", "plain", "plain,work,work,work", "");
+    let first = foreground(&t, "done", "asker", 10, &[]);
+    first.code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert_eq!(
+        st["question"]["text"], "Should I also update the migration?",
+        "{st}"
+    );
+    t.run(&["wiggum", "answer", "done", "Yes, with a down step."])
+        .code(0);
+    let again = foreground(&t, "done", "asker", 10, &[]);
+    again.code(0);
+    let prompt = std::fs::read_to_string(dir.join("prompt-iteration-5"))
+        .unwrap_or_else(|e| panic!("no run read the answer ({e}): {}", again.stdout()));
+    assert!(
+        prompt.contains("Iteration 1 asked: Should I also update the migration?\n\nThe answer: Yes, with a down step."),
+        "{prompt}"
+    );
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert!(st["question"].is_null(), "{st}");
+    assert!(!dir.join("prompt-iteration-6").exists(), "one run for the answer");
+}
+
 #[test]
 fn codex_refusals_and_questions_in_a_row_pause_the_loop_at_max_questions() {
     let t = TestHome::new();
