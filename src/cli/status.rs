@@ -178,7 +178,13 @@ fn attention_lines(out: &mut String, v: &LoopView, s: &LoopState) {
     {
         out.push_str("\n  pause:     requested (at the next iteration boundary)");
     } else if let Some(r) = &v.pause_reason {
-        out.push_str(&format!("\n  paused:    {r}"));
+        // Where it waits, as the `pause` event names it.
+        let at = match s.paused_before {
+            Some(0) => " (between planning's attempts)".to_string(),
+            Some(n) => format!(" (before iteration {n})"),
+            None => String::new(),
+        };
+        out.push_str(&format!("\n  paused:    {r}{at}"));
     }
     if let (Some(r), Some(d)) = (s.stop_reason(), s.stop_detail()) {
         out.push_str(&format!("\n  stopped:   {} ({d})", r.as_str()));

@@ -457,6 +457,17 @@ fn one() -> u32 {
 }
 
 impl RunRecord {
+    /// An accepted iteration whose gate did not pass, kept all the same (`on_gate_fail =
+    /// "keep-best"`): its run line says `kept`.
+    #[must_use]
+    pub fn kept_failing(&self) -> bool {
+        self.outcome == Outcome::Accepted
+            && self
+                .gate
+                .as_ref()
+                .is_some_and(|g| g.verdict != crate::gate::Verdict::Pass)
+    }
+
     /// An agent run's record of `kind`, ending now; the caller fills in what followed.
     #[must_use]
     pub fn of_run(kind: RecordKind, iteration: u32, attempt: u32, run: &RunFacts) -> RunRecord {

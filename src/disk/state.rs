@@ -105,6 +105,9 @@ pub struct LoopState {
     /// The accepted iteration whose artifact is `wiggum/final/artifact.md` (document loops).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best: Option<Best>,
+    /// While paused: the iteration the loop waits before (0: between planning's attempts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_before: Option<u32>,
 }
 
 fn is_zero_u32(n: &u32) -> bool {
@@ -263,6 +266,7 @@ impl Default for LoopState {
             planning_agent: None,
             questions_in_row: 0,
             best: None,
+            paused_before: None,
             limited_agents: BTreeMap::new(),
             harness: None,
             spend: Spend::default(),

@@ -113,7 +113,7 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     }
     let outcome = match (r.outcome, super::failure::label(r.agent_exit)) {
         (Outcome::Crashed, Some(limit)) => limit.to_string(),
-        (Outcome::Accepted, _) if kept_failing(r) => "kept".to_string(),
+        (Outcome::Accepted, _) if r.kept_failing() => "kept".to_string(),
         (o, _) => o.as_str().replace('_', " "),
     };
     parts.push(format!("{head}{retry} {mark} {outcome}"));
@@ -161,13 +161,6 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     parts.join(" · ")
 }
 
-/// An accepted iteration whose gate did not pass (kept by `on_gate_fail = "keep-best"`).
-fn kept_failing(r: &RunRecord) -> bool {
-    r.outcome == Outcome::Accepted
-        && r.gate
-            .as_ref()
-            .is_some_and(|g| g.verdict != crate::gate::Verdict::Pass)
-}
 
 /// The gate's part of a run line: `gate 7.4 (r1 6.1, 2 rounds)`; for an iteration kept though
 /// its gate did not pass, the loop's best and the score that passes: `gate 6.7 (best so far;
@@ -177,7 +170,7 @@ fn gate_part(r: &RunRecord) -> Option<String> {
     let score = |s: Option<f64>| s.map_or("-".into(), |s| format!("{s:.1}"));
     // (An ERROR names itself below: its score is no measure of the best.)
     let failed = g.verdict == crate::gate::Verdict::Fail;
-    if let Some(b) = r.best.filter(|_| failed && kept_failing(r)) {
+    if let Some(b) = r.best.filter(|_| failed && r.kept_failing()) {
         let best = if b.iteration == r.iteration {
             "best so far".to_string()
         } else {

@@ -48,6 +48,10 @@ pub enum Detail {
         attempt: u32,
         /// Its outcome, as the run record has it.
         outcome: &'static str,
+        /// An accepted iteration whose gate did not pass, kept all the same (the run line
+        /// says `kept`); absent otherwise.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        kept: bool,
         /// Wall time, ms.
         duration_ms: u64,
         /// The gate's final score, when it judged the run.
@@ -200,6 +204,7 @@ fn run_events(topic: &str, r: &RunRecord) -> Vec<Event> {
                 phase,
                 attempt: r.attempt,
                 outcome: r.outcome.as_str(),
+                kept: r.kept_failing(),
                 duration_ms: r.duration_ms,
                 gate: r.gate.as_ref().and_then(|g| g.final_score),
                 cost_usd: r.cost_usd,
@@ -360,6 +365,13 @@ mod tests {
         let limited = r#"{"record":"iteration","iteration":1,"attempt":1,"started_at":"2026-11-25T03:00:00Z","ended_at":"2026-11-25T03:00:01Z","duration_ms":1000,"outcome":"limited","note":"usage limit: reached"}"#;
         let kinds: Vec<&str> = of_line("t", limited).iter().map(|e| e.event).collect();
         assert_eq!(kinds, ["run_started", "run_ended", "wait"]);
+        // Kept though its gate did not pass: the run line says `kept`, and so does the event.
+        let kept = line.replace(r#""final":"PASS""#, r#""final":"FAIL""#);
+        let ended = serde_json::to_string(&of_line("t", &kept)[1]).unwrap();
+        assert!(
+            ended.contains(r#""outcome":"accepted","kept":true,"#),
+            "{ended}"
+        );
     }
 
     #[test]

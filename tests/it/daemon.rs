@@ -267,6 +267,25 @@ fn pause_and_resume_take_effect_at_the_iteration_boundary() {
     assert!(st["agent_pid"].is_null());
     assert_eq!(t.runs("iteration").len(), 1);
     assert_eq!(t.status_json("pz")["pause_reason"], "paused by the user");
+    // `status` says where it waits, as the pause event does: before the next iteration.
+    assert_eq!(st["paused_before"], 2, "{st}");
+    let shown = t.run(&["wiggum", "status", "pz"]);
+    assert!(
+        shown
+            .stdout()
+            .contains("paused:    paused by the user (before iteration 2)"),
+        "{}",
+        shown.stdout()
+    );
+    let events = t.run(&["wiggum", "events", "pz"]);
+    assert!(
+        events
+            .stdout()
+            .lines()
+            .any(|l| l.contains(r#""event":"pause","iteration":2"#)),
+        "{}",
+        events.stdout()
+    );
     // Pausing a paused loop says so, not that it will pause.
     let again = t.run(&["wiggum", "pause", "pz"]);
     again.code(0);
@@ -278,6 +297,7 @@ fn pause_and_resume_take_effect_at_the_iteration_boundary() {
     t.run(&["wiggum", "resume", "pz"]).code(0);
     t.wait_stopped("pz");
     assert_eq!(t.state()["stop_reason"], "plan_empty");
+    assert!(t.state()["paused_before"].is_null());
     assert_eq!(t.runs("iteration").len(), 3);
 }
 
