@@ -133,9 +133,8 @@ mod tests {
     const CODEX_REJECTED: &str = "approval policy is Never; reject command — you cannot ask for escalated permissions if the approval policy is Never";
     /// Captured: gemini-cli 0.61.0 `--output-format json` without `--yolo`, the scripted
     /// server calling its shell tool.
-    const GEMINI_NO_SHELL: &str = include_str!(
-        "../../tests/fixtures/agent-output/gemini-output-format-json.no-shell.1.txt"
-    );
+    const GEMINI_NO_SHELL: &str =
+        include_str!("../../tests/fixtures/agent-output/gemini-output-format-json.no-shell.1.txt");
     const GEMINI_CONFIRM: &str = include_str!(
         "../../tests/fixtures/agent-output/gemini-output-format-json.confirmation.1.txt"
     );
@@ -180,11 +179,7 @@ mod tests {
             // codex's rejection of a command the model asked to run outside its sandbox
             // (captured), in its own log line whatever the model says after it.
             (Codex, CODEX_APPROVAL, Some(CODEX_REJECTED)),
-            (
-                Codex,
-                &codex_own_words,
-                Some(CODEX_REJECTED),
-            ),
+            (Codex, &codex_own_words, Some(CODEX_REJECTED)),
             // A refusal line after its echo of the prompt; the echo itself is not its word.
             (
                 Codex,

@@ -161,7 +161,6 @@ pub fn run_line(r: &RunRecord, max: u32, what: Option<&str>) -> String {
     parts.join(" · ")
 }
 
-
 /// The gate's part of a run line: `gate 7.4 (r1 6.1, 2 rounds)`; for an iteration kept though
 /// its gate did not pass, the loop's best and the score that passes: `gate 6.7 (best so far;
 /// pass 8.0)`, `gate 5.2 (best 6.7, iteration 1; pass 8.0)`.

@@ -453,7 +453,10 @@ fn an_answer_to_a_loop_whose_plan_is_done_is_read_by_a_run_before_it_ends() {
     let st = t.state();
     assert_eq!(st["stop_reason"], "plan_empty", "{st}");
     assert!(st["question"].is_null(), "{st}");
-    assert!(!dir.join("prompt-iteration-6").exists(), "one run for the answer");
+    assert!(
+        !dir.join("prompt-iteration-6").exists(),
+        "one run for the answer"
+    );
 }
 
 #[test]

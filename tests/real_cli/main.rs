@@ -536,7 +536,9 @@ fn codex_rejecting_a_command_that_asked_for_approval_is_a_run_that_asked() {
         st["stop_detail"]
             .as_str()
             .unwrap_or_default()
-            .starts_with(&format!("planning asked \"{rejected}\" instead of writing fix_plan.md, 3 times: answer it (")),
+            .starts_with(&format!(
+                "planning asked \"{rejected}\" instead of writing fix_plan.md, 3 times: answer it ("
+            )),
         "{st}"
     );
 }
