@@ -10,7 +10,7 @@
 FROM rust:1.89-slim-bookworm AS build
 WORKDIR /src
 COPY . .
-RUN cargo build --release --locked && strip target/release/studio-agents
+RUN cargo build --release --locked && strip target/release/studio-agents target/release/studio-agents-sandbox
 
 FROM debian:bookworm-slim
 ARG AGENT_INSTALL=""
@@ -21,7 +21,7 @@ RUN apt-get update \
  && apt-get purge -y --auto-remove npm \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --uid 1000 --create-home --home-dir /work/home wiggum
-COPY --from=build /src/target/release/studio-agents /usr/local/bin/studio-agents
+COPY --from=build /src/target/release/studio-agents /src/target/release/studio-agents-sandbox /usr/local/bin/
 USER 1000
 WORKDIR /work
 ENTRYPOINT ["studio-agents"]

@@ -20,7 +20,7 @@ pub(crate) mod inspect;
 pub(crate) mod panel;
 pub(crate) mod pr;
 pub(crate) mod remote;
-pub(crate) mod sandbox_exec;
+pub mod sandbox_exec;
 pub(crate) mod serve;
 pub(crate) mod sign;
 pub(crate) mod skill;

@@ -4,6 +4,12 @@
 //! itself; on macOS the Seatbelt profile `sandbox-exec` applies — then executes the command,
 //! which, and every process it starts, inherits them. `--probe` applies the policy and prints
 //! what was enforced, as JSON, instead.
+//!
+//! The same helper is also a small executable of its own, `studio-agents-sandbox` (installed
+//! beside `studio-agents`; `src/bin/`): it links only this, so a run's leader starts in about
+//! half the time our whole executable takes to (docs/performance.md). Runs use it when it is
+//! there, beside the executable that runs the loop, and `studio-agents sandbox-exec` otherwise
+//! (a single-file install).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -29,6 +35,73 @@ pub struct SandboxArgs {
     /// The command to execute.
     #[arg(last = true)]
     pub command: Vec<String>,
+}
+
+/// The small executable's name.
+pub const SMALL: &str = "studio-agents-sandbox";
+
+/// The small executable's arguments (`--policy JSON [--probe] -- CMD…`, as `sandbox-exec`'s),
+/// read without clap, which it does not link. `Err`: what is wrong, in a line.
+pub fn parse(mut args: impl Iterator<Item = String>) -> std::result::Result<SandboxArgs, String> {
+    let mut policy = None;
+    let mut probe = false;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--policy" => policy = Some(args.next().ok_or("--policy needs a value")?),
+            "--probe" => probe = true,
+            "--" => break,
+            other => return Err(format!("unexpected argument {other:?}")),
+        }
+    }
+    Ok(SandboxArgs {
+        policy: policy.ok_or("--policy is required")?,
+        probe,
+        command: args.collect(),
+    })
+}
+
+/// The small executable's `main`: its exit code. Its first two arguments are `--build
+/// VERSION`, the version of the `studio-agents` that started it: a helper left from another
+/// version (one binary replaced, not both) hands the run to `studio-agents sandbox-exec`
+/// beside it, whose policy it is, rather than read a policy it may not know.
+#[must_use]
+pub fn small_main() -> i32 {
+    let mut args = std::env::args().skip(1).peekable();
+    let build = (args.next_if(|a| a == "--build").is_some())
+        .then(|| args.next())
+        .flatten();
+    if build.as_deref() != Some(env!("CARGO_PKG_VERSION")) {
+        return hand_over(args);
+    }
+    match parse(args) {
+        Err(why) => {
+            eprintln!(
+                "{SMALL}: {why} (usage: {SMALL} --build VERSION --policy JSON [--probe] -- CMD…)"
+            );
+            2
+        }
+        Ok(a) => run(&a).unwrap_or_else(|e| {
+            eprintln!("{SMALL}: {e}");
+            e.exit_code()
+        }),
+    }
+}
+
+/// Execute `studio-agents sandbox-exec` beside this executable with `args` (see [`small_main`]).
+fn hand_over(args: impl Iterator<Item = String>) -> i32 {
+    let whole = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("studio-agents")));
+    let Some(whole) = whole else {
+        eprintln!("{SMALL}: cannot find studio-agents beside it");
+        return REFUSED;
+    };
+    let err = std::process::Command::new(&whole)
+        .arg("sandbox-exec")
+        .args(args)
+        .exec();
+    eprintln!("{SMALL}: cannot execute {}: {err}", whole.display());
+    REFUSED
 }
 
 /// What confinement made of the run.
@@ -313,4 +386,49 @@ fn confine(policy: &Policy, command: &[String], probe: bool, _marks: &mut Marks)
     let mut argv = vec![seatbelt::SANDBOX_EXEC.to_string()];
     argv.extend(profile.args(command));
     Confined::Run(enforced, argv, env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> impl Iterator<Item = String> {
+        v.iter()
+            .map(|s| (*s).to_string())
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    #[test]
+    fn the_small_helper_reads_what_sandbox_exec_is_given() {
+        let a = parse(args(&[
+            "--policy",
+            "{}",
+            "--",
+            "/bin/sh",
+            "-c",
+            "echo --probe",
+        ]))
+        .unwrap();
+        assert_eq!(
+            (a.policy.as_str(), a.probe, a.command),
+            (
+                "{}",
+                false,
+                vec!["/bin/sh".into(), "-c".into(), "echo --probe".into()]
+            )
+        );
+        let p = parse(args(&["--probe", "--policy", "{\"x\":1}"])).unwrap();
+        assert_eq!(
+            (p.policy.as_str(), p.probe, p.command.len()),
+            ("{\"x\":1}", true, 0)
+        );
+        for (bad, why) in [
+            (&["--", "sh"][..], "--policy is required"),
+            (&["--policy"][..], "--policy needs a value"),
+            (&["--policy", "{}", "sh"][..], "unexpected argument \"sh\""),
+        ] {
+            assert_eq!(parse(args(bad)).unwrap_err(), why, "{bad:?}");
+        }
+    }
 }

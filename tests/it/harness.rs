@@ -32,6 +32,46 @@ fn landlock_abi(t: &TestHome) -> u64 {
     abi
 }
 
+/// The leader of a confined run is the small helper beside the executable; one left from
+/// another version hands the run to `studio-agents sandbox-exec` beside it (whose policy it
+/// is), and one alone says what is missing.
+#[test]
+fn the_small_helper_runs_the_command_and_one_of_another_version_hands_it_over() {
+    let policy = r#"{"mode":"landlock","writable":["/dev/null"],"readable":null,"ports":[],"max_cpu_secs":0,"max_open_files":0}"#;
+    let run = |exe: &std::path::Path, build: &str| {
+        std::process::Command::new(exe)
+            .args(["--build", build, "--policy", policy, "--", "/bin/sh", "-c"])
+            .arg("echo confined by $0")
+            .output()
+            .unwrap()
+    };
+    let small = std::path::PathBuf::from(env!("CARGO_BIN_EXE_studio-agents-sandbox"));
+    let ours = run(&small, env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stdout),
+        "confined by /bin/sh\n",
+        "{ours:?}"
+    );
+    // Another version's: the whole executable beside it runs the command.
+    let other = run(&small, "0.0.1");
+    assert_eq!(
+        String::from_utf8_lossy(&other.stdout),
+        "confined by /bin/sh\n",
+        "{other:?}"
+    );
+    // Alone, from another version: refused, naming what is missing.
+    let t = TestHome::new();
+    let alone = t.root().join("studio-agents-sandbox");
+    std::fs::copy(&small, &alone).unwrap();
+    let out = run(&alone, "0.0.1");
+    assert_eq!(out.status.code(), Some(126), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("studio-agents-sandbox: cannot execute "),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn the_agent_sees_only_the_allowed_environment() {
     let t = TestHome::new();
