@@ -29,7 +29,7 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
     println!(
         "answered {}'s question \"{}\" (the next run's prompt carries it)",
         q.asker(),
-        q.text
+        crate::sys::term::printable(&q.text)
     );
     // One answer a question: a second, before a run took the first, replaces it.
     if let Some(before) = waiting

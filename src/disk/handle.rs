@@ -158,8 +158,10 @@ impl Handle {
                 "answer: the answer is longer than {MAX_ANSWER} bytes"
             )));
         }
-        let open = state::read(&self.layout.state())?
-            .and_then(|s| s.question)
+        // The question as the supervisor keeps it, out of the agents' reach (`state.json`'s
+        // copy is in it).
+        let open = super::questions::Kept::read(&self.layout.questions())
+            .question
             .filter(|q| q.answer.is_none())
             .ok_or_else(|| {
                 Error::input(format!(

@@ -90,6 +90,13 @@ impl Layout {
         self.records.join("answer.json")
     }
 
+    /// The open question and the answered ones, as the supervisor keeps them out of the
+    /// agent's reach (`disk::questions::Kept`).
+    #[must_use]
+    pub fn questions(&self) -> PathBuf {
+        self.records.join("question.json")
+    }
+
     /// The effective settings the running loop was started with, pinned out of the agent's
     /// reach (what `status` and the other readers take).
     #[must_use]

@@ -41,6 +41,48 @@ pub fn asker_of(iteration: u32) -> String {
     }
 }
 
+/// The open question and the answered ones as the supervisor keeps them, out of the agents'
+/// reach (`question.json` in the loop's records): what `status`, the dashboard and `watch` show
+/// and what `answer` answers. `state.json` holds them too, but an agent can write that file
+/// while it runs (or another loop's agent, in the same tree): no reader trusts its copy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kept {
+    /// The question no run has been told the answer to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Question>,
+    /// Questions a newer one replaced while their answer was on its way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered: Vec<Question>,
+}
+
+impl Kept {
+    /// What `path` holds; nothing when it is missing or unreadable.
+    #[must_use]
+    pub fn read(path: &std::path::Path) -> Kept {
+        crate::sys::fsutil::read_opt(path)
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default()
+    }
+
+    /// Write it to `path` (the file removed when it holds nothing).
+    ///
+    /// # Errors
+    /// When it cannot be written or removed.
+    pub fn write(&self, path: &std::path::Path) -> crate::error::Result<()> {
+        if *self == Kept::default() {
+            return crate::sys::fsutil::remove_file_opt(path);
+        }
+        let json = serde_json::to_string_pretty(self)
+            .map_err(|e| crate::error::Error::runtime(format!("serialise the questions: {e}")))?;
+        if let Some(dir) = path.parent() {
+            crate::sys::fsutil::create_dir_all(dir)?;
+        }
+        crate::sys::fsutil::atomic_write(path, json.as_bytes())
+    }
+}
+
 /// An answer to the open question, waiting for the next run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {

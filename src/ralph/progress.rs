@@ -281,11 +281,11 @@ pub fn completion_of(
         code: kind.writes_repository(),
         home: crate::config::home_to_name(),
         // Answered is answered, whether or not a run has taken the answer yet.
-        question: st
+        // As the supervisor keeps it, out of the agents' reach.
+        question: crate::disk::questions::Kept::read(&layout.questions())
             .question
-            .as_ref()
             .filter(|q| q.answer.is_none() && !layout.answer().exists())
-            .map(|q| (q.iteration, q.text.clone())),
+            .map(|q| (q.iteration, q.text)),
         committed,
     })
 }

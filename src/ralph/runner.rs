@@ -52,6 +52,8 @@ pub struct Runner {
     /// The last commit the loop accepted (or found at start) on that branch: after every run
     /// the branch must still hold it (`git::history`).
     pub last_accepted: Option<String>,
+    /// The questions last written out of the agents' reach (`None`: not yet this run).
+    pub kept_questions: Option<crate::disk::questions::Kept>,
 }
 
 /// Where and how one run happens.
@@ -258,7 +260,21 @@ impl Runner {
     /// Save the state (a failed save is fatal: the loop must not run blind).
     pub fn save(&mut self) -> Result<()> {
         let _t = crate::sys::timing::step("records.state");
-        state::save(&self.layout.state(), &mut self.state)
+        state::save(&self.layout.state(), &mut self.state)?;
+        self.keep_questions()
+    }
+
+    /// The questions written out of the agents' reach, when they changed since last written.
+    fn keep_questions(&mut self) -> Result<()> {
+        let now = crate::disk::questions::Kept {
+            question: self.state.question.clone(),
+            answered: self.state.answered.clone(),
+        };
+        if self.kept_questions.as_ref() != Some(&now) {
+            now.write(&self.layout.questions())?;
+            self.kept_questions = Some(now);
+        }
+        Ok(())
     }
 
     /// The current stop level.

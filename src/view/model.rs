@@ -142,10 +142,17 @@ impl LoopView {
 /// Read one loop.
 pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     let layout = &h.layout;
-    let (st, state_error) = match state::read(&layout.state()) {
+    let (mut st, state_error) = match state::read(&layout.state()) {
         Ok(st) => (st, None),
         Err(e) => (None, Some(e.to_string())),
     };
+    // The questions as the supervisor keeps them, not as `state.json` (in the agents' reach)
+    // says.
+    if let Some(s) = st.as_mut() {
+        let kept = crate::disk::questions::Kept::read(&layout.questions());
+        s.question = kept.question;
+        s.answered = kept.answered;
+    }
     // A state read means the directory is there (`list` asks no more of each loop); without
     // one, a directory that is gone is said so.
     let worktree = crate::disk::worktrees::read(&h.home, &h.topic)

@@ -181,6 +181,7 @@ fn runner_of(
             .head_ref()
             .map(|h| (repo.git().path().to_path_buf(), h)),
         last_accepted: repo.head().map(|o| o.to_string()),
+        kept_questions: None,
         repo_wide: p.artifact_type.writes_repository(),
         stops: control_rx,
         state,
