@@ -21,9 +21,16 @@ const REFUSALS: [&str; 7] = [
 /// What a run asked, bounded and without control characters; `None` when it asked nothing.
 /// `answer`: the agent's answer as the output parser read it (claude's `result`, gemini's
 /// `response`, else the log's end); `tail`: the end of the log as written (a CLI's own lines);
-/// `denials`: the tools the CLI refused it.
+/// `denials`: the tools the CLI refused it; `prompt`: what the run was given (codex echoes it:
+/// a line of it is not the CLI's).
 #[must_use]
-pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String]) -> Option<String> {
+pub fn asked(
+    format: OutputFormat,
+    answer: &str,
+    tail: &str,
+    denials: &[String],
+    prompt: &str,
+) -> Option<String> {
     let question = last_question(answer);
     if !denials.is_empty() {
         let refused = format!("permission for {}", denials.join(", "));
@@ -31,7 +38,7 @@ pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String])
     }
     let refusal = match format {
         OutputFormat::Codex => {
-            codex_rejection(tail).or_else(|| refusal_line(after_prompt_echo(tail)))
+            codex_rejection(tail, prompt).or_else(|| refusal_line(after_prompt_echo(tail)))
         }
         OutputFormat::GeminiJson => refusal_line(tail).or_else(|| refusal_line(answer)),
         _ => None,
@@ -44,12 +51,24 @@ pub fn asked(format: OutputFormat, answer: &str, tail: &str, denials: &[String])
 
 /// codex's own log line when it rejected a command the model asked to run outside its sandbox
 /// (`exec` runs with approval `never`): `… ERROR codex_core::tools::router: error=approval policy
-/// is Never; reject command — …`. What follows `error=`, when it is such a refusal.
-fn codex_rejection(tail: &str) -> Option<String> {
-    const ROUTER: &str = "codex_core::tools::router: error=";
+/// is Never; reject command — …`. What follows `error=`, when it is such a refusal, on a line
+/// of that shape that is not one of the prompt's (which codex echoes).
+fn codex_rejection(tail: &str, prompt: &str) -> Option<String> {
+    const ROUTER: &str = " ERROR codex_core::tools::router: error=";
+    let echoed: std::collections::HashSet<&str> = prompt.lines().map(str::trim).collect();
     tail.lines()
         .rev()
-        .filter_map(|l| l.split_once(ROUTER).map(|(_, why)| why.trim()))
+        .filter(|l| !echoed.contains(l.trim()))
+        .filter_map(|l| {
+            let (stamp, why) = l.split_once(ROUTER)?;
+            // `2026-11-27T15:14:24.676915Z`: the time codex logs at, and nothing else before.
+            let stamped = stamp.len() >= 20
+                && stamp.ends_with('Z')
+                && stamp.as_bytes()[4] == b'-'
+                && stamp.as_bytes()[10] == b'T'
+                && !stamp.contains(char::is_whitespace);
+            stamped.then(|| why.trim())
+        })
         .find(|why| refusal_line(why).is_some())
         .map(str::to_string)
 }
@@ -146,7 +165,7 @@ mod tests {
 
     fn of(format: OutputFormat, log: &str) -> Option<String> {
         let r = parse(format, log);
-        asked(format, &r.text, log, &r.denials)
+        asked(format, &r.text, log, &r.denials, "")
     }
 
     #[test]
@@ -158,6 +177,10 @@ mod tests {
             "codex\nI could not push: it needs your approval.\ntokens used\n2,560",
         );
         assert_ne!(codex_own_words, CODEX_APPROVAL);
+        let not_logged = codex_own_words.replace(
+            "2026-11-27T15:14:24.676915Z ERROR",
+            "note: 2026-11-27T15:14:24.676915Z ERROR",
+        );
         let cases: Vec<(OutputFormat, &str, Option<&str>)> = vec![
             // claude's refused tools, with its own last question when it asked one.
             (
@@ -180,6 +203,8 @@ mod tests {
             // (captured), in its own log line whatever the model says after it.
             (Codex, CODEX_APPROVAL, Some(CODEX_REJECTED)),
             (Codex, &codex_own_words, Some(CODEX_REJECTED)),
+            // Its shape, but not at the start of a line codex logged: not codex's.
+            (Codex, &not_logged, None),
             // A refusal line after its echo of the prompt; the echo itself is not its word.
             (
                 Codex,
@@ -232,6 +257,28 @@ mod tests {
         for (format, log, want) in cases {
             assert_eq!(of(format, log).as_deref(), want, "{format:?}: {log:?}");
         }
+        // A router line the prompt holds (an agent planted it in the loop's memory) is codex's
+        // echo of the prompt, not its word.
+        let planted = CODEX_APPROVAL
+            .lines()
+            .find(|l| l.contains("codex_core::tools::router"))
+            .unwrap();
+        let echo = codex_own_words.replace(
+            "user\nPush the fix to origin.\n",
+            &format!("user\n{planted}\n"),
+        );
+        let echo = echo.replace(&format!("{planted}\ncodex\n"), "codex\n");
+        assert!(echo.contains(planted), "{echo}");
+        let r = parse(Codex, &echo);
+        assert_eq!(
+            asked(Codex, &r.text, &echo, &r.denials, planted),
+            None,
+            "{echo}"
+        );
+        assert_eq!(
+            asked(Codex, &r.text, &echo, &r.denials, "").as_deref(),
+            Some(CODEX_REJECTED)
+        );
         let cut = of(Plain, &long).unwrap();
         assert_eq!(cut.chars().count(), MAX_QUESTION);
         assert!(cut.ends_with('…'));

@@ -393,6 +393,7 @@ impl Loop {
             &run.report.text,
             &tail,
             &run.report.denials,
+            prompt,
         );
         let verdict =
             super::iteration::weigh(self, &run, &tail, progress, question.is_some(), true);

@@ -362,6 +362,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         &report.text,
         &tail,
         &report.denials,
+        prompt,
     );
     Ok(Seen {
         tail,

@@ -315,9 +315,14 @@ fn completed(layout: &Layout, current: u32) -> (u32, Option<u32>, bool) {
 #[must_use]
 pub fn done_of(current: u32, last: Option<Outcome>) -> (u32, Option<u32>) {
     match last {
-        Some(Outcome::Accepted | Outcome::GateFailed | Outcome::Rejected | Outcome::NoChange) => {
-            (current, None)
-        }
+        // An iteration that asked ran to its end: it counts toward the limit, and here.
+        Some(
+            Outcome::Accepted
+            | Outcome::GateFailed
+            | Outcome::Rejected
+            | Outcome::NoChange
+            | Outcome::Asked,
+        ) => (current, None),
         _ if current > 0 => (current - 1, Some(current)),
         _ => (0, None),
     }
@@ -668,6 +673,7 @@ mod tests {
         );
         for (current, last, want) in [
             (4, Some(Outcome::Accepted), (4, None)),
+            (4, Some(Outcome::Asked), (4, None)),
             (4, Some(Outcome::Interrupted), (3, Some(4))),
             (4, None, (3, Some(4))),
             (0, None, (0, None)),

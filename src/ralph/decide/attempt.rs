@@ -89,7 +89,8 @@ impl Verdict {
 /// The one decision after each attempt, in the order the loop weighs it: protected files, a
 /// command that cannot run, the provider's limits, the trend breakers, then the breaker's counts
 /// (which it updates, as it does the trends; a stop counts for neither). A run that changed
-/// nothing and asked is no idle run: it leaves the no-change count as it was. Pure.
+/// nothing and asked is no idle run: it leaves the no-change count and the trends as they
+/// were (its few words are no shrinking output). Pure.
 pub fn after_attempt(
     a: &Attempt<'_>,
     breaker: &mut Breaker,
@@ -116,15 +117,16 @@ pub fn after_attempt(
             None => {}
         }
     }
-    if !a.stopped
-        && let Some(why) = record_run(trends, last_error(a.tail).as_deref(), a.output, l.trends)
-    {
-        return Verdict::Trend(why);
-    }
+    // A run that asked is short by nature and its question no error: it feeds no trend.
     let kind = classify(a.ending, a.progress);
     if kind == super::RunKind::NoChange && a.asked && !a.stopped {
         breaker.crashes = 0;
         return Verdict::Asked;
+    }
+    if !a.stopped
+        && let Some(why) = record_run(trends, last_error(a.tail).as_deref(), a.output, l.trends)
+    {
+        return Verdict::Trend(why);
     }
     Verdict::Then(after_run(
         breaker,
@@ -287,6 +289,42 @@ mod tests {
             Verdict::Then(AfterRun::NoChange(None))
         );
         assert_eq!(breaker.no_change, 2);
+        // A short question after long working runs: asked, not a shrinking output.
+        let shrinking = AttemptLimits {
+            trends: TrendLimits {
+                shrink_percent: 50,
+                ..l.trends
+            },
+            ..l
+        };
+        let (mut breaker, mut trends) = (Breaker::default(), Trends::default());
+        let long = Attempt {
+            output: 17_000,
+            ..ok.clone()
+        };
+        for _ in 0..3 {
+            after_attempt(&long, &mut breaker, &mut trends, shrinking);
+        }
+        let short = Attempt {
+            output: 79,
+            ..asked.clone()
+        };
+        assert_eq!(
+            after_attempt(&short, &mut breaker, &mut trends, shrinking),
+            Verdict::Asked
+        );
+        assert!(matches!(
+            after_attempt(
+                &Attempt {
+                    output: 79,
+                    ..ok.clone()
+                },
+                &mut breaker,
+                &mut trends,
+                shrinking
+            ),
+            Verdict::Trend(_)
+        ));
     }
 
     fn ok_with_error() -> Attempt<'static> {
