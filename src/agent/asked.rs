@@ -117,12 +117,13 @@ fn last_question(answer: &str) -> Option<String> {
 }
 
 /// `text` on one line, control characters gone (bidirectional ones too, which would reorder
-/// what is shown), cut at `max` characters (with `…`).
+/// what is shown, and those that show nothing, which would hide words), cut at `max`
+/// characters (with `…`).
 #[must_use]
 pub fn bounded(text: &str, max: usize) -> String {
     let one: String = text
         .chars()
-        .filter(|c| !crate::sys::term::is_bidi(*c))
+        .filter(|c| !crate::sys::term::is_bidi(*c) && !crate::sys::term::is_invisible(*c))
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     let one = one.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -246,6 +247,12 @@ mod tests {
                 Plain,
                 "Should I \u{1b}[31mdelete\u{7} it?\n",
                 Some("Should I [31mdelete it?"),
+            ),
+            // Characters that show nothing are gone.
+            (
+                Plain,
+                "Shall I \u{E0041}\u{E0042}\u{200B}delete\u{FEFF} it\u{00AD}\u{3164}?\n",
+                Some("Shall I delete it?"),
             ),
             // Bidirectional controls, which would show the words in another order, are gone.
             (

@@ -45,6 +45,24 @@ pub fn is_bidi(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
 }
 
+/// Whether `c` shows nothing (zero-width characters and joiners, the byte-order mark, a soft
+/// hyphen, tag characters, Hangul fillers): text that hides words, in a line a person reads.
+#[must_use]
+pub fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{3164}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
+}
+
 /// Whether 0xE2, `second`, `third` encode a bidirectional control.
 fn bidi_after_e2(second: u8, third: u8) -> bool {
     match second {
