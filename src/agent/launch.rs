@@ -489,13 +489,15 @@ pub async fn run(
     let group = run_group(&mut job, l);
     let helper_timings = helper_timings(&mut job, l);
     let started_at = Utc::now();
+    // The runs of an iteration share its log: this run's part starts here.
+    let from = std::fs::metadata(&job.log).map_or(0, |m| m.len());
     let outcome = process::run(&job, stops, on_event).await;
     record_helper_timings(helper_timings.as_deref(), started_at);
     remove_group(group.as_deref());
     after_run(agent, l, &job)?;
     let outcome = outcome?;
     let _scan = timing::step("launch.scan");
-    let report = report_of(agent, l, &job, promise)?;
+    let report = report_of(agent, l, &job, promise, from)?;
     Ok(AgentRun {
         outcome,
         report,
@@ -561,8 +563,14 @@ fn after_run(agent: &AgentSpec, l: &Launch, job: &Job) -> Result<()> {
 }
 
 /// What the run's output says: its answer read back from stdout (bounded), with the usage its
-/// log holds; else its log, streamed, the promise looked for.
-fn report_of(agent: &AgentSpec, l: &Launch, job: &Job, promise: &str) -> Result<RunReport> {
+/// part of the log (from byte `from`) holds; else that part, streamed, the promise looked for.
+fn report_of(
+    agent: &AgentSpec,
+    l: &Launch,
+    job: &Job,
+    promise: &str,
+    from: u64,
+) -> Result<RunReport> {
     let format = agent.table.output_format;
     Ok(match &l.stdout {
         Some(p) => {
@@ -573,10 +581,10 @@ fn report_of(agent: &AgentSpec, l: &Launch, job: &Job, promise: &str) -> Result<
             };
             // The answer is stdout; a CLI may print its usage on stderr, which the log holds
             // (codex's `tokens used`).
-            answer.fill_usage(&output::scan_file(format, &job.log, "")?);
+            answer.fill_usage(&output::scan_file_from(format, &job.log, "", from)?);
             answer
         }
-        None => output::scan_file(format, &job.log, promise)?,
+        None => output::scan_file_from(format, &job.log, promise, from)?,
     })
 }
 

@@ -63,13 +63,29 @@ pub fn parse(format: OutputFormat, text: &str) -> RunReport {
 
 /// Stream a log file of any size and any bytes: memory stays bounded (a tail, one line, and
 /// for claude a bounded copy for its one JSON document). A missing log reads as empty.
-pub fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<RunReport> {
+#[cfg(test)]
+fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<RunReport> {
+    scan_file_from(format, path, promise, 0)
+}
+
+/// [`scan_file`] of what the log holds past its first `from` bytes: one run's part of a log the
+/// runs of an iteration share (its attempts, its revision rounds).
+pub fn scan_file_from(
+    format: OutputFormat,
+    path: &Path,
+    promise: &str,
+    from: u64,
+) -> Result<RunReport> {
+    use std::io::Seek;
     let mut s = Scanner::new(format, promise, TAIL_BYTES);
     match std::fs::File::open(path) {
-        Ok(f) => crate::sys::lines::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
-            s.line(l);
-        })
-        .at(path, "read")?,
+        Ok(mut f) => {
+            f.seek(std::io::SeekFrom::Start(from)).at(path, "seek")?;
+            crate::sys::lines::stream_lines(std::io::BufReader::new(f), MAX_LINE, |l| {
+                s.line(l);
+            })
+            .at(path, "read")?;
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).at(path, "read"),
     }
@@ -419,6 +435,19 @@ mod tests {
             &r.text[r.text.len() - 20..]
         );
         let none = scan_file(OutputFormat::Plain, &d.path().join("none"), "x").unwrap();
+        // The runs of an iteration share its log: a run's report is its own part's.
+        let shared = d.path().join("shared.log");
+        std::fs::write(
+            &shared,
+            "{\"type\":\"result\",\"result\":\"first\",\"total_cost_usd\":0.05}\n",
+        )
+        .unwrap();
+        let from = std::fs::metadata(&shared).unwrap().len();
+        let first = scan_file_from(OutputFormat::ClaudeJson, &shared, "", 0).unwrap();
+        assert_eq!(first.cost_usd, Some(0.05));
+        crate::sys::fsutil::append_line(&shared, "the revised draft, in plain words").unwrap();
+        let second = scan_file_from(OutputFormat::ClaudeJson, &shared, "", from).unwrap();
+        assert_eq!(second.cost_usd, None, "{second:?}");
         assert_eq!(none, RunReport::default());
     }
 

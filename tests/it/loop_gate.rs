@@ -280,3 +280,61 @@ fn a_runaway_revision_answer_is_cut_at_the_output_ceiling() {
     }
     crate::support::assert_no_survivors(&t.token);
 }
+
+/// An iteration's cost is what its runs reported: a revision round that reported none adds
+/// nothing (the runs of an iteration share its log, and each is read from where it began).
+#[test]
+fn a_revision_that_reports_no_cost_adds_none_to_its_iteration() {
+    let t = TestHome::new();
+    let agent = write(
+        &t,
+        "priced.sh",
+        r#"cat > /dev/null
+if [ "$WIGGUM_PHASE" = planning ]; then
+    printf '# Plan\n\n## Incomplete Items\n- [ ] One\n' > "$WIGGUM_DIR/fix_plan.md"
+    echo planned
+    exit 0
+fi
+if [ "$WIGGUM_PHASE" = revision ]; then
+    printf '# Revised\n\nThe same, in other words.\n'
+    exit 0
+fi
+printf '\n## One\n\nDone.\n' >> "$ITERATION_DIR/artifact.md"
+sed 's/- \[ \] One/- [x] One/' "$WIGGUM_DIR/fix_plan.md" > "$WIGGUM_DIR/plan.tmp" && mv "$WIGGUM_DIR/plan.tmp" "$WIGGUM_DIR/fix_plan.md"
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.05}'
+"#,
+    );
+    t.write_home_config(&format!(
+        "[agents.priced]\ncommand = \"sh {agent}\"\noutput_format = \"claude-json\"\n"
+    ));
+    let args = t.start_args(
+        "priced",
+        &t.art(),
+        "",
+        &[
+            "--agent",
+            "priced",
+            "--foreground",
+            "--max-iterations",
+            "1",
+            "--max-rounds",
+            "2",
+            "--pass-threshold",
+            "10",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let rounds = t.runs("gate_round");
+    assert!(rounds.iter().any(|r| r["round"] == 2), "{rounds:?}");
+    let it = &t.runs("iteration")[0];
+    assert!(
+        (it["cost_usd"].as_f64().unwrap() - 0.05).abs() < 1e-9,
+        "{it}"
+    );
+    let st = t.state();
+    assert!(
+        (st["spend"]["cost_usd"].as_f64().unwrap() - 0.05).abs() < 1e-9,
+        "{st}"
+    );
+}
