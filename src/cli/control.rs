@@ -125,9 +125,16 @@ pub fn pause(topic: &str, on: bool) -> Result<i32> {
             h.pid
         )));
     }
-    let already = on && crate::disk::requests::read(&lp.layout.requests()).pause;
+    let before = crate::disk::requests::read(&lp.layout.requests());
+    let already = on && before.pause;
     let h = lp.set_pause(on)?;
-    if already {
+    if already && before.paused_for_question {
+        // The user's pause takes over the one that waited for the answer.
+        println!(
+            "loop `{topic}` (pid {}) was paused for a question; it is now paused by you: an answer no longer lifts the pause, `resume` goes on",
+            h.pid
+        );
+    } else if already {
         println!(
             "loop `{topic}` (pid {}) is already paused (or pausing at the next iteration boundary); `resume` goes on",
             h.pid

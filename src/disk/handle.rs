@@ -160,15 +160,24 @@ impl Handle {
         }
         // The question as the supervisor keeps it, out of the agents' reach (`state.json`'s
         // copy is in it).
-        let open = super::questions::Kept::read(&self.layout.questions())
-            .question
-            .filter(|q| q.answer.is_none())
-            .ok_or_else(|| {
-                Error::input(format!(
+        let open = match super::questions::Kept::read(&self.layout.questions()).question {
+            Some(q) if q.answer.is_none() => q,
+            Some(q) => {
+                return Err(Error::input(format!(
+                    "loop `{}`: {}'s question \"{}\" was answered (\"{}\") and the next run takes that answer; nothing is open to answer now",
+                    self.topic,
+                    q.asker(),
+                    crate::sys::term::printable(&q.text),
+                    crate::sys::term::printable(q.answer.as_deref().unwrap_or_default()),
+                )));
+            }
+            None => {
+                return Err(Error::input(format!(
                     "loop `{}` has no open question to answer",
                     self.topic
-                ))
-            })?;
+                )));
+            }
+        };
         let answer = Answer {
             iteration: open.iteration,
             question: open.text.clone(),

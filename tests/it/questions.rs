@@ -296,8 +296,16 @@ fn paused_on_a_question(t: &TestHome) -> std::path::PathBuf {
 fn a_pause_the_user_asked_for_is_not_lifted_by_an_answer() {
     let t = TestHome::new();
     let dir = paused_on_a_question(&t);
-    // Paused for the question; the user pauses it as well, then answers.
-    t.run(&["wiggum", "pause", "night"]).code(0);
+    // Paused for the question; the user pauses it as well (and is told what that does), then
+    // answers.
+    let p = t.run(&["wiggum", "pause", "night"]);
+    p.code(0);
+    assert!(
+        p.stdout()
+            .contains("was paused for a question; it is now paused by you: an answer no longer lifts the pause, `resume` goes on"),
+        "{}",
+        p.stdout()
+    );
     t.run(&["wiggum", "answer", "night", "Yes."]).code(0);
     let st = t.status_json("night");
     assert_eq!(st["status"], "paused", "{st}");
@@ -477,6 +485,70 @@ fn a_question_an_agent_rewrites_in_the_state_file_is_not_what_is_shown_or_answer
         "{third}"
     );
     assert!(!third.contains("users table"), "{third}");
+}
+
+/// While the run that took the answer is under way, a second answer is refused saying so (not
+/// that no question was asked).
+#[test]
+fn an_answer_after_the_run_under_way_took_one_is_refused_saying_so() {
+    let t = TestHome::new();
+    let dir = agent(
+        &t,
+        "asker",
+        "plain",
+        "plain,later,work",
+        "[safety]\non_question = \"pause\"\n",
+    );
+    let args = start(&t, "took", "asker", &["--max-iterations", "3"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    t.wait_state("paused on the question", |s| s["status"] == "paused");
+    t.run(&["wiggum", "answer", "took", "Yes."]).code(0);
+    wait_for("run 2 under way", Duration::from_secs(30), || {
+        if dir.join("prompt-iteration-2").exists() {
+            Ok(())
+        } else {
+            Err(())
+        }
+    });
+    let again = t.run(&["wiggum", "answer", "took", "No."]);
+    again.code(2);
+    assert_eq!(
+        again.stderr().trim_end(),
+        "error: loop `took`: iteration 1's question \"Should I also update the migration?\" was answered (\"Yes.\") and the next run takes that answer; nothing is open to answer now"
+    );
+    // Run 2 asks in turn, and the loop pauses for it: stopped here.
+    std::fs::write(dir.join("go"), "").unwrap();
+    t.wait_state("paused on run 2's question", |s| {
+        s["status"] == "paused" && s["paused_before"] == 3
+    });
+    t.run(&["wiggum", "stop", "took"]).code(0);
+    t.wait_stopped("took");
+}
+
+/// A question left open when the loop ended stays open when it is started again: shown, in the
+/// next prompts, and answerable.
+#[test]
+fn a_question_left_open_stays_open_when_the_loop_is_started_again() {
+    let t = TestHome::new();
+    let dir = agent(&t, "asker", "plain", "plain,work,work", "");
+    foreground(&t, "again", "asker", 1, &[]).code(0);
+    let real = "Should I also update the migration?";
+    assert_eq!(t.state()["question"]["text"], real);
+    let more = foreground(&t, "again", "asker", 3, &[]);
+    more.code(0);
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second.contains(&format!(
+            "## A question is open\n\nIteration 1 asked: {real}"
+        )),
+        "{second}"
+    );
+    let st = t.state();
+    assert_eq!(st["question"]["text"], real, "{st}");
+    let status = t.run(&["wiggum", "status", "again"]);
+    assert!(status.stdout().contains(real), "{}", status.stdout());
+    t.run(&["wiggum", "answer", "again", "Yes."]).code(0);
 }
 
 /// A loop that ended with a question open and its plan done: the answer, given after, is read

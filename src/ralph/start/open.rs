@@ -160,6 +160,11 @@ fn fresh_state(p: &Prepared, prev: Option<LoopState>, completed: u32) -> LoopSta
     };
     state.reviewed = prev.reviewed;
     state.carried_paths = prev.carried_paths;
+    // A question still open (or answered, its answer not yet told) stays so across a stop, a
+    // crash and a start: as the supervisor kept it, out of the agents' reach.
+    let kept = crate::disk::questions::Kept::read(&p.layout.questions());
+    state.question = kept.question;
+    state.answered = kept.answered;
     state.harness = Some(p.harness.clone());
     state
 }
