@@ -650,6 +650,9 @@ pub struct Hooks {
     pub on_waiting: Option<String>,
     /// When a breaker ends the loop.
     pub on_breaker: Option<String>,
+    /// When the loop wants a person: an agent asked a question, a review checkpoint, a pause
+    /// for an answer.
+    pub on_needs_human: Option<String>,
     /// Seconds a hook may run.
     pub timeout_secs: u64,
 }
@@ -662,6 +665,7 @@ impl Default for Hooks {
             on_budget: None,
             on_waiting: None,
             on_breaker: None,
+            on_needs_human: None,
             timeout_secs: 30,
         }
     }

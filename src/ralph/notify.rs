@@ -23,6 +23,7 @@ fn command_for<'a>(hooks: &'a Hooks, event: &str) -> Option<&'a str> {
         "budget" => hooks.on_budget.as_deref(),
         "waiting" => hooks.on_waiting.as_deref(),
         "breaker" => hooks.on_breaker.as_deref(),
+        "needs_human" => hooks.on_needs_human.as_deref(),
         _ => None,
     }
 }

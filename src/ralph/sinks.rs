@@ -57,7 +57,7 @@ pub fn message(loop_event: &str, reason: &str, f: &Figures, payload: &Value) -> 
     let t = &f.topic;
     let title = match loop_event {
         "stop" => format!("loop `{t}` ended: {reason}"),
-        "needs_human" => format!("loop `{t}` waits for you: {reason}"),
+        "needs_human" => format!("loop `{t}` needs you: {reason}"),
         "waiting" => format!("loop `{t}` waits: {reason}"),
         "breaker" => format!("loop `{t}` stalled: {reason}"),
         "budget" => format!("loop `{t}` spent its budget: {reason}"),

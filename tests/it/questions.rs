@@ -148,7 +148,10 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
         "asker",
         "claude-json",
         "claude,plain,plain,work",
-        "[safety]\nmax_no_change_iterations = 2\nmax_questions = 0\n\n[notify]\ndeliver_within_secs = 10\n\n[[notify.sinks]]\nkind = \"webhook\"\nurl_env = \"T_HOOK\"\nevents = [\"needs_human\"]\n",
+        &format!(
+            "[safety]\nmax_no_change_iterations = 2\nmax_questions = 0\n\n[hooks]\non_needs_human = \"cat >> {}\"\n\n[notify]\ndeliver_within_secs = 10\n\n[[notify.sinks]]\nkind = \"webhook\"\nurl_env = \"T_HOOK\"\nevents = [\"needs_human\"]\n",
+            t.root().join("needs-human.jsonl").display()
+        ),
     );
     let url = format!("{}/hook", hook.base);
     let args = start(
@@ -195,13 +198,22 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
     assert_eq!(sent[0]["question"], "Should I also update the migration?");
     assert_eq!(
         sent[0]["title"],
-        "loop `night` waits for you: iteration 1 asked: \"Should I also update the migration?\""
+        "loop `night` needs you: iteration 1 asked: \"Should I also update the migration?\""
     );
     let body = sent[0]["body"].as_str().unwrap();
     assert!(
         body.starts_with(&format!("answer it: {} night \"…\"\non ", answer(&t))),
         "{body}"
     );
+    // The `on_needs_human` hook got each question too.
+    let told = std::fs::read_to_string(t.root().join("needs-human.jsonl")).unwrap();
+    let told: Vec<Value> = serde_json::Deserializer::from_str(&told)
+        .into_iter::<Value>()
+        .map(|v| v.unwrap_or_else(|e| panic!("{e}: {told}")))
+        .collect();
+    assert_eq!(told.len(), 3, "{told:?}");
+    assert_eq!(told[0]["event"], "needs_human");
+    assert_eq!(told[0]["question"], "Should I also update the migration?");
     // `events`: each question its own event.
     let ev = t.run(&["wiggum", "events", "night"]);
     ev.code(0);
