@@ -792,6 +792,14 @@ pub async fn accept(
             return Ok(None);
         }
     };
+    let plan_after = if rec.outcome == Outcome::GateFailed {
+        // Reverted by the gate's policy: as far as the loop is concerned it did nothing, and
+        // the items it ticked are open again, as a rejected iteration's are.
+        reopen_ticked(&layout, plan_before)?;
+        fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default()
+    } else {
+        plan_after
+    };
     let (open, optional) =
         fix_plan::open_counts(&plan_after, &lp.settings.defaults.optional_sections);
     lp.runner.plan_counts(open, Some(optional));

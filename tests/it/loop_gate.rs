@@ -42,6 +42,10 @@ fn the_revert_policy_restores_the_artifact_and_does_not_commit() {
         std::fs::read_to_string(t.wiggum("iterations/001-100/iteration-001/artifact.md")).unwrap(),
         original
     );
+    // What it ticked is open again: a reverted iteration did nothing, as far as the plan goes.
+    let plan = std::fs::read_to_string(t.wiggum("fix_plan.md")).unwrap();
+    assert!(!plan.contains("- [x]"), "{plan}");
+    assert_eq!(t.state()["items_remaining"], 3, "{plan}");
 }
 
 #[test]
