@@ -216,10 +216,21 @@ pub fn cannot_run(ending: Ending, log_tail: &str) -> Option<String> {
 }
 
 /// The error an agent run ended on: the last line of its output that says so, for the
-/// repeated-error breaker.
+/// repeated-error breaker. A line that is a JSON document (claude's result, a stream's event)
+/// is an error only when it says so (`"is_error": true`: its `result`); its keys
+/// (`is_error`) are no error words.
 #[must_use]
 pub fn last_error(tail: &str) -> Option<String> {
     tail.lines().rev().map(str::trim).find_map(|l| {
+        if l.starts_with('{')
+            && let Ok(doc) = serde_json::from_str::<serde_json::Value>(l)
+        {
+            return (doc.get("is_error") == Some(&serde_json::Value::Bool(true))).then(|| {
+                doc.get("result")
+                    .and_then(serde_json::Value::as_str)
+                    .map_or_else(|| l.to_string(), str::to_string)
+            });
+        }
         let low = l.to_lowercase();
         ["error", "fatal", "failed", "exception", "panic"]
             .iter()
@@ -396,6 +407,18 @@ mod tests {
             Some("Error: timeout after 30s")
         );
         assert_eq!(last_error("all good\n"), None);
+        // claude's result of a run that went well names `is_error`: no error for all that.
+        let ok = r#"{"type":"result","subtype":"success","is_error":false,"result":"Added the section.","total_cost_usd":0.05}"#;
+        assert_eq!(last_error(&format!("{ok}\n")), None);
+        let failed = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"result":"API Error: 500"}"#;
+        assert_eq!(
+            last_error(&format!("{failed}\n")).as_deref(),
+            Some("API Error: 500")
+        );
+        assert_eq!(
+            last_error("Error: disk full\n{\"type\":\"result\",\"is_error\":false}\n").as_deref(),
+            Some("Error: disk full")
+        );
         assert_eq!(
             normalise("Error: cannot open /tmp/x/42.log (request 9f8e7d6c5b, try 3)"),
             normalise("error: cannot open /var/y.log (request 0a1b2c3d4e, try 17)")

@@ -342,3 +342,42 @@ printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"d
         "{st}"
     );
 }
+
+/// claude's result of a run that went well is the same line every time (its words are quoted,
+/// and quoted words are what the repeated-error breaker sets aside): it names `is_error`, but
+/// it is no error, and a loop of such runs goes on.
+#[test]
+fn the_same_successful_claude_result_every_run_is_no_repeated_error() {
+    let t = TestHome::new();
+    let agent = write(
+        &t,
+        "steady.sh",
+        r#"cat > /dev/null
+plan="$WIGGUM_DIR/fix_plan.md"
+if [ "$WIGGUM_PHASE" = planning ]; then
+    printf '# Plan\n\n## Incomplete Items\n- [ ] A1\n- [ ] A2\n- [ ] A3\n- [ ] A4\n- [ ] A5\n- [ ] A6\n' > "$plan"
+    echo planned
+    exit 0
+fi
+item=$(grep -m1 -- '- \[ \] ' "$plan" | sed 's/^- \[ \] //')
+printf '\n## %s\n\nDone.\n' "$item" >> "$ITERATION_DIR/artifact.md"
+awk -v it="$item" '!d && $0 == "- [ ] " it { print "- [x] " it; d = 1; next } { print }' "$plan" > "$plan.tmp" && mv "$plan.tmp" "$plan"
+printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"Added the section.","permission_denials":[]}'
+"#,
+    );
+    t.write_home_config(&format!(
+        "[gate]\ntarget = \"off\"\n[agents.steady]\ncommand = \"sh {agent}\"\noutput_format = \"claude-json\"\n"
+    ));
+    let args = t.start_args(
+        "steady",
+        &t.art(),
+        "",
+        &["--agent", "steady", "--foreground", "--max-iterations", "6"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let its = t.runs("iteration");
+    assert_eq!(its.len(), 6, "{its:?}");
+    assert!(its.iter().all(|r| r["outcome"] == "accepted"), "{its:?}");
+    assert_eq!(t.state()["stop_reason"], "plan_empty");
+}
