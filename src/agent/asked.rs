@@ -31,6 +31,12 @@ pub fn asked(
     denials: &[String],
     prompt: &str,
 ) -> Option<String> {
+    // Whole control sequences out first (a question in colour is a question; an OSC's words are
+    // none of it), not only their escape byte.
+    let (answer, tail) = (
+        &crate::sys::term::printable(answer),
+        &crate::sys::term::printable(tail),
+    );
     let question = last_question(answer);
     if !denials.is_empty() {
         let refused = format!("permission for {}", denials.join(", "));
@@ -246,7 +252,18 @@ mod tests {
             (
                 Plain,
                 "Should I \u{1b}[31mdelete\u{7} it?\n",
-                Some("Should I [31mdelete it?"),
+                Some("Should I delete it?"),
+            ),
+            // A question in colour is a question; an escape sequence's words are none of it.
+            (
+                Plain,
+                "\u{1b}[1mShould I also update the migration?\u{1b}[0m\n",
+                Some("Should I also update the migration?"),
+            ),
+            (
+                Plain,
+                "Should I \u{1b}]0;evil\u{7}also \u{1b}[31mupdate\u{1b}[0m the migration?\n",
+                Some("Should I also update the migration?"),
             ),
             // Characters that show nothing are gone.
             (

@@ -370,6 +370,38 @@ where
         .into_response()
 }
 
+/// Answer the open question with `body`, as `wiggum answer` does: 400 for an answer that is
+/// empty or too long, 409 when no question is open; a second answer says it replaced the first.
+fn answer(h: &crate::disk::handle::Handle, body: &str) -> Response {
+    let text = body.trim();
+    if text.is_empty() || text.len() > crate::disk::questions::MAX_ANSWER {
+        let why = h
+            .answer(body)
+            .err()
+            .map_or_else(String::new, |e| e.to_string());
+        return (StatusCode::BAD_REQUEST, why).into_response();
+    }
+    let waiting = crate::sys::fsutil::read_opt(&h.layout.answer())
+        .ok()
+        .flatten()
+        .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
+        .unwrap_or_default();
+    match h.answer(body) {
+        Ok(q) => {
+            let replaced = waiting
+                .iter()
+                .any(|w| w.question == q.text && w.iteration == q.iteration);
+            let also = if replaced {
+                "; it replaces the answer given before"
+            } else {
+                ""
+            };
+            format!("answered {}'s question{also}", q.asker()).into_response()
+        }
+        Err(e) => (StatusCode::CONFLICT, e.to_string()).into_response(),
+    }
+}
+
 /// Pause, resume, stop, or answer the open question with the request's body (the token was
 /// checked by [`guard`]).
 async fn control(Path((topic, action)): Path<(String, String)>, body: String) -> Response {
@@ -383,12 +415,7 @@ async fn control(Path((topic, action)): Path<(String, String)>, body: String) ->
             .map(|_| "paused at the next iteration boundary"),
         "resume" => h.set_pause(false).map(|_| "resumed"),
         "stop" => crate::supervisor::control::request_stop(&h, 10).map(|_| "stopping"),
-        "answer" => {
-            return match h.answer(&body) {
-                Ok(q) => format!("answered {}'s question", q.asker()).into_response(),
-                Err(e) => (StatusCode::CONFLICT, e.to_string()).into_response(),
-            };
-        }
+        "answer" => return answer(&h, &body),
         other => {
             return (StatusCode::NOT_FOUND, format!("no action `{other}`")).into_response();
         }

@@ -843,6 +843,9 @@ fn the_dashboard_shows_the_question_and_answers_it_with_the_token() {
     let (code, _) = post(addr, "/loop/night/answer", None, "Yes.");
     assert_eq!(code, 401);
     assert!(!dir.join("prompt-iteration-2").exists());
+    // An empty answer is a bad request, as `wiggum answer` refuses it.
+    let (code, said) = post(addr, "/loop/night/answer", Some(token), "  ");
+    assert_eq!((code, said.as_str()), (400, "answer: the answer is empty"));
     let (code, said) = post(
         addr,
         "/loop/night/answer",
