@@ -21,6 +21,8 @@ pub struct Facts {
     pub open: Vec<String>,
     /// The gate's verdict on the iteration: `None` when the gate is off or did not run.
     pub gate_passed: Option<bool>,
+    /// The gate is on (`[gate] target` is not `off`), whether or not it judged this run.
+    pub gate_on: bool,
     /// The gate's final score, for people.
     pub gate_score: Option<f64>,
     /// The loop asks for work: `[gate] target = "diff"` or validation commands.
@@ -65,6 +67,7 @@ pub fn judge(f: &Facts) -> std::result::Result<String, String> {
         let gate = match (f.gate_passed, f.gate_score) {
             (Some(true), Some(s)) => format!("the gate passed the iteration ({s:.2})"),
             (Some(true), None) => "the gate passed the iteration".into(),
+            _ if f.gate_on => "the gate had nothing to judge (the run changed nothing)".into(),
             _ => "the gate is off".into(),
         };
         Ok(format!(
@@ -89,6 +92,7 @@ fn facts(lp: &Loop, rec: &RunRecord) -> Result<Facts> {
         .flatten();
     Ok(Facts {
         open,
+        gate_on,
         gate_passed,
         gate_score: rec.gate.as_ref().and_then(|g| g.final_score),
         work_required: lp.settings.gate.target == GateTarget::Diff
@@ -162,6 +166,18 @@ mod tests {
                 },
                 Ok(
                     "the completion promise was taken: fix_plan.md has no open item and the gate is off",
+                ),
+            ),
+            // The gate on, but a run that changed nothing gave it nothing to judge.
+            (
+                Facts {
+                    gate_passed: None,
+                    gate_on: true,
+                    changed: false,
+                    ..done.clone()
+                },
+                Ok(
+                    "the completion promise was taken: fix_plan.md has no open item and the gate had nothing to judge (the run changed nothing)",
                 ),
             ),
             (
