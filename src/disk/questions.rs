@@ -83,6 +83,20 @@ impl Kept {
     }
 }
 
+/// `a` taken for the next run's prompt: as the answer of the open `question` it answers, else as
+/// an answered question of its own in `answered` (one a newer question replaced). Pure.
+pub fn take(question: &mut Option<Question>, answered: &mut Vec<Question>, a: Answer) {
+    match question {
+        Some(q) if q.answer.is_none() && q.text == a.question => q.answer = Some(a.text),
+        _ => answered.push(Question {
+            iteration: a.iteration,
+            text: a.question,
+            asked_at: a.at,
+            answer: Some(a.text),
+        }),
+    }
+}
+
 /// An answer to the open question, waiting for the next run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {

@@ -136,15 +136,7 @@ impl Runner {
     /// a newer one replaced (kept with its answer beside the open one).
     pub fn answer_taken(&mut self, a: crate::disk::questions::Answer) {
         let st = &mut self.state;
-        match &mut st.question {
-            Some(q) if q.answer.is_none() && q.text == a.question => q.answer = Some(a.text),
-            _ => st.answered.push(crate::disk::questions::Question {
-                iteration: a.iteration,
-                text: a.question,
-                asked_at: a.at,
-                answer: Some(a.text),
-            }),
-        }
+        crate::disk::questions::take(&mut st.question, &mut st.answered, a);
         st.questions_in_row = 0;
     }
 

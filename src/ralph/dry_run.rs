@@ -37,6 +37,26 @@ pub struct DryRun {
     pub settings: Settings,
 }
 
+/// What the next prompt says of the questions: the open one and those answered, with the
+/// answers given since (as the run would take them).
+fn questions(layout: &crate::disk::layout::Layout) -> String {
+    let kept = crate::disk::questions::Kept::read(&layout.questions());
+    let (mut question, mut answered) = (kept.question, kept.answered);
+    let given = fsutil::read_opt(&layout.answer())
+        .ok()
+        .flatten()
+        .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
+        .unwrap_or_default();
+    for a in given {
+        crate::disk::questions::take(&mut question, &mut answered, a);
+    }
+    answered
+        .iter()
+        .chain(&question)
+        .map(super::asking::prompt_section)
+        .collect()
+}
+
 /// Resolve what a start would do, writing nothing.
 pub fn plan(p: &Prepared) -> Result<DryRun> {
     let layout = &p.layout;
@@ -65,6 +85,7 @@ pub fn plan(p: &Prepared) -> Result<DryRun> {
             templates::render(&memory("PLANNING_PROMPT.md")?, &vars),
         )
     };
+    let prompt = prompt + &questions(layout);
     let program = crate::agent::sandbox::env::program_of(&p.agent.table.command);
     let agent_env = crate::agent::sandbox::env::allowed(
         std::env::vars(),

@@ -547,6 +547,23 @@ fn a_question_left_open_stays_open_when_the_loop_is_started_again() {
     foreground(&t, "again", "asker", 1, &[]).code(0);
     let real = "Should I also update the migration?";
     assert_eq!(t.state()["question"]["text"], real);
+    // `--dry-run` shows the prompt the next run would be fed: the question in it.
+    let dry = start(
+        &t,
+        "again",
+        "asker",
+        &["--dry-run", "--max-iterations", "3"],
+    );
+    let dry: Vec<&str> = dry.iter().map(String::as_str).collect();
+    let shown = t.run(&dry);
+    shown.code(0);
+    assert!(
+        shown.stdout().contains(&format!(
+            "## A question is open\n\nIteration 1 asked: {real}"
+        )),
+        "{}",
+        shown.stdout()
+    );
     let more = foreground(&t, "again", "asker", 3, &[]);
     more.code(0);
     let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
