@@ -45,7 +45,8 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
         let path = h.layout.memory("AGENT.md");
         let text = fsutil::read_opt(&path)?.unwrap_or_default();
         let what = format!("An agent asked: {}", q.text);
-        let new = crate::ralph::signs::add(&text, &what, &a.answer);
+        // Answered again: the sign says the new answer, not both.
+        let new = crate::ralph::signs::set(&text, &what, &a.answer);
         fsutil::atomic_write(&path, new.as_bytes())?;
         println!("kept as a sign in {}", path.display());
     }
