@@ -365,8 +365,9 @@ impl LoopView {
         }
         match self.status {
             Shown::Dead => Some(format!(
-                "its state says {} but no supervisor holds its lock: the supervisor died; `studio-agents wiggum start {}` resumes it",
+                "its state says {} but no supervisor holds its lock: the supervisor died; `{} wiggum start {}` resumes it",
                 self.state.as_ref().map_or("running", |s| s.status().as_str()),
+                crate::ralph::progress::program(crate::config::home_to_name().as_deref()),
                 self.topic
             )),
             Shown::Unknown => {
