@@ -191,7 +191,7 @@ fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
 
 /// Our own `sandbox-exec` applying `policy`: the program and its arguments up to `--`, the
 /// command to confine to be appended. The small helper executable beside ours when it is there
-/// (it starts quicker), else ours (`cli::sandbox_exec`).
+/// (it starts quicker), else the `sandbox-exec` of ours.
 pub fn helper(policy: &crate::agent::sandbox::Policy) -> Result<(PathBuf, Vec<String>)> {
     let exe = std::env::current_exe()
         .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
@@ -216,11 +216,14 @@ pub fn helper(policy: &crate::agent::sandbox::Policy) -> Result<(PathBuf, Vec<St
     })
 }
 
+/// The small helper executable's name (`src/bin/`).
+pub const SMALL_HELPER: &str = "studio-agents-sandbox";
+
 /// `studio-agents-sandbox` beside `exe`, when it is a regular file there that its owner may
 /// execute, owned as `exe` is (a file someone else put beside it is not ours).
 fn small_helper(exe: &std::path::Path) -> Option<PathBuf> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let small = exe.parent()?.join(crate::cli::sandbox_exec::SMALL);
+    let small = exe.parent()?.join(SMALL_HELPER);
     let (ours, it) = (
         std::fs::metadata(exe).ok()?,
         std::fs::metadata(&small).ok()?,

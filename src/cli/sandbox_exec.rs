@@ -38,7 +38,7 @@ pub struct SandboxArgs {
 }
 
 /// The small executable's name.
-pub const SMALL: &str = "studio-agents-sandbox";
+pub const SMALL: &str = crate::agent::process::SMALL_HELPER;
 
 /// The small executable's arguments (`--policy JSON [--probe] -- CMD…`, as `sandbox-exec`'s),
 /// read without clap, which it does not link. `Err`: what is wrong, in a line.

@@ -465,7 +465,7 @@ impl RunRecord {
             && self
                 .gate
                 .as_ref()
-                .is_some_and(|g| g.verdict != crate::gate::Verdict::Pass)
+                .is_some_and(|g| g.verdict != Verdict::Pass)
     }
 
     /// An agent run's record of `kind`, ending now; the caller fills in what followed.

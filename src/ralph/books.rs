@@ -153,6 +153,12 @@ impl Runner {
         }
     }
 
+    /// The loop paused before iteration `n` (0: between planning's attempts), or (`None`) went
+    /// on.
+    pub fn paused_before(&mut self, n: Option<u32>) {
+        self.state.paused_before = n;
+    }
+
     /// The human review before an iteration was asked for.
     pub fn reviewed(&mut self) {
         self.state.reviewed = true;

@@ -223,7 +223,7 @@ impl Loop {
             return Ok(false);
         }
         self.runner.step(Step::Pause)?;
-        self.runner.state.paused_before = Some(n);
+        self.runner.paused_before(Some(n));
         self.runner.save()?;
         let reason = requests::read(&ctl).pause_reason;
         self.control_record("pause", n, reason)?;
@@ -241,7 +241,7 @@ impl Loop {
         // Iteration 0 is planning's: it goes back to planning.
         self.runner
             .step(if n == 0 { Step::Plan } else { Step::Resume })?;
-        self.runner.state.paused_before = None;
+        self.runner.paused_before(None);
         self.runner.save()?;
         self.control_record("resume", n, None)?;
         tracing::info!("resumed");

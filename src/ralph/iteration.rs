@@ -479,6 +479,13 @@ async fn settle(
     if d.carry {
         commit::carry(lp, &seen.changed_paths);
     }
+    if matches!(d.outcome, Outcome::NoChange | Outcome::Asked) && d.aside == Aside::Keep {
+        // Its directory (its prompt's answer, the seeded artifact) is committed with the next
+        // accepted iteration, as a rejected one's is, not left untracked.
+        let dir = layout.iteration_dir(n);
+        let own = commit::loop_paths(&layout, false, Some(&dir), std::iter::empty());
+        commit::carry(lp, &own);
+    }
     rec.note = match (d.note, seen.put_back.clone()) {
         (Some(n), Some(p)) => Some(format!("{n}; {p}")),
         (n, p) => n.or(p),

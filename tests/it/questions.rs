@@ -176,6 +176,15 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
         out.stdout()
     );
     assert!(lines[3].starts_with("Iteration 4/4 ✓ kept"), "{lines:?}");
+    // The directories of the runs that asked went into the kept iteration's commit: nothing of
+    // the loop's is left untracked.
+    let status = std::process::Command::new("git")
+        .args(["status", "--porcelain", "--untracked-files=all"])
+        .current_dir(t.art())
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(!status.contains("iteration-00"), "{status}");
     let st = t.state();
     assert_eq!(st["stop_reason"], "max_iterations", "{st}");
     let runs = t.runs("iteration");
