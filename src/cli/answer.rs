@@ -17,6 +17,10 @@ pub struct AnswerArgs {
     /// Also keep the question and its answer as a sign in AGENT.md (read by every iteration).
     #[arg(long)]
     pub sign: bool,
+    /// Answer the question iteration N asked (one a newer question replaced, still open)
+    /// instead of the latest.
+    #[arg(long, value_name = "N")]
+    pub iteration: Option<u32>,
 }
 
 /// `answer`.
@@ -25,7 +29,7 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
     let waiting = fsutil::read_opt(&h.layout.answer())?
         .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
         .unwrap_or_default();
-    let q = h.answer(&a.answer)?;
+    let q = h.answer(&a.answer, a.iteration)?;
     println!(
         "answered {}'s question \"{}\" (the next run's prompt carries it)",
         q.asker(),

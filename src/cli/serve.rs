@@ -376,7 +376,7 @@ fn answer(h: &crate::disk::handle::Handle, body: &str) -> Response {
     let text = body.trim();
     if text.is_empty() || text.len() > crate::disk::questions::MAX_ANSWER {
         let why = h
-            .answer(body)
+            .answer(body, None)
             .err()
             .map_or_else(String::new, |e| e.to_string());
         return (StatusCode::BAD_REQUEST, why).into_response();
@@ -386,7 +386,7 @@ fn answer(h: &crate::disk::handle::Handle, body: &str) -> Response {
         .flatten()
         .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
         .unwrap_or_default();
-    match h.answer(body) {
+    match h.answer(body, None) {
         Ok(q) => {
             let replaced = waiting
                 .iter()

@@ -168,6 +168,15 @@ fn attention_lines(out: &mut String, v: &LoopView, s: &LoopState) {
     if let Some(q) = v.question() {
         out.push_str(&format!("\n  question:  {q}"));
     }
+    // Questions a newer one replaced, still open: each answerable by its iteration.
+    for q in &s.earlier {
+        out.push_str(&format!(
+            "\n  also open: {} asked: \"{}\" (answer it with --iteration {})",
+            q.asker(),
+            crate::sys::term::printable(&q.text),
+            q.iteration
+        ));
+    }
     if let Some((until, why)) = s.phase().waiting()
         && v.status == Shown::Is(Status::Waiting)
     {

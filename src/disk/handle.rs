@@ -145,9 +145,11 @@ impl Handle {
         Ok(h)
     }
 
-    /// Record `text` as the answer to the loop's open question, beside the answers still
-    /// waiting for a run; a pause that waited for it is lifted. Refused (exit 2) when the answer is empty or too long, or no question is open.
-    pub fn answer(&self, text: &str) -> Result<super::questions::Question> {
+    /// Record `text` as the answer to the loop's open question — iteration `n`'s when given,
+    /// else the latest — beside the answers still waiting for a run; a pause that waited for it
+    /// is lifted. Refused (exit 2) when the answer is empty or too long, or no such question is
+    /// open.
+    pub fn answer(&self, text: &str, n: Option<u32>) -> Result<super::questions::Question> {
         use super::questions::{Answer, MAX_ANSWER};
         let text = text.trim();
         if text.is_empty() {
@@ -158,26 +160,12 @@ impl Handle {
                 "answer: the answer is longer than {MAX_ANSWER} bytes"
             )));
         }
-        // The question as the supervisor keeps it, out of the agents' reach (`state.json`'s
+        // The questions as the supervisor keeps them, out of the agents' reach (`state.json`'s
         // copy is in it).
-        let open = match super::questions::Kept::read(&self.layout.questions()).question {
-            Some(q) if q.answer.is_none() => q,
-            Some(q) => {
-                return Err(Error::input(format!(
-                    "loop `{}`: {}'s question \"{}\" was answered (\"{}\") and the next run takes that answer; nothing is open to answer now",
-                    self.topic,
-                    q.asker(),
-                    crate::sys::term::printable(&q.text),
-                    crate::sys::term::printable(q.answer.as_deref().unwrap_or_default()),
-                )));
-            }
-            None => {
-                return Err(Error::input(format!(
-                    "loop `{}` has no open question to answer",
-                    self.topic
-                )));
-            }
-        };
+        let kept = super::questions::Kept::read(&self.layout.questions());
+        let open = super::questions::to_answer(kept.question.as_ref(), &kept.earlier, n)
+            .cloned()
+            .ok_or_else(|| self.nothing_to_answer(&kept, n))?;
         let answer = Answer {
             iteration: open.iteration,
             question: open.text.clone(),
@@ -201,6 +189,31 @@ impl Handle {
             }
         })?;
         Ok(open)
+    }
+
+    /// Why there is no open question to answer (for iteration `n`, when given).
+    fn nothing_to_answer(&self, kept: &super::questions::Kept, n: Option<u32>) -> Error {
+        let t = &self.topic;
+        let others: Vec<String> = kept
+            .earlier
+            .iter()
+            .map(|q| format!("--iteration {}", q.iteration))
+            .collect();
+        let also = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (open: {})", others.join(", "))
+        };
+        Error::input(match (n, &kept.question) {
+            (Some(n), _) => format!("loop `{t}` has no open question iteration {n} asked{also}"),
+            (None, Some(q)) if q.answer.is_some() => format!(
+                "loop `{t}`: {}'s question \"{}\" was answered (\"{}\") and the next run takes that answer; nothing else is open to answer now{also}",
+                q.asker(),
+                crate::sys::term::printable(&q.text),
+                crate::sys::term::printable(q.answer.as_deref().unwrap_or_default()),
+            ),
+            _ => format!("loop `{t}` has no open question to answer{also}"),
+        })
     }
 
     /// Wait until nobody holds the loop's locks; `false` when `deadline` passed first. The

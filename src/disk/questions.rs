@@ -53,6 +53,9 @@ pub struct Kept {
     /// Questions a newer one replaced while their answer was on its way.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answered: Vec<Question>,
+    /// Questions a newer one replaced before anyone answered them: still open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<Question>,
 }
 
 impl Kept {
@@ -83,17 +86,72 @@ impl Kept {
     }
 }
 
-/// `a` taken for the next run's prompt: as the answer of the open `question` it answers, else as
-/// an answered question of its own in `answered` (one a newer question replaced). Pure.
-pub fn take(question: &mut Option<Question>, answered: &mut Vec<Question>, a: Answer) {
-    match question {
-        Some(q) if q.answer.is_none() && q.text == a.question => q.answer = Some(a.text),
-        _ => answered.push(Question {
-            iteration: a.iteration,
-            text: a.question,
-            asked_at: a.at,
-            answer: Some(a.text),
-        }),
+/// The most questions kept open besides the latest.
+pub const MAX_EARLIER: usize = 10;
+
+/// `a` taken for the next run's prompt: as the answer of the open `question` it answers; of the
+/// `earlier` open question it answers (which closes there, answered); else as an answered
+/// question of its own in `answered` (one a newer question replaced). Pure.
+pub fn take(
+    question: &mut Option<Question>,
+    earlier: &mut Vec<Question>,
+    answered: &mut Vec<Question>,
+    a: Answer,
+) {
+    if let Some(q) = question
+        .as_mut()
+        .filter(|q| q.answer.is_none() && q.text == a.question && q.iteration == a.iteration)
+    {
+        q.answer = Some(a.text);
+        return;
+    }
+    let asked_at = match earlier
+        .iter()
+        .position(|q| q.text == a.question && q.iteration == a.iteration)
+    {
+        Some(i) => earlier.remove(i).asked_at,
+        None => a.at,
+    };
+    answered.push(Question {
+        iteration: a.iteration,
+        text: a.question,
+        asked_at,
+        answer: Some(a.text),
+    });
+}
+
+/// `new` becomes the open question; one still unanswered that it replaces stays open among the
+/// `earlier` ones (the same question asked again is one question; at most [`MAX_EARLIER`] are
+/// kept, the oldest let go). Pure.
+pub fn replace(question: &mut Option<Question>, earlier: &mut Vec<Question>, new: Question) {
+    if let Some(old) = question.take()
+        && old.answer.is_none()
+        && old.text != new.text
+    {
+        earlier.retain(|q| q.text != old.text);
+        earlier.push(old);
+        if earlier.len() > MAX_EARLIER {
+            earlier.remove(0);
+        }
+    }
+    earlier.retain(|q| q.text != new.text);
+    *question = Some(new);
+}
+
+/// The open question for an answer: iteration `n`'s when given (the latest or an earlier one),
+/// else the latest.
+#[must_use]
+pub fn to_answer<'a>(
+    question: Option<&'a Question>,
+    earlier: &'a [Question],
+    n: Option<u32>,
+) -> Option<&'a Question> {
+    let latest = question.filter(|q| q.answer.is_none());
+    match n {
+        None => latest,
+        Some(n) => latest
+            .filter(|q| q.iteration == n)
+            .or_else(|| earlier.iter().rev().find(|q| q.iteration == n)),
     }
 }
 
@@ -160,5 +218,56 @@ mod tests {
         let old = r#"{"question":"Q1?","text":"yes","at":"1970-01-01T00:00:00Z"}"#;
         assert_eq!(parse_answers(old).unwrap(), vec![a(0, "Q1?", "yes")]);
         assert!(parse_answers("{").is_err());
+    }
+}
+
+#[cfg(test)]
+mod open_questions {
+    use super::*;
+
+    fn q(n: u32, text: &str) -> Question {
+        Question {
+            iteration: n,
+            text: text.into(),
+            asked_at: chrono::DateTime::UNIX_EPOCH,
+            answer: None,
+        }
+    }
+
+    fn a(n: u32, question: &str, text: &str) -> Answer {
+        Answer {
+            iteration: n,
+            question: question.into(),
+            text: text.into(),
+            at: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn a_newer_question_keeps_the_unanswered_one_open_and_each_is_answered_by_its_iteration() {
+        let (mut open, mut earlier, mut answered) = (None, Vec::new(), Vec::new());
+        replace(&mut open, &mut earlier, q(1, "A?"));
+        replace(&mut open, &mut earlier, q(2, "B?"));
+        // Asked again: one question, the latest asking.
+        replace(&mut open, &mut earlier, q(3, "A?"));
+        assert_eq!(open.as_ref().map(|q| q.iteration), Some(3));
+        assert_eq!(earlier, [q(2, "B?")]);
+        assert_eq!(to_answer(open.as_ref(), &earlier, None), open.as_ref());
+        assert_eq!(to_answer(open.as_ref(), &earlier, Some(2)), Some(&q(2, "B?")));
+        assert_eq!(to_answer(open.as_ref(), &earlier, Some(1)), None);
+        take(&mut open, &mut earlier, &mut answered, a(2, "B?", "yes"));
+        assert!(earlier.is_empty());
+        assert_eq!(answered[0].answer.as_deref(), Some("yes"));
+        take(&mut open, &mut earlier, &mut answered, a(3, "A?", "no"));
+        assert_eq!(open.as_ref().and_then(|q| q.answer.as_deref()), Some("no"));
+        // An answered question a newer one replaces is not open any more.
+        replace(&mut open, &mut earlier, q(4, "C?"));
+        assert!(earlier.is_empty());
+        // At most ten earlier ones, the oldest let go.
+        for n in 5..20 {
+            replace(&mut open, &mut earlier, q(n, &format!("Q{n}?")));
+        }
+        assert_eq!(earlier.len(), MAX_EARLIER);
+        assert_eq!(earlier[0].iteration, 9);
     }
 }

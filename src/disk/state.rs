@@ -96,6 +96,10 @@ pub struct LoopState {
     /// for the next run's prompt.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub answered: Vec<super::questions::Question>,
+    /// Questions a newer one replaced before anyone answered them: open still, each answerable
+    /// (`answer --iteration N`), at most ten.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub earlier: Vec<super::questions::Question>,
     /// The agent that writes the plan, when it is not `agent` (`[defaults] planning_agent`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planning_agent: Option<String>,
@@ -263,6 +267,7 @@ impl Default for LoopState {
             carried_paths: Vec::new(),
             question: None,
             answered: Vec::new(),
+            earlier: Vec::new(),
             planning_agent: None,
             questions_in_row: 0,
             best: None,

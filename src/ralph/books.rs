@@ -122,7 +122,7 @@ impl Runner {
     /// A run asked a question instead of working: it is the open one (a question still open is
     /// replaced), and one more in a row. Returns how many in a row.
     pub fn asked(&mut self, q: crate::disk::questions::Question) -> u32 {
-        self.state.question = Some(q);
+        crate::disk::questions::replace(&mut self.state.question, &mut self.state.earlier, q);
         self.state.questions_in_row += 1;
         self.state.questions_in_row
     }
@@ -136,7 +136,7 @@ impl Runner {
     /// a newer one replaced (kept with its answer beside the open one).
     pub fn answer_taken(&mut self, a: crate::disk::questions::Answer) {
         let st = &mut self.state;
-        crate::disk::questions::take(&mut st.question, &mut st.answered, a);
+        crate::disk::questions::take(&mut st.question, &mut st.earlier, &mut st.answered, a);
         st.questions_in_row = 0;
     }
 

@@ -286,7 +286,7 @@ impl Loop {
             super::asking::take_answer(self)?;
             let mut prompt = base.clone();
             let st = &self.runner.state;
-            for q in st.answered.iter().chain(&st.question) {
+            for q in st.answered.iter().chain(&st.earlier).chain(&st.question) {
                 prompt.push_str(&super::asking::prompt_section(q));
             }
             let (d, changed, question) = self.plan_attempt(&prompt, attempt, attempts).await?;

@@ -41,17 +41,18 @@ pub struct DryRun {
 /// answers given since (as the run would take them).
 fn questions(layout: &crate::disk::layout::Layout) -> String {
     let kept = crate::disk::questions::Kept::read(&layout.questions());
-    let (mut question, mut answered) = (kept.question, kept.answered);
+    let (mut question, mut earlier, mut answered) = (kept.question, kept.earlier, kept.answered);
     let given = fsutil::read_opt(&layout.answer())
         .ok()
         .flatten()
         .and_then(|t| crate::disk::questions::parse_answers(&t).ok())
         .unwrap_or_default();
     for a in given {
-        crate::disk::questions::take(&mut question, &mut answered, a);
+        crate::disk::questions::take(&mut question, &mut earlier, &mut answered, a);
     }
     answered
         .iter()
+        .chain(&earlier)
         .chain(&question)
         .map(super::asking::prompt_section)
         .collect()

@@ -193,7 +193,7 @@ fn prompt_of(lp: &Loop, n: u32, dir: &std::path::Path) -> Result<String> {
         prompt.push_str(&failing);
     }
     let st = &lp.runner.state;
-    for q in st.answered.iter().chain(&st.question) {
+    for q in st.answered.iter().chain(&st.earlier).chain(&st.question) {
         prompt.push_str(&super::asking::prompt_section(q));
     }
     Ok(prompt)

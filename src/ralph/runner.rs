@@ -269,6 +269,7 @@ impl Runner {
         let now = crate::disk::questions::Kept {
             question: self.state.question.clone(),
             answered: self.state.answered.clone(),
+            earlier: self.state.earlier.clone(),
         };
         if self.kept_questions.as_ref() != Some(&now) {
             now.write(&self.layout.questions())?;

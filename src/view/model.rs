@@ -152,6 +152,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
         let kept = crate::disk::questions::Kept::read(&layout.questions());
         s.question = kept.question;
         s.answered = kept.answered;
+        s.earlier = kept.earlier;
     }
     // A state read means the directory is there (`list` asks no more of each loop); without
     // one, a directory that is gone is said so.

@@ -536,7 +536,7 @@ fn an_answer_after_the_run_under_way_took_one_is_refused_saying_so() {
     again.code(2);
     assert_eq!(
         again.stderr().trim_end(),
-        "error: loop `took`: iteration 1's question \"Should I also update the migration?\" was answered (\"Yes.\") and the next run takes that answer; nothing is open to answer now"
+        "error: loop `took`: iteration 1's question \"Should I also update the migration?\" was answered (\"Yes.\") and the next run takes that answer; nothing else is open to answer now"
     );
     // Run 2 asks in turn, and the loop pauses for it: stopped here.
     std::fs::write(dir.join("go"), "").unwrap();
@@ -545,6 +545,64 @@ fn an_answer_after_the_run_under_way_took_one_is_refused_saying_so() {
     });
     t.run(&["wiggum", "stop", "took"]).code(0);
     t.wait_stopped("took");
+}
+
+/// A newer question does not replace one nobody answered: both stay open, in `status` and in
+/// the prompts, and each is answered by its iteration.
+#[test]
+fn a_question_nobody_answered_stays_open_beside_a_newer_one() {
+    let t = TestHome::new();
+    let dir = agent(&t, "asker", "plain", "plain,later,work,work", "");
+    std::fs::write(dir.join("go"), "").unwrap();
+    foreground(&t, "two", "asker", 3, &[]).code(0);
+    let (first, second) = (
+        "Should I also update the migration?",
+        "Which database should the migration target?",
+    );
+    let prompt = std::fs::read_to_string(dir.join("prompt-iteration-3")).unwrap();
+    assert!(
+        prompt.contains(&format!(
+            "## A question is open\n\nIteration 1 asked: {first}"
+        )) && prompt.contains(&format!(
+            "## A question is open\n\nIteration 2 asked: {second}"
+        )),
+        "{prompt}"
+    );
+    let status = t.run(&["wiggum", "status", "two"]);
+    let shown = status.stdout();
+    assert!(
+        shown.contains(&format!("question:  iteration 2 asked: \"{second}\"")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "also open: iteration 1 asked: \"{first}\" (answer it with --iteration 1)"
+        )),
+        "{shown}"
+    );
+    // The earlier one, by its iteration; then the latest.
+    let a = t.run(&["wiggum", "answer", "two", "Yes.", "--iteration", "1"]);
+    a.code(0);
+    assert!(
+        a.stdout()
+            .starts_with(&format!("answered iteration 1's question \"{first}\"")),
+        "{}",
+        a.stdout()
+    );
+    t.run(&["wiggum", "answer", "two", "Postgres."]).code(0);
+    let none = t.run(&["wiggum", "answer", "two", "Again.", "--iteration", "7"]);
+    none.code(2);
+    foreground(&t, "two", "asker", 4, &[]).code(0);
+    let fourth = std::fs::read_to_string(dir.join("prompt-iteration-4")).unwrap();
+    assert!(
+        fourth.contains(&format!("Iteration 1 asked: {first}\n\nThe answer: Yes."))
+            && fourth.contains(&format!(
+                "Iteration 2 asked: {second}\n\nThe answer: Postgres."
+            )),
+        "{fourth}"
+    );
+    let st = t.state();
+    assert!(st["question"].is_null() && st["earlier"].is_null(), "{st}");
 }
 
 /// A question left open when the loop ended stays open when it is started again: shown, in the

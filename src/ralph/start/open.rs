@@ -165,6 +165,7 @@ fn fresh_state(p: &Prepared, prev: Option<LoopState>, completed: u32) -> LoopSta
     let kept = crate::disk::questions::Kept::read(&p.layout.questions());
     state.question = kept.question;
     state.answered = kept.answered;
+    state.earlier = kept.earlier;
     state.harness = Some(p.harness.clone());
     state
 }
