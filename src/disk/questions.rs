@@ -253,7 +253,10 @@ mod open_questions {
         assert_eq!(open.as_ref().map(|q| q.iteration), Some(3));
         assert_eq!(earlier, [q(2, "B?")]);
         assert_eq!(to_answer(open.as_ref(), &earlier, None), open.as_ref());
-        assert_eq!(to_answer(open.as_ref(), &earlier, Some(2)), Some(&q(2, "B?")));
+        assert_eq!(
+            to_answer(open.as_ref(), &earlier, Some(2)),
+            Some(&q(2, "B?"))
+        );
         assert_eq!(to_answer(open.as_ref(), &earlier, Some(1)), None);
         take(&mut open, &mut earlier, &mut answered, a(2, "B?", "yes"));
         assert!(earlier.is_empty());

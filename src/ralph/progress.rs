@@ -233,6 +233,8 @@ pub struct Completion {
     pub home: Option<PathBuf>,
     /// A question an agent asked that no one answered: the iteration that asked it, and what.
     pub question: Option<(u32, String)>,
+    /// Earlier questions a newer one replaced, still open (`status` lists them).
+    pub earlier: usize,
     /// Whether any iteration was committed (else there is nothing to diff or summarise).
     pub committed: bool,
 }
@@ -261,6 +263,7 @@ pub fn completion_of(
         st.stopped_at()
     };
     let (iterations, during, committed) = completed(layout, st.current_iteration);
+    let questions = crate::disk::questions::Kept::read(&layout.questions());
     Some(Completion {
         topic: st.topic.clone(),
         iterations,
@@ -282,10 +285,11 @@ pub fn completion_of(
         home: crate::config::home_to_name(),
         // Answered is answered, whether or not a run has taken the answer yet.
         // As the supervisor keeps it, out of the agents' reach.
-        question: crate::disk::questions::Kept::read(&layout.questions())
+        question: questions
             .question
             .filter(|q| q.answer.is_none() && !layout.answer().exists())
             .map(|q| (q.iteration, q.text)),
+        earlier: questions.earlier.len(),
         committed,
     })
 }
@@ -553,6 +557,14 @@ pub fn completion_block(c: &Completion) -> String {
             c.topic
         ));
     }
+    if c.earlier > 0 {
+        out.push(format!(
+            "              and {} earlier question{} still open: {sa} wiggum status {}",
+            c.earlier,
+            if c.earlier == 1 { "" } else { "s" },
+            c.topic
+        ));
+    }
     if !c.committed {
         // Nothing was committed to show a diff or a summary of: what fixes the cause instead —
         // planning's words when no iteration ran, else the last run's.
@@ -720,6 +732,7 @@ mod tests {
             code: false,
             home: None,
             question: None,
+            earlier: 0,
             committed: false,
         };
         let block = completion_block(&c);
@@ -757,6 +770,7 @@ mod tests {
             code: false,
             home: None,
             question: None,
+            earlier: 0,
             committed: true,
         };
         assert_eq!(
@@ -812,6 +826,7 @@ mod tests {
             code: true,
             home: None,
             question: None,
+            earlier: 0,
             committed: true,
         };
         assert_eq!(
@@ -840,6 +855,7 @@ mod tests {
                 code: true,
                 home: Some(PathBuf::from(home)),
                 question: None,
+                earlier: 0,
                 committed: true,
             })
         };
@@ -875,11 +891,12 @@ mod tests {
             code: true,
             home: None,
             question: Some((2, "Should I also update the migration?\u{1b}[2J".into())),
+            earlier: 2,
             committed: true,
         };
         assert!(
             completion_block(&c).contains(
-                "  question    open since iteration 2: \"Should I also update the migration?\"\n              answer: studio-agents wiggum answer docs \"…\"\n"
+                "  question    open since iteration 2: \"Should I also update the migration?\"\n              answer: studio-agents wiggum answer docs \"…\"\n              and 2 earlier questions still open: studio-agents wiggum status docs\n"
             ),
             "{}",
             completion_block(&c)
