@@ -123,8 +123,15 @@ pub fn after_attempt(
         breaker.crashes = 0;
         return Verdict::Asked;
     }
+    // Only a run that failed or got nowhere is stuck on an error: one that went well and
+    // changed something may print "0 failed" or a warning every time and is no repeated error.
+    let error = if a.ending.success() && a.progress {
+        None
+    } else {
+        last_error(a.tail)
+    };
     if !a.stopped
-        && let Some(why) = record_run(trends, last_error(a.tail).as_deref(), a.output, l.trends)
+        && let Some(why) = record_run(trends, error.as_deref(), a.output, l.trends)
     {
         return Verdict::Trend(why);
     }
@@ -266,6 +273,19 @@ mod tests {
             .map(|_| after_attempt(&ok_with_error(), &mut breaker, &mut trends, l))
             .collect();
         assert!(matches!(verdicts[4], Verdict::Trend(_)), "{verdicts:?}");
+        // Runs that went well and changed something are stuck on nothing, whatever words they
+        // repeat ("0 failed", a warning).
+        let (mut trends, mut breaker) = (Trends::default(), Breaker::default());
+        let well = Attempt {
+            tail: "test result: ok. 15 passed; 0 failed\n",
+            ..ok.clone()
+        };
+        for _ in 0..8 {
+            assert_eq!(
+                after_attempt(&well, &mut breaker, &mut trends, l),
+                Verdict::Then(AfterRun::Accept)
+            );
+        }
         // Asked runs do not feed the no-progress breaker: idle, asked ×5, idle is two in a row.
         let mut breaker = Breaker::default();
         let idle = Attempt {
@@ -327,10 +347,11 @@ mod tests {
         ));
     }
 
+    /// A run that changed something and failed on the same error.
     fn ok_with_error() -> Attempt<'static> {
         Attempt {
             protected_changed: false,
-            ending: Ending::Exited { code: 0 },
+            ending: Ending::Exited { code: 1 },
             tail: "Error: the same thing\n",
             stopped: false,
             limit: None,
