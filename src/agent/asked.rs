@@ -61,6 +61,8 @@ pub fn asked(
 /// of that shape that is not one of the prompt's (which codex echoes).
 fn codex_rejection(tail: &str, prompt: &str) -> Option<String> {
     const ROUTER: &str = " ERROR codex_core::tools::router: error=";
+    // The prompt as the log's lines are read: its escape sequences out too.
+    let prompt = crate::sys::term::printable(prompt);
     let echoed: std::collections::HashSet<&str> = prompt.lines().map(str::trim).collect();
     tail.lines()
         .rev()
@@ -302,6 +304,16 @@ mod tests {
         assert_eq!(
             asked(Codex, &r.text, &echo, &r.denials, "").as_deref(),
             Some(CODEX_REJECTED)
+        );
+        // With an escape sequence in it, it is still the prompt's line.
+        let escaped = planted.replace("Z ERROR", "Z\u{1b}[0m ERROR");
+        let echo2 = echo.replace(planted, &escaped);
+        assert_ne!(echo2, echo);
+        let r = parse(Codex, &echo2);
+        assert_eq!(
+            asked(Codex, &r.text, &echo2, &r.denials, &escaped),
+            None,
+            "{echo2}"
         );
         let cut = of(Plain, &long).unwrap();
         assert_eq!(cut.chars().count(), MAX_QUESTION);

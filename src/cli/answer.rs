@@ -35,8 +35,14 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
         q.asker(),
         crate::sys::term::printable(&q.text)
     );
-    // One answer a question: a second, before a run took the first, replaces it.
-    if let Some(before) = waiting
+    // One answer a question: a second replaces the first — for the runs to come, when a run took
+    // the first already.
+    if let Some(taken) = &q.answer {
+        println!(
+            "it replaces the answer a run was given: \"{}\" (the runs after it are told this one)",
+            crate::sys::term::printable(taken)
+        );
+    } else if let Some(before) = waiting
         .iter()
         .find(|w| w.question == q.text && w.iteration == q.iteration)
     {
@@ -45,14 +51,21 @@ pub fn run(a: &AnswerArgs) -> Result<i32> {
             crate::sys::term::printable(&before.text)
         );
     }
-    if a.sign {
-        let path = h.layout.memory("AGENT.md");
-        let text = fsutil::read_opt(&path)?.unwrap_or_default();
-        let what = format!("An agent asked: {}", q.text);
+    let path = h.layout.memory("AGENT.md");
+    let text = fsutil::read_opt(&path)?.unwrap_or_default();
+    let what = format!("An agent asked: {}", q.text);
+    // A sign an earlier answer left says this answer now, `--sign` or not: AGENT.md must not
+    // contradict the prompt.
+    let signed = crate::ralph::signs::has(&text, &what);
+    if a.sign || signed {
         // Answered again: the sign says the new answer, not both.
         let new = crate::ralph::signs::set(&text, &what, &a.answer);
         fsutil::atomic_write(&path, new.as_bytes())?;
-        println!("kept as a sign in {}", path.display());
+        if signed {
+            println!("the sign in {} says this answer now", path.display());
+        } else {
+            println!("kept as a sign in {}", path.display());
+        }
     }
     Ok(0)
 }

@@ -204,15 +204,9 @@ impl Handle {
         } else {
             format!(" (open: {})", others.join(", "))
         };
-        Error::input(match (n, &kept.question) {
-            (Some(n), _) => format!("loop `{t}` has no open question iteration {n} asked{also}"),
-            (None, Some(q)) if q.answer.is_some() => format!(
-                "loop `{t}`: {}'s question \"{}\" was answered (\"{}\") and the next run takes that answer; nothing else is open to answer now{also}",
-                q.asker(),
-                crate::sys::term::printable(&q.text),
-                crate::sys::term::printable(q.answer.as_deref().unwrap_or_default()),
-            ),
-            _ => format!("loop `{t}` has no open question to answer{also}"),
+        Error::input(match n {
+            Some(n) => format!("loop `{t}` has no open question iteration {n} asked{also}"),
+            None => format!("loop `{t}` has no open question to answer{also}"),
         })
     }
 

@@ -98,9 +98,11 @@ pub fn take(
     answered: &mut Vec<Question>,
     a: Answer,
 ) {
+    // The open question's answer — or, given again, its new answer (a run that had the first
+    // has it; the runs after have this one).
     if let Some(q) = question
         .as_mut()
-        .filter(|q| q.answer.is_none() && q.text == a.question && q.iteration == a.iteration)
+        .filter(|q| q.text == a.question && q.iteration == a.iteration)
     {
         q.answer = Some(a.text);
         return;
@@ -138,15 +140,16 @@ pub fn replace(question: &mut Option<Question>, earlier: &mut Vec<Question>, new
     *question = Some(new);
 }
 
-/// The open question for an answer: iteration `n`'s when given (the latest or an earlier one),
-/// else the latest.
+/// The question an answer is for: iteration `n`'s when given (the latest or an earlier one),
+/// else the latest — open, or answered with no run after it told (an answer given again
+/// replaces the first for the runs to come).
 #[must_use]
 pub fn to_answer<'a>(
     question: Option<&'a Question>,
     earlier: &'a [Question],
     n: Option<u32>,
 ) -> Option<&'a Question> {
-    let latest = question.filter(|q| q.answer.is_none());
+    let latest = question;
     match n {
         None => latest,
         Some(n) => latest

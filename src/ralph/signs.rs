@@ -57,6 +57,17 @@ pub fn set(agent_md: &str, what: &str, fix: &str) -> String {
     text
 }
 
+/// Whether `agent_md` holds a sign titled as `what` is.
+#[must_use]
+pub fn has(agent_md: &str, what: &str) -> bool {
+    let title = first_line(what);
+    agent_md.lines().any(|l| {
+        l.strip_prefix("### Sign ")
+            .and_then(|rest| rest.split_once(": "))
+            .is_some_and(|(_, t)| t == title)
+    })
+}
+
 fn first_line(s: &str) -> &str {
     s.trim().lines().next().unwrap_or("")
 }

@@ -508,10 +508,10 @@ fn a_question_an_agent_rewrites_in_the_state_file_is_not_what_is_shown_or_answer
     assert!(!third.contains("users table"), "{third}");
 }
 
-/// While the run that took the answer is under way, a second answer is refused saying so (not
-/// that no question was asked).
+/// An answer given again after a run took the first (the user thought better of it) replaces
+/// it for the runs after: said so, and the next prompt carries the new one.
 #[test]
-fn an_answer_after_the_run_under_way_took_one_is_refused_saying_so() {
+fn an_answer_given_again_after_a_run_took_the_first_replaces_it_for_the_runs_after() {
     let t = TestHome::new();
     let dir = agent(
         &t,
@@ -532,19 +532,30 @@ fn an_answer_after_the_run_under_way_took_one_is_refused_saying_so() {
             Err(())
         }
     });
-    let again = t.run(&["wiggum", "answer", "took", "No."]);
-    again.code(2);
-    assert_eq!(
-        again.stderr().trim_end(),
-        "error: loop `took`: iteration 1's question \"Should I also update the migration?\" was answered (\"Yes.\") and the next run takes that answer; nothing else is open to answer now"
+    let again = t.run(&["wiggum", "answer", "took", "No, never."]);
+    again.code(0);
+    assert!(
+        again.stdout().contains(
+            "it replaces the answer a run was given: \"Yes.\" (the runs after it are told this one)"
+        ),
+        "{}",
+        again.stdout()
     );
-    // Run 2 asks in turn, and the loop pauses for it: stopped here.
+    // Run 2 asks in turn; its answer lets run 3 go, whose prompt carries both answers, the
+    // first as given again.
     std::fs::write(dir.join("go"), "").unwrap();
     t.wait_state("paused on run 2's question", |s| {
         s["status"] == "paused" && s["paused_before"] == 3
     });
-    t.run(&["wiggum", "stop", "took"]).code(0);
+    t.run(&["wiggum", "answer", "took", "Postgres."]).code(0);
     t.wait_stopped("took");
+    let third = std::fs::read_to_string(dir.join("prompt-iteration-3")).unwrap();
+    assert!(
+        third.contains(
+            "Iteration 1 asked: Should I also update the migration?\n\nThe answer: No, never."
+        ) && third.contains("The answer: Postgres."),
+        "{third}"
+    );
 }
 
 /// A newer question does not replace one nobody answered: both stay open, in `status` and in

@@ -495,8 +495,9 @@ pub async fn accept(
     };
     let plan_after = if rec.outcome == Outcome::GateFailed {
         // Reverted by the gate's policy: as far as the loop is concerned it did nothing, and
-        // the items it ticked are open again, as a rejected iteration's are.
-        reopen_ticked(&layout, plan_before)?;
+        // the plan is as the iteration found it (an item it ticked, reworded or deleted is
+        // open again).
+        fsutil::atomic_write(&layout.fix_plan(), plan_before.as_bytes())?;
         fsutil::read_opt(&layout.fix_plan())?.unwrap_or_default()
     } else {
         plan_after
