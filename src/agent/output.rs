@@ -61,15 +61,16 @@ pub fn parse(format: OutputFormat, text: &str) -> RunReport {
     r
 }
 
-/// Stream a log file of any size and any bytes: memory stays bounded (a tail, one line, and
-/// for claude a bounded copy for its one JSON document). A missing log reads as empty.
+/// [`scan_file_from`] from the start.
 #[cfg(test)]
 fn scan_file(format: OutputFormat, path: &Path, promise: &str) -> Result<RunReport> {
     scan_file_from(format, path, promise, 0)
 }
 
-/// [`scan_file`] of what the log holds past its first `from` bytes: one run's part of a log the
-/// runs of an iteration share (its attempts, its revision rounds).
+/// Stream a log file of any size and any bytes, past its first `from` bytes (one run's part of
+/// a log the runs of an iteration share: its attempts, its revision rounds): memory stays
+/// bounded (a tail, one line, and for claude a bounded copy for its one JSON document). A
+/// missing log reads as empty.
 pub fn scan_file_from(
     format: OutputFormat,
     path: &Path,
@@ -92,7 +93,7 @@ pub fn scan_file_from(
     Ok(s.finish().0)
 }
 
-/// Line-by-line extraction, shared by [`parse`] and [`scan_file`].
+/// Line-by-line extraction, shared by [`parse`] and [`scan_file_from`].
 struct Scanner {
     format: OutputFormat,
     promise: String,
