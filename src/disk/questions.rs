@@ -59,24 +59,40 @@ pub struct Kept {
 }
 
 impl Kept {
-    /// What `path` holds; nothing when it is missing or unreadable.
+    /// The loop's questions as its supervisor keeps them. A loop last run by a version that
+    /// kept none (no `question.json`) has them in `state.json` only: read there, on one line
+    /// each and without control sequences, until its next start keeps them.
     #[must_use]
-    pub fn read(path: &std::path::Path) -> Kept {
-        crate::sys::fsutil::read_opt(path)
-            .ok()
-            .flatten()
-            .and_then(|t| serde_json::from_str(&t).ok())
-            .unwrap_or_default()
+    pub fn of(layout: &super::layout::Layout) -> Kept {
+        match crate::sys::fsutil::read_opt(&layout.questions()) {
+            Ok(Some(t)) => serde_json::from_str(&t).unwrap_or_default(),
+            Ok(None) => Kept::from_state(&layout.state()),
+            Err(_) => Kept::default(),
+        }
     }
 
-    /// Write it to `path` (the file removed when it holds nothing).
+    /// What an older version left in `state.json`, tidied.
+    fn from_state(path: &std::path::Path) -> Kept {
+        let Some(st) = super::state::read(path).ok().flatten() else {
+            return Kept::default();
+        };
+        let tidy = |mut q: Question| {
+            q.text = tidy(&q.text);
+            q.answer = q.answer.map(|a| tidy(&a));
+            q
+        };
+        Kept {
+            question: st.question.map(tidy),
+            answered: st.answered.into_iter().map(tidy).collect(),
+            earlier: st.earlier.into_iter().map(tidy).collect(),
+        }
+    }
+
+    /// Write it to `path` (an empty record too: its presence says this version keeps them).
     ///
     /// # Errors
-    /// When it cannot be written or removed.
+    /// When it cannot be written.
     pub fn write(&self, path: &std::path::Path) -> crate::error::Result<()> {
-        if *self == Kept::default() {
-            return crate::sys::fsutil::remove_file_opt(path);
-        }
         let json = serde_json::to_string_pretty(self)
             .map_err(|e| crate::error::Error::runtime(format!("serialise the questions: {e}")))?;
         if let Some(dir) = path.parent() {
@@ -84,6 +100,22 @@ impl Kept {
         }
         crate::sys::fsutil::atomic_write(path, json.as_bytes())
     }
+}
+
+/// `text` on one line, without control sequences or characters, at most 200 characters.
+fn tidy(text: &str) -> String {
+    let shown = crate::sys::term::printable(text);
+    let one: String = shown
+        .chars()
+        .filter(|c| !crate::sys::term::is_bidi(*c) && !crate::sys::term::is_invisible(*c))
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    one.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 /// The most questions kept open besides the latest.

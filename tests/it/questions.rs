@@ -616,6 +616,41 @@ fn a_question_nobody_answered_stays_open_beside_a_newer_one() {
     assert!(st["question"].is_null() && st["earlier"].is_null(), "{st}");
 }
 
+/// A loop last run by a version that kept its questions only in `state.json` still has them:
+/// shown (tidied) and answerable, until its next start keeps them out of the agents' reach.
+#[test]
+fn a_question_an_older_version_left_in_the_state_is_still_open() {
+    let t = TestHome::new();
+    let dir = agent(&t, "asker", "plain", "plain,work,work", "");
+    foreground(&t, "old", "asker", 1, &[]).code(0);
+    let kept = t.records("question.json");
+    assert!(kept.exists());
+    std::fs::remove_file(&kept).unwrap();
+    let st = t.art().join("wiggum/state.json");
+    let text = std::fs::read_to_string(&st).unwrap().replace(
+        "Should I also update the migration?",
+        "Should I also update\\u001b[2J the migration?",
+    );
+    std::fs::write(&st, text).unwrap();
+    let status = t.run(&["wiggum", "status", "old"]);
+    assert!(
+        status
+            .stdout()
+            .contains("question:  iteration 1 asked: \"Should I also update the migration?\""),
+        "{}",
+        status.stdout()
+    );
+    t.run(&["wiggum", "answer", "old", "Yes."]).code(0);
+    foreground(&t, "old", "asker", 2, &[]).code(0);
+    let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
+    assert!(
+        second
+            .contains("Iteration 1 asked: Should I also update the migration?\n\nThe answer: Yes."),
+        "{second}"
+    );
+    assert!(kept.exists(), "kept again by the start");
+}
+
 /// A question left open when the loop ended stays open when it is started again: shown, in the
 /// next prompts, and answerable.
 #[test]
