@@ -168,6 +168,21 @@ pub fn work_root(dir: &Path) -> PathBuf {
     writable_root(dir, &keep_out)
 }
 
+/// The directories of the other loops of this store (`wiggum/`: their memory, state and
+/// records) that lie under `root`, where a run may write: bound read-only in its mount
+/// namespace, so no agent rewrites another loop's plan, question or run records.
+fn other_loops(root: &Path, own: Option<&Path>) -> Vec<PathBuf> {
+    let Ok(home) = crate::config::home_dir() else {
+        return Vec::new();
+    };
+    crate::disk::registry::all(&home)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(_, artifact)| artifact.join("wiggum"))
+        .filter(|w| w.starts_with(root) && Some(w.as_path()) != own && w.is_dir())
+        .collect()
+}
+
 /// [`work_root`] with the directories to keep out given.
 #[must_use]
 pub fn writable_root(dir: &Path, keep_out: &[PathBuf]) -> PathBuf {
@@ -227,6 +242,9 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let state = sandbox::policy::state_dirs(&program, &home, &env);
     let mut policy = sandbox::policy::build(safety, &root, &l.tmp(), &state);
     policy.read_only = sandbox::policy::protected(&root, l.wiggum_dir.as_deref());
+    policy
+        .read_only
+        .extend(other_loops(&root, l.wiggum_dir.as_deref()));
     policy.hidden = hidden_store(&root);
     policy.hidden.extend(
         sandbox::policy::secret_places(&home, &program, &safety.readable)
