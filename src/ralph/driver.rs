@@ -215,7 +215,11 @@ impl Loop {
             })?;
             self.runner.reviewed();
             let fields = Fields::NeedsHuman {
-                resume: format!("studio-agents wiggum resume {}", self.runner.topic),
+                resume: format!(
+                    "{} wiggum resume {}",
+                    super::progress::program(crate::config::home_to_name().as_deref()),
+                    self.runner.topic
+                ),
             };
             self.runner.notify("needs_human", n, &why, fields).await;
         }
@@ -225,8 +229,9 @@ impl Loop {
         self.runner.step(Step::Pause)?;
         self.runner.paused_before(Some(n));
         self.runner.save()?;
-        let reason = requests::read(&ctl).pause_reason;
-        self.control_record("pause", n, reason)?;
+        let asked = requests::read(&ctl);
+        let for_question = asked.paused_for_question;
+        self.control_record("pause", n, asked.pause_reason)?;
         if n == 0 {
             tracing::info!("paused while planning");
         } else {
@@ -243,7 +248,17 @@ impl Loop {
             .step(if n == 0 { Step::Plan } else { Step::Resume })?;
         self.runner.paused_before(None);
         self.runner.save()?;
-        self.control_record("resume", n, None)?;
+        // Why it goes on, for `events`.
+        let why = if self.runner.stop_level() != StopLevel::None
+            || requests::read(&ctl).stop_after_iteration
+        {
+            "stopped"
+        } else if for_question && self.runner.layout.answer().is_file() {
+            "the question was answered"
+        } else {
+            "resumed by the user"
+        };
+        self.control_record("resume", n, Some(why.to_string()))?;
         tracing::info!("resumed");
         Ok(true)
     }

@@ -83,6 +83,7 @@ impl Runner {
             quality: (ev.quality_before(), st.last_quality),
             gate: (self.first_gate_r1(), st.last_gate_score),
             cost: st.spend.shown(),
+            program: super::progress::program(crate::config::home_to_name().as_deref()),
         };
         // A stop is told in words (`every item in fix_plan.md is done`), its code in the event.
         let message = super::sinks::message(ev.event, ev.said(), &figures, &ev.to_value());

@@ -48,6 +48,9 @@ pub struct Figures {
     pub gate: (Option<f64>, Option<f64>),
     /// Spend as shown (`$1.2300`, `unknown`).
     pub cost: String,
+    /// The program as people type it in any shell (`STUDIO_AGENTS_HOME=… studio-agents` for a
+    /// store that is not the default; `progress::program`).
+    pub program: String,
 }
 
 /// The message of `loop_event` (`stop`, `waiting`, …) with its reason; `payload` is the hook's
@@ -75,7 +78,8 @@ pub fn message(loop_event: &str, reason: &str, f: &Figures, payload: &Value) -> 
         .unwrap_or_default();
     let body = format!(
         "{detail}on {host}: iterations {done}/{max} · quality {before} → {after} · gate {gate} · cost {cost}\n\
-         studio-agents wiggum status {t} · wiggum summary {t} · wiggum logs {t}",
+         {program} wiggum status {t} · wiggum summary {t} · wiggum logs {t}",
+        program = f.program,
         host = f.host,
         done = f.iterations.0,
         max = f.iterations.1,
@@ -260,6 +264,7 @@ mod tests {
             quality: (Some(0.22), Some(0.6)),
             gate: (Some(5.1), Some(6.42)),
             cost: "$1.2000".into(),
+            program: "studio-agents".into(),
         }
     }
 

@@ -397,6 +397,7 @@ fn a_stop_mid_iteration_counts_what_was_done_a_pause_shows_no_eta_and_elapsed_co
         "{events}"
     );
     assert_eq!(said[1]["event"], "resume", "{events}");
+    assert_eq!(said[1]["reason"], "resumed by the user", "{events}");
     let done = t.run(&["wiggum", "status", "words"]).stdout();
     assert!(done.contains("\n  iterations  4/10\n"), "{done}");
 }

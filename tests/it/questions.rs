@@ -214,6 +214,14 @@ fn a_question_is_said_recorded_shown_and_sent_and_is_never_idle() {
         body.starts_with(&format!("answer it: {} night \"…\"\non ", answer(&t))),
         "{body}"
     );
+    // Where to look, as a command that works from any shell (the test's store named).
+    assert!(
+        body.ends_with(&format!(
+            "STUDIO_AGENTS_HOME={} studio-agents wiggum status night · wiggum summary night · wiggum logs night",
+            t.home().display()
+        )),
+        "{body}"
+    );
     // The `on_needs_human` hook got each question too.
     let told = std::fs::read_to_string(t.root().join("needs-human.jsonl")).unwrap();
     let told: Vec<Value> = serde_json::Deserializer::from_str(&told)
@@ -373,6 +381,14 @@ fn on_question_pause_waits_for_the_answer_which_the_next_prompt_carries() {
     );
     // The answer lifts the pause; the next run's prompt carries the question and the answer.
     t.wait_stopped("night");
+    let ev = t.run(&["wiggum", "events", "night"]);
+    assert!(
+        ev.stdout()
+            .lines()
+            .any(|l| l.contains(r#""event":"resume""#) && l.contains("the question was answered")),
+        "{}",
+        ev.stdout()
+    );
     let second = std::fs::read_to_string(dir.join("prompt-iteration-2")).unwrap();
     assert!(
         second.ends_with("## Your question was answered\n\nIteration 1 asked: Should I also update the migration?\n\nThe answer: Yes, and add a down step."),
