@@ -162,7 +162,7 @@ impl Handle {
         }
         // The questions as the supervisor keeps them, out of the agents' reach (`state.json`'s
         // copy is in it).
-        let kept = super::questions::Kept::of(&self.layout);
+        let kept = state::questions(&self.layout);
         let open = super::questions::to_answer(kept.question.as_ref(), &kept.earlier, n)
             .cloned()
             .ok_or_else(|| self.nothing_to_answer(&kept, n))?;

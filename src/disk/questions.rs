@@ -59,35 +59,6 @@ pub struct Kept {
 }
 
 impl Kept {
-    /// The loop's questions as its supervisor keeps them. A loop last run by a version that
-    /// kept none (no `question.json`) has them in `state.json` only: read there, on one line
-    /// each and without control sequences, until its next start keeps them.
-    #[must_use]
-    pub fn of(layout: &super::layout::Layout) -> Kept {
-        match crate::sys::fsutil::read_opt(&layout.questions()) {
-            Ok(Some(t)) => serde_json::from_str(&t).unwrap_or_default(),
-            Ok(None) => Kept::from_state(&layout.state()),
-            Err(_) => Kept::default(),
-        }
-    }
-
-    /// What an older version left in `state.json`, tidied.
-    fn from_state(path: &std::path::Path) -> Kept {
-        let Some(st) = super::state::read(path).ok().flatten() else {
-            return Kept::default();
-        };
-        let tidy = |mut q: Question| {
-            q.text = tidy(&q.text);
-            q.answer = q.answer.map(|a| tidy(&a));
-            q
-        };
-        Kept {
-            question: st.question.map(tidy),
-            answered: st.answered.into_iter().map(tidy).collect(),
-            earlier: st.earlier.into_iter().map(tidy).collect(),
-        }
-    }
-
     /// Write it to `path` (an empty record too: its presence says this version keeps them).
     ///
     /// # Errors
@@ -103,7 +74,8 @@ impl Kept {
 }
 
 /// `text` on one line, without control sequences or characters, at most 200 characters.
-fn tidy(text: &str) -> String {
+#[must_use]
+pub fn tidy(text: &str) -> String {
     let shown = crate::sys::term::printable(text);
     let one: String = shown
         .chars()

@@ -460,6 +460,34 @@ pub fn to_json(state: &LoopState) -> Result<String> {
     Ok(json)
 }
 
+/// A loop's questions as its supervisor keeps them, out of the agents' reach
+/// (`question.json`). A loop last run by a version that kept none has them in `state.json`
+/// only: read there, each on one line and without control sequences, until its next start keeps
+/// them.
+#[must_use]
+pub fn questions(layout: &super::layout::Layout) -> super::questions::Kept {
+    use super::questions::{Kept, Question, tidy};
+    match fsutil::read_opt(&layout.questions()) {
+        Ok(Some(t)) => serde_json::from_str(&t).unwrap_or_default(),
+        Ok(None) => {
+            let Some(st) = read(&layout.state()).ok().flatten() else {
+                return Kept::default();
+            };
+            let tidied = |mut q: Question| {
+                q.text = tidy(&q.text);
+                q.answer = q.answer.map(|a| tidy(&a));
+                q
+            };
+            Kept {
+                question: st.question.map(tidied),
+                answered: st.answered.into_iter().map(tidied).collect(),
+                earlier: st.earlier.into_iter().map(tidied).collect(),
+            }
+        }
+        Err(_) => Kept::default(),
+    }
+}
+
 /// Read the state without touching it (for `status`, `list`). A corrupt file is an error here.
 pub fn read(path: &Path) -> Result<Option<LoopState>> {
     let Some(text) = fsutil::read_opt(path)? else {

@@ -40,7 +40,7 @@ pub struct DryRun {
 /// What the next prompt says of the questions: the open one and those answered, with the
 /// answers given since (as the run would take them).
 fn questions(layout: &crate::disk::layout::Layout) -> String {
-    let kept = crate::disk::questions::Kept::of(layout);
+    let kept = crate::disk::state::questions(layout);
     let (mut question, mut earlier, mut answered) = (kept.question, kept.earlier, kept.answered);
     let given = fsutil::read_opt(&layout.answer())
         .ok()

@@ -149,7 +149,7 @@ pub fn load(h: &Handle, want: Want) -> Result<LoopView> {
     // The questions as the supervisor keeps them, not as `state.json` (in the agents' reach)
     // says.
     if let Some(s) = st.as_mut() {
-        let kept = crate::disk::questions::Kept::of(layout);
+        let kept = state::questions(layout);
         s.question = kept.question;
         s.answered = kept.answered;
         s.earlier = kept.earlier;

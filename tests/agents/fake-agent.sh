@@ -52,6 +52,7 @@
 #   limit429     on an iteration's first attempt, print an HTTP 429 and exit 1
 #   limit-plan   on planning's first attempt, print Claude's usage limit (as `limit`) and exit 1
 #   err          print an error line whose numbers change from run to run
+#   idle-iterations  plan, then change nothing in iterations
 #   shrink       print 3000 bytes in iterations 1-3, nothing from iteration 4 on
 #   linger       stay 60 s after everything (after the promise, with `promise`)
 #   claude-cost  end with claude's JSON result line costing $FAKE_COST (default 0.40)
@@ -156,6 +157,7 @@ if has crash || { has crash-once && [ ! -e "$marker" ]; }; then
     exit 3
 fi
 has idle && exit 0
+has idle-iterations && [ "$WIGGUM_PHASE" != planning ] && exit 0
 plan="$WIGGUM_DIR/fix_plan.md"
 case "$WIGGUM_PHASE" in
 planning)

@@ -343,9 +343,10 @@ fn an_agent_that_lingers_after_its_promise_is_stopped_after_the_grace() {
 fn the_same_error_in_runs_in_a_row_trips_the_breaker_with_a_way_on() {
     let t = TestHome::new();
     t.write_home_config("[safety]\nmax_repeated_errors = 3\n");
+    // An agent stuck on the same error: it prints it and gets nowhere.
     t.start_bg(
         "errs",
-        "err",
+        "err,idle-iterations",
         "FAKE_ITEMS=9",
         &["--foreground", "--max-rounds", "1"],
     )
@@ -366,10 +367,11 @@ fn the_same_error_in_runs_in_a_row_trips_the_breaker_with_a_way_on() {
         status.contains("the same error in 3 runs in a row"),
         "{status}"
     );
-    // The history survives a restart without a fix; --reset-breaker forgets it.
+    // The history survives a restart without a fix; --reset-breaker forgets it (and runs that
+    // work, though they print the same error, are stuck on nothing).
     t.start_bg(
         "errs",
-        "err",
+        "err,idle-iterations",
         "FAKE_ITEMS=9",
         &["--foreground", "--max-rounds", "1"],
     )

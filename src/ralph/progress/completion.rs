@@ -76,7 +76,7 @@ pub fn completion_of(
         st.stopped_at()
     };
     let (iterations, during, committed) = completed(layout, st.current_iteration);
-    let questions = crate::disk::questions::Kept::of(layout);
+    let questions = crate::disk::state::questions(layout);
     Some(Completion {
         topic: st.topic.clone(),
         iterations,

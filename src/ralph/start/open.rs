@@ -162,7 +162,7 @@ fn fresh_state(p: &Prepared, prev: Option<LoopState>, completed: u32) -> LoopSta
     state.carried_paths = prev.carried_paths;
     // A question still open (or answered, its answer not yet told) stays so across a stop, a
     // crash and a start: as the supervisor kept it, out of the agents' reach.
-    let kept = crate::disk::questions::Kept::of(&p.layout);
+    let kept = crate::disk::state::questions(&p.layout);
     state.question = kept.question;
     state.answered = kept.answered;
     state.earlier = kept.earlier;
