@@ -90,6 +90,13 @@ fn cells(v: &LoopView, now: DateTime<Utc>) -> [String; 8] {
         Some(w) => format!("{note}  {}", w.short()),
         None => note,
     };
+    // A question waits for the user (`status` says what, and how to answer it).
+    let open = s.question.as_ref().is_some_and(|q| q.answer.is_none()) && !v.answer_given;
+    let note = if open {
+        format!("{note}  ? question").trim_start().to_string()
+    } else {
+        note
+    };
     [
         v.topic.clone(),
         v.status.to_string(),
@@ -205,6 +212,18 @@ mod tests {
             row.ends_with("again  paused  4/10  -        7.25  4      3h00m    -  pid 7"),
             "{row}"
         );
+        // A loop with a question waiting says so.
+        let mut asked = view("asked", Status::Paused, Some(7), 4, 4);
+        if let Some(st) = asked.state.as_mut() {
+            st.question = Some(crate::disk::questions::Question {
+                iteration: 3,
+                text: "Should I?".into(),
+                asked_at: now,
+                answer: None,
+            });
+        }
+        let row = render(&[asked], now, false);
+        assert!(row.ends_with("-  pid 7  ? question"), "{row}");
         let coloured = render(&views, now, true);
         assert!(coloured.contains("\x1b[32mrunning\x1b[m"), "{coloured}");
         assert!(!coloured.contains("\x1b[32mTOPIC"), "{coloured}");
