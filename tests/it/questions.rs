@@ -607,6 +607,15 @@ fn a_question_nobody_answered_stays_open_beside_a_newer_one() {
         )),
         "{shown}"
     );
+    // `watch` off a terminal says the question too.
+    let watched = t.run(&["wiggum", "watch", "two"]);
+    assert!(
+        watched
+            .stdout()
+            .contains(&format!("\n  question: iteration 2 asked: \"{second}\"")),
+        "{}",
+        watched.stdout()
+    );
     // The earlier one, by its iteration; then the latest.
     let a = t.run(&["wiggum", "answer", "two", "Yes.", "--iteration", "1"]);
     a.code(0);

@@ -44,7 +44,11 @@ fn lines(h: &Handle) -> Result<i32> {
     let mut last = String::new();
     loop {
         let s = model::load(h, Want::default())?;
-        let line = s.line();
+        // The loop's line, and the question waiting for an answer when there is one.
+        let line = match s.question() {
+            Some(q) => format!("{}\n  question: {q}", s.line()),
+            None => s.line(),
+        };
         if line != last {
             println!("{}", crate::sys::term::printable(&line));
             last = line;
