@@ -124,23 +124,10 @@ fn last_question(answer: &str) -> Option<String> {
     Some(last[start..].trim().to_string())
 }
 
-/// `text` on one line, control characters gone (bidirectional ones too, which would reorder
-/// what is shown, and those that show nothing, which would hide words), cut at `max`
-/// characters (with `…`).
+/// `text` on one line, bounded to `max` characters (`sys::term::one_line`).
 #[must_use]
 pub fn bounded(text: &str, max: usize) -> String {
-    let one: String = text
-        .chars()
-        .filter(|c| !crate::sys::term::is_bidi(*c) && !crate::sys::term::is_invisible(*c))
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    let one = one.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max {
-        return one;
-    }
-    let mut cut: String = one.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
+    crate::sys::term::one_line(text, max)
 }
 
 #[cfg(test)]

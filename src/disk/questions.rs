@@ -73,21 +73,11 @@ impl Kept {
     }
 }
 
-/// `text` on one line, without control sequences or characters, at most 200 characters.
+/// `text` on one line, without control sequences or characters, at most 200 characters (as a
+/// run's question is kept).
 #[must_use]
 pub fn tidy(text: &str) -> String {
-    let shown = crate::sys::term::printable(text);
-    let one: String = shown
-        .chars()
-        .filter(|c| !crate::sys::term::is_bidi(*c) && !crate::sys::term::is_invisible(*c))
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    one.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .chars()
-        .take(200)
-        .collect()
+    crate::sys::term::one_line(&crate::sys::term::printable(text), 200)
 }
 
 /// The most questions kept open besides the latest.

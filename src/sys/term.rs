@@ -63,6 +63,25 @@ pub fn is_invisible(c: char) -> bool {
     )
 }
 
+/// `text` on one line, control characters gone (bidirectional ones too, which would reorder
+/// what is shown, and those that show nothing, which would hide words), cut at `max`
+/// characters (with `…`).
+#[must_use]
+pub fn one_line(text: &str, max: usize) -> String {
+    let one: String = text
+        .chars()
+        .filter(|c| !is_bidi(*c) && !is_invisible(*c))
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let one = one.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= max {
+        return one;
+    }
+    let mut cut: String = one.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
 /// Whether 0xE2, `second`, `third` encode a bidirectional control.
 fn bidi_after_e2(second: u8, third: u8) -> bool {
     match second {
