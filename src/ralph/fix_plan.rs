@@ -52,6 +52,12 @@ pub fn items_with(plan: &str, optional: &[String]) -> Vec<Item> {
     out
 }
 
+/// Call `f` with each item's raw text (after the checkbox, untrimmed), in order, while it
+/// returns true; optional sections aside (every item counts). No allocation per item.
+pub fn each_text<'a>(plan: &'a str, mut f: impl FnMut(&'a str) -> bool) {
+    scan(plan, &[], |_, text| f(text));
+}
+
 /// Call `f` with each item (its `text` left empty) and its raw text, in order, while it returns
 /// true. No allocation per item: the loop reads plans of thousands of items several times an
 /// iteration.

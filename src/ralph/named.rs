@@ -14,27 +14,29 @@ const MAX_NAMED: usize = 64;
 #[must_use]
 pub fn paths_in(plan: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for item in crate::ralph::fix_plan::items(plan) {
-        let spans = item.text.split('`').enumerate();
-        for (i, part) in spans {
-            let candidates: Vec<&str> = if i % 2 == 1 {
-                vec![part.trim()]
-            } else {
-                part.split_whitespace().collect()
-            };
-            for c in candidates {
+    crate::ralph::fix_plan::each_text(plan, |text| {
+        for (i, part) in text.trim().split('`').enumerate() {
+            let spanned = i % 2 == 1;
+            let mut consider = |c: &str| {
                 let c = c.trim_end_matches([',', '.', ';', ':', ')', '!', '?']);
                 let c = c.trim_start_matches('(');
-                if looks_like_path(c, i % 2 == 1) && !out.iter().any(|o| o == c) {
+                if looks_like_path(c, spanned) && !out.iter().any(|o| o == c) {
                     out.push(c.to_string());
                 }
+            };
+            if spanned {
+                consider(part.trim());
+            } else {
+                // A path has a `/` or an extension: a word without either is no path (most of
+                // a plan's words, and plans run to thousands of items).
+                part.split_whitespace()
+                    .filter(|w| w.contains(['/', '.']))
+                    .for_each(consider);
             }
         }
-        if out.len() >= MAX_NAMED {
-            out.truncate(MAX_NAMED);
-            break;
-        }
-    }
+        out.len() < MAX_NAMED
+    });
+    out.truncate(MAX_NAMED);
     out
 }
 
