@@ -56,6 +56,12 @@ pub struct Facts {
     /// Whether the branch's tip (HEAD, for a detached loop) is the last accepted commit or one
     /// that descends from it (an agent's own commits on top are its work, not a rewind).
     pub holds_last: bool,
+    /// Whether the tip is a commit made on top of the last accepted one: the agent committed
+    /// its own work.
+    pub moved_on: bool,
+    /// Whether a git operation (rebase, merge, cherry-pick…) is in progress: someone's work
+    /// half done, never undone under them.
+    pub busy: bool,
 }
 
 /// What broke, if anything. Pure.
@@ -69,7 +75,8 @@ pub fn decide(at_start: &HeadRef, f: &Facts) -> Option<Break> {
     }
 }
 
-/// Read the facts from the repository at `git_dir`.
+/// Read the facts from the repository at `git_dir` (one opening: this runs after every agent
+/// run).
 #[must_use]
 pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
     let last = Oid::from_str(last).ok()?;
@@ -79,30 +86,15 @@ pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
         HeadRef::Branch(r) => repo.refname_to_id(r).ok(),
         HeadRef::Detached => repo.head().ok().and_then(|h| h.target()),
     };
-    let holds_last =
-        tip.is_some_and(|t| t == last || repo.graph_descendant_of(t, last).unwrap_or(false));
+    let above =
+        tip.is_some_and(|t| t != last && repo.graph_descendant_of(t, last).unwrap_or(false));
     Some(Facts {
         head,
         branch_exists: tip.is_some(),
-        holds_last,
+        holds_last: tip == Some(last) || above,
+        moved_on: above,
+        busy: repo.state() != git2::RepositoryState::Clean,
     })
-}
-
-/// Whether the branch's tip (HEAD, for a detached loop) is a commit made on top of `last`: the
-/// agent committed its own work.
-#[must_use]
-pub fn moved_on(git_dir: &Path, at_start: &HeadRef, last: &str) -> bool {
-    let Ok(last) = Oid::from_str(last) else {
-        return false;
-    };
-    let Ok(repo) = Repository::open(git_dir) else {
-        return false;
-    };
-    let tip = match at_start {
-        HeadRef::Branch(r) => repo.refname_to_id(r).ok(),
-        HeadRef::Detached => repo.head().ok().and_then(|h| h.target()),
-    };
-    tip.is_some_and(|t| t != last && repo.graph_descendant_of(t, last).unwrap_or(false))
 }
 
 /// Put the loop's branch back at `last` with HEAD on it. Files the rewind changed are checked
@@ -144,6 +136,8 @@ mod tests {
         let main = HeadRef::Branch("refs/heads/main".into());
         let other = HeadRef::Branch("refs/heads/x".into());
         let f = |head: Option<HeadRef>, exists: bool, holds: bool| Facts {
+            moved_on: false,
+            busy: false,
             head,
             branch_exists: exists,
             holds_last: holds,

@@ -230,16 +230,16 @@ impl Runner {
 
     /// After a run: the loop's branch must still hold the last accepted commit, with HEAD on
     /// it. What the agent did to it is put back, and said (the run is then rejected).
-    fn put_history_back(&mut self) -> Option<String> {
+    fn put_history_back(&mut self, facts: Option<&crate::git::history::Facts>) -> Option<String> {
         let (git_dir, at) = self.head.as_ref()?;
         let last = self.last_accepted.as_deref()?;
+        let facts = facts?;
         // A rebase, merge or cherry-pick in progress is someone's operation half done: it is not
         // undone under them; the commit waits for it to finish, saying so.
-        if crate::git::busy_at(git_dir).is_some() {
+        if facts.busy {
             return None;
         }
-        let facts = crate::git::history::facts(git_dir, at, last)?;
-        let broke = crate::git::history::decide(at, &facts)?;
+        let broke = crate::git::history::decide(at, facts)?;
         let what = broke.describe(at);
         Some(match crate::git::history::restore(git_dir, at, last) {
             Ok(()) => format!("{what}; put back at {}", &last[..last.len().min(10)]),
@@ -392,13 +392,13 @@ impl Runner {
     /// and whether it made commits of its own on top of the loop's.
     fn put_back(&mut self, before: &super::guard::Before) -> Result<(Vec<String>, bool)> {
         let _checks = crate::sys::timing::step("checks.after");
-        let history = self.put_history_back();
-        let committed = history.is_none()
-            && self
-                .head
-                .as_ref()
-                .zip(self.last_accepted.as_deref())
-                .is_some_and(|((dir, at), last)| crate::git::history::moved_on(dir, at, last));
+        let facts = self
+            .head
+            .as_ref()
+            .zip(self.last_accepted.as_deref())
+            .and_then(|((dir, at), last)| crate::git::history::facts(dir, at, last));
+        let history = self.put_history_back(facts.as_ref());
+        let committed = history.is_none() && facts.is_some_and(|f| f.moved_on);
         if let Some(gone) = self.memory_gone() {
             return Err(gone);
         }
