@@ -4,6 +4,7 @@
 //! never enter it. Afterwards the index entries of those paths (only) are set to what was
 //! committed, so `git status` is clean for them and whatever the user had staged stays staged.
 
+use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,9 @@ impl Pending {
 
 /// How many times a commit is rebuilt on a HEAD that another writer moved meanwhile.
 const REBUILDS: u32 = 10;
+
+/// Files up to this size are stored as blobs from memory (`Repo::store_file`).
+const IN_MEMORY: u64 = 1024 * 1024;
 
 impl Repo {
     /// Build the tree HEAD + `paths` (relative to the artifact dir; the runtime files are left
@@ -173,7 +177,7 @@ impl Repo {
                 &why,
                 self.confine.as_ref(),
             )?,
-            None => self.repo.blob_path(&full).git_at(&full, "store a file")?,
+            None => self.store_file(&full, meta.len())?,
         };
         let mode = if meta.permissions().mode() & 0o111 != 0 {
             FileMode::BlobExecutable
@@ -181,6 +185,34 @@ impl Repo {
             FileMode::Blob
         };
         Ok(Some((oid, mode)))
+    }
+
+    /// Store a regular file's bytes as a blob, as `git add` does. A small file whose bytes no
+    /// conversion of libgit2's can change (no CR, no `$Id`; `core.safecrlf` not strict) is stored
+    /// from memory, so a blob the database holds already is found by its id and not written
+    /// again — libgit2's write from a path streams every file through a temporary object file,
+    /// held or not, and an iteration commits several files it holds (the result beside the
+    /// iteration's copy, unchanged settings). Other files go through libgit2's filters.
+    fn store_file(&self, full: &Path, len: u64) -> Result<Oid> {
+        if len <= IN_MEMORY && !self.strict_crlf() {
+            let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            // Non-blocking: a FIFO put in the file's place since it was looked at reads empty.
+            let read = crate::sys::fsutil::open_read(full)
+                .and_then(|f| f.take(IN_MEMORY + 1).read_to_end(&mut bytes));
+            let unconverted = |b: &[u8]| !b.contains(&b'\r') && !b.windows(3).any(|w| w == b"$Id");
+            if read.is_ok() && bytes.len() as u64 <= IN_MEMORY && unconverted(&bytes) {
+                return self.repo.blob(&bytes).git_at(full, "store a file");
+            }
+        }
+        self.repo.blob_path(full).git_at(full, "store a file")
+    }
+
+    /// Whether `core.safecrlf` makes a conversion that could not be undone an error.
+    fn strict_crlf(&self) -> bool {
+        self.repo
+            .config()
+            .and_then(|c| c.get_bool("core.safecrlf"))
+            .unwrap_or(false)
     }
 
     /// Write an index file holding exactly `pending`'s tree, for hooks (`GIT_INDEX_FILE`), as

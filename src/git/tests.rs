@@ -745,3 +745,39 @@ fn one_walk_finds_the_users_work_at_risk_and_what_is_dirty_under_the_artifact_di
     dirty.sort();
     assert_eq!(found.dirty, dirty);
 }
+
+/// What the loop commits of a file is what `git add` stores: line endings converted where the
+/// repository asks for it, `$Id$` collapsed, other bytes as they are — whichever way the blob is
+/// written.
+#[test]
+fn committed_files_hold_what_git_add_would_store() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    git(root, &["config", "core.autocrlf", "true"]);
+    std::fs::write(root.join(".gitattributes"), "*.id ident\n").unwrap();
+    git(root, &["add", ".gitattributes"]);
+    git(root, &["commit", "-q", "-m", "base"]);
+    let files: [(&str, &[u8]); 4] = [
+        ("crlf.txt", b"one\r\ntwo\r\n"),
+        ("plain.txt", b"one\ntwo\n"),
+        ("stamp.id", b"$Id: 0123456789abcdef $\nbody\n"),
+        ("binary.bin", &[0, 159, 146, 150, 13, 10, 0]),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(root.join(name), bytes).unwrap();
+    }
+    let repo = Repo::open_or_init(root).unwrap();
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    repo.commit_paths(&paths(&names), "files", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    for name in names {
+        let ours = git(root, &["rev-parse", &format!("HEAD:{name}")]);
+        let gits = git(root, &["hash-object", name]);
+        assert_eq!(ours, gits, "{name}: the blob is not what `git add` stores");
+    }
+    // The conversions did happen (else the comparison above proves little).
+    assert_eq!(git(root, &["show", "HEAD:crlf.txt"]), "one\ntwo\n");
+    assert!(git(root, &["show", "HEAD:stamp.id"]).starts_with("$Id$\n"));
+}
