@@ -58,11 +58,12 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
 /// Take the answers given since the last run (`wiggum answer`, the dashboard) into the loop's
 /// state: the open question's as its answer; one to a question a newer one replaced as an
 /// answered question of its own, so the next prompt carries it too. A file that cannot be read
-/// as answers is said, not silently dropped.
-pub fn take_answer(lp: &mut Loop) -> Result<()> {
+/// as answers is said, not silently dropped. Whether there was a file: its removal then waits
+/// on the caller's next save of the state.
+pub fn take_answer(lp: &mut Loop) -> Result<bool> {
     let path = lp.runner.layout.answer();
     let Some(text) = fsutil::read_opt(&path)? else {
-        return Ok(());
+        return Ok(false);
     };
     match crate::disk::questions::parse_answers(&text) {
         Ok(answers) => {
@@ -76,7 +77,8 @@ pub fn take_answer(lp: &mut Loop) -> Result<()> {
             lp.runner.note_event(what);
         }
     }
-    fsutil::remove_file_opt(&path)
+    fsutil::remove_file_opt(&path)?;
+    Ok(true)
 }
 
 /// What the next prompt says of the question: its answer, or that none came yet. Pure.

@@ -298,7 +298,9 @@ impl Loop {
                 return Ok(Some((reason, why)));
             }
             // A question planning asked, and its answer once given, go with the next attempt.
-            super::asking::take_answer(self)?;
+            if super::asking::take_answer(self)? {
+                self.runner.save()?;
+            }
             let mut prompt = base.clone();
             let st = &self.runner.state;
             for q in st.answered.iter().chain(&st.earlier).chain(&st.question) {

@@ -244,8 +244,11 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         {
             return Ok(stop);
         }
-        super::asking::take_answer(lp)?;
-        lp.runner.save()?;
+        // The iteration's number and agent are saved with its run's start (one save less an
+        // iteration); answers taken from their file are saved before anything else happens.
+        if super::asking::take_answer(lp)? {
+            lp.runner.save()?;
+        }
         let laying = crate::sys::timing::step("iteration.lay_out");
         let prompt = lay_out(lp, n)?;
         drop(laying);
