@@ -143,14 +143,8 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
         options.push_str(",userxattr");
     }
     let none: Option<&str> = None;
-    mount(
-        Some("overlay"),
-        &h.home,
-        Some("overlay"),
-        MsFlags::empty(),
-        Some(options.as_str()),
-    )
-    .map_err(|e| format!("an overlay on {}: {e}", h.home.display()))?;
+    mount_volatile(&h.home, &work, &options)
+        .map_err(|e| format!("an overlay on {}: {e}", h.home.display()))?;
     for (file, path) in &kept {
         let source = format!("/proc/self/fd/{}", file.as_raw_fd());
         let bound = mount(
@@ -171,6 +165,35 @@ fn overlay_home(h: &super::policy::HomeLayer, root: bool) -> Result<(), String> 
         }
     }
     Ok(())
+}
+
+/// Mount the overlay `volatile` (Linux 5.10 and later): its end then syncs nothing. Without it,
+/// the overlay's unmount when the run's last process exits syncs the whole file system its layer
+/// lies on (`syncfs`), every run — the repository's writes included, which the next commit then
+/// waits behind. The layer is written like every other file of the loop's, never synced; the
+/// mark a volatile mount leaves in its work directory (which makes the next mount refuse, in
+/// case the machine crashed meanwhile) is taken away first. A kernel that does not know the
+/// option gets the overlay as before.
+fn mount_volatile(home: &Path, work: &Path, options: &str) -> nix::Result<()> {
+    use nix::mount::{MsFlags, mount};
+    let incompat = work.join("work").join("incompat");
+    if std::fs::symlink_metadata(&incompat).is_ok() {
+        // Never followed: `remove_dir_all` removes links, not what they point to.
+        let _gone = std::fs::remove_dir_all(&incompat);
+    }
+    let overlay = |options: &str| {
+        mount(
+            Some("overlay"),
+            home,
+            Some("overlay"),
+            MsFlags::empty(),
+            Some(options),
+        )
+    };
+    match overlay(&format!("{options},volatile")) {
+        Err(nix::errno::Errno::EINVAL) => overlay(options),
+        done => done,
+    }
 }
 
 /// Enter a mount namespace of our own: root unshares it, anyone else with a user namespace.
