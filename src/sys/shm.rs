@@ -78,7 +78,11 @@ impl ShmLedger {
     }
 
     /// Remove what the run added and no live process holds open or mapped; returns the files
-    /// removed and their size. Called once every process of the run is gone.
+    /// removed and their size. Called once every process of the run is gone. Only what lies in
+    /// an entry of `/dev/shm`'s own that is new may go — never a file new in a directory that
+    /// was there (another program's tree: a repository, a build on tmpfs, written by the same
+    /// user while the run ran), nor a new directory a process works in or that holds a
+    /// repository.
     #[must_use]
     pub fn sweep(&self) -> Vec<(PathBuf, u64)> {
         let added = self.added();
@@ -86,8 +90,22 @@ impl ShmLedger {
             return Vec::new();
         }
         let held = held_open(&self.dir);
+        let busy = worked_in(&self.dir);
+        let tops: HashSet<PathBuf> = added
+            .iter()
+            .filter_map(|(p, _)| self.top_of(p))
+            .filter(|top| {
+                let new = top
+                    .symlink_metadata()
+                    .is_ok_and(|m| !self.before.contains(&m.ino()));
+                new && !busy.contains(top) && !holds_repository(top)
+            })
+            .collect();
         let mut removed = Vec::new();
         for (path, m) in added {
+            if !self.top_of(&path).is_some_and(|t| tops.contains(&t)) {
+                continue;
+            }
             if m.is_dir() {
                 // Emptied by now unless something in it is held: then it stays.
                 let _kept = std::fs::remove_dir(&path);
@@ -97,6 +115,36 @@ impl ShmLedger {
         }
         removed
     }
+
+    /// The entry of the ledger's directory that `path` lies in (or is).
+    fn top_of(&self, path: &Path) -> Option<PathBuf> {
+        let first = path.strip_prefix(&self.dir).ok()?.components().next()?;
+        Some(self.dir.join(first))
+    }
+}
+
+/// The entries of `dir` some process works in: its directory or its root lies in them.
+fn worked_in(dir: &Path) -> HashSet<PathBuf> {
+    let mut busy = HashSet::new();
+    for p in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        for link in ["cwd", "root"] {
+            if let Ok(at) = std::fs::read_link(p.path().join(link))
+                && let Ok(rel) = at.strip_prefix(dir)
+                && let Some(first) = rel.components().next()
+            {
+                busy.insert(dir.join(first));
+            }
+        }
+    }
+    busy
+}
+
+/// Whether a directory holds a repository (`.git` in it or anywhere under it, bounded).
+fn holds_repository(top: &Path) -> bool {
+    top.is_dir()
+        && walk(top)
+            .iter()
+            .any(|(p, _)| p.file_name().is_some_and(|n| n == ".git"))
 }
 
 /// Memory the processes `pids` hold in files no directory shows: an unlinked `/dev/shm` file or a
@@ -205,6 +253,33 @@ mod tests {
         let _swept = ledger.sweep();
         assert!(dir.join("renamed").exists());
         assert!(!dir.join("d").exists());
+        // New files in a directory that was there are someone's tree (the same user's, written
+        // while the run ran): counted, never removed; nor a new directory holding a repository.
+        std::fs::create_dir_all(dir.join("theirs")).unwrap();
+        let ledger = ShmLedger::open(dir, uid).unwrap();
+        std::fs::write(dir.join("theirs/index"), vec![1u8; 8192]).unwrap();
+        std::fs::create_dir_all(dir.join("repo/.git/objects")).unwrap();
+        std::fs::write(dir.join("repo/.git/objects/ab"), "x").unwrap();
+        std::fs::write(dir.join("repo/work.txt"), "x").unwrap();
+        std::fs::write(dir.join("segment"), vec![1u8; 4096]).unwrap();
+        assert!(ledger.bytes() >= 8192, "{}", ledger.bytes());
+        let swept: Vec<PathBuf> = ledger.sweep().into_iter().map(|(p, _)| p).collect();
+        assert_eq!(swept, [dir.join("segment")]);
+        assert!(dir.join("theirs/index").exists());
+        assert!(dir.join("repo/work.txt").exists() && dir.join("repo/.git/objects/ab").exists());
+        // Nor a new directory a process works in.
+        std::fs::create_dir_all(dir.join("busy")).unwrap();
+        std::fs::write(dir.join("busy/out"), "x").unwrap();
+        let mut worker = std::process::Command::new("sleep")
+            .arg("30")
+            .current_dir(dir.join("busy"))
+            .spawn()
+            .unwrap();
+        let swept = ledger.sweep();
+        worker.kill().unwrap();
+        worker.wait().unwrap();
+        assert!(swept.is_empty(), "{swept:?}");
+        assert!(dir.join("busy/out").exists());
         // Someone else's file (another owner) is never the run's.
         let other = ShmLedger::open(dir, uid + 1).unwrap();
         std::fs::write(dir.join("later"), "x").unwrap();
