@@ -117,6 +117,10 @@ pub fn detach(opts: &StartOpts) -> Result<bool> {
                     && lock::find(&p.home, &p.layout)?.is_some_and(|h| h.pid == pid)))
         },
     )?;
+    let ready = match ready {
+        Ready::Running => first_step(child.as_mut(), &log_path, &p.layout.state())?,
+        finished => finished,
+    };
     let t = &p.topic;
     let sa = crate::ralph::progress::program(config::home_to_name().as_deref());
     if ready == Ready::Finished {
@@ -153,6 +157,66 @@ fn ended_why(st: Option<&crate::disk::state::LoopState>) -> String {
     })
 }
 
+/// How long `start` waits, once the daemon holds its lock, for its first agent run to begin
+/// before it calls the loop started: a loop with nothing left to do ends within moments, and is
+/// then said to have ended at once.
+const FIRST_STEP: Duration = Duration::from_secs(3);
+
+/// After the lock: the daemon's first agent run begun (or the loop waiting, paused, stopping), or
+/// [`FIRST_STEP`] gone by, is [`Ready::Running`]; the daemon ending well first is
+/// [`Ready::Finished`], ending badly its error.
+fn first_step(
+    child: &mut dyn process_wrap::std::ChildWrapper,
+    log: &Path,
+    state: &Path,
+) -> Result<Ready> {
+    use crate::disk::phase::Status;
+    let deadline = Instant::now() + FIRST_STEP;
+    loop {
+        if let Some(status) = child
+            .try_wait()
+            .map_err(|e| Error::runtime(format!("the daemon: {e}")))?
+        {
+            return exited(status, log, "the daemon");
+        }
+        let begun = crate::disk::state::read(state)
+            .ok()
+            .flatten()
+            .is_some_and(|st| {
+                st.agent_run().is_some()
+                    || matches!(
+                        st.status(),
+                        Status::Paused | Status::Waiting | Status::Stopping
+                    )
+            });
+        if begun || Instant::now() >= deadline {
+            return Ok(Ready::Running);
+        }
+        std::thread::sleep(Duration::from_millis(5)); // allow: parent poll before exit
+    }
+}
+
+/// A detached child that exited before it was seen ready: [`Ready::Finished`] when it ended
+/// well; else its own error — the last line it logged, as input error (2) or "already running"
+/// (3) when its exit code says so.
+fn exited(status: std::process::ExitStatus, log: &Path, who: &str) -> Result<Ready> {
+    if status.success() {
+        return Ok(Ready::Finished);
+    }
+    let last = crate::sys::fsutil::read_tail(log, 4096)?
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .unwrap_or_default();
+    let msg = last.trim_start_matches("error: ").to_string();
+    Err(match status.code() {
+        Some(2) => Error::input(msg),
+        Some(3) => Error::AlreadyRunning(msg),
+        _ => Error::runtime(format!("{who} exited at once ({status}): {msg}")),
+    })
+}
+
 /// How a detached child's start ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ready {
@@ -181,21 +245,7 @@ pub fn wait_until_ready(
             .try_wait()
             .map_err(|e| Error::runtime(format!("{who}: {e}")))?
         {
-            if status.success() {
-                return Ok(Ready::Finished);
-            }
-            let last = crate::sys::fsutil::read_tail(log, 4096)?
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::to_string)
-                .unwrap_or_default();
-            let msg = last.trim_start_matches("error: ").to_string();
-            return Err(match status.code() {
-                Some(2) => Error::input(msg),
-                Some(3) => Error::AlreadyRunning(msg),
-                _ => Error::runtime(format!("{who} exited at once ({status}): {msg}")),
-            });
+            return exited(status, log, who);
         }
         if ready()? {
             return Ok(Ready::Running);
