@@ -352,7 +352,21 @@ pub fn completion_block(c: &Completion) -> String {
             c.topic
         ));
     }
-    if !c.committed {
+    if !c.committed
+        && let Some((n, _)) = &c.question
+    {
+        // The question is what holds the loop: once answered, a start goes on (past the limit
+        // only when told to).
+        let more = if c.reason == StopReason::MaxIterations {
+            format!(" --max-iterations {}", c.max.max(*n) + 1)
+        } else {
+            String::new()
+        };
+        out.push(format!(
+            "  next        {sa} wiggum start {t}{more}   (once answered: the next run reads it)",
+            t = c.topic
+        ));
+    } else if !c.committed {
         // Nothing was committed to show a diff or a summary of: what fixes the cause instead —
         // planning's words when no iteration ran, else the last run's.
         let (logs, whose) = if c.iterations == 0 && c.during.is_none() {

@@ -385,13 +385,42 @@ mod tests {
         );
         assert!(!block.contains("wiggum diff"));
         // Iterations ran, none was committed (every one rejected): the last run's words.
-        let rejected = Completion { iterations: 2, ..c };
+        let rejected = Completion {
+            iterations: 2,
+            ..c.clone()
+        };
         assert!(
             completion_block(&rejected)
                 .contains("  next        studio-agents wiggum logs t   (what the last run said)\n"),
             "{}",
             completion_block(&rejected)
         );
+        // A question holds the loop: no other agent nor the machine's sandbox is the cause; a
+        // start once it is answered goes on, past the iteration limit when that ended it.
+        for (reason, want) in [
+            (
+                StopReason::MaxIterations,
+                "  next        studio-agents wiggum start t --max-iterations 2   (once answered: the next run reads it)",
+            ),
+            (
+                StopReason::Breaker,
+                "  next        studio-agents wiggum start t   (once answered: the next run reads it)",
+            ),
+        ] {
+            let asked = Completion {
+                iterations: 1,
+                max: 1,
+                reason,
+                question: Some((1, "Tabs or spaces?".into())),
+                ..c.clone()
+            };
+            let block = completion_block(&asked);
+            assert!(block.ends_with(want), "{block}");
+            assert!(
+                !block.contains("doctor") && !block.contains("--agent NAME"),
+                "{block}"
+            );
+        }
     }
 
     #[test]
