@@ -58,12 +58,12 @@ pub async fn asked(lp: &mut Loop, n: u32, question: String) -> Result<()> {
 /// Take the answers given since the last run (`wiggum answer`, the dashboard) into the loop's
 /// state: the open question's as its answer; one to a question a newer one replaced as an
 /// answered question of its own, so the next prompt carries it too. A file that cannot be read
-/// as answers is said, not silently dropped. Whether there was a file: its removal then waits
-/// on the caller's next save of the state.
-pub fn take_answer(lp: &mut Loop) -> Result<bool> {
+/// as answers is said, not silently dropped. The state is saved before the file is removed (a
+/// supervisor killed in between finds the answer again at its next start).
+pub fn take_answer(lp: &mut Loop) -> Result<()> {
     let path = lp.runner.layout.answer();
     let Some(text) = fsutil::read_opt(&path)? else {
-        return Ok(false);
+        return Ok(());
     };
     match crate::disk::questions::parse_answers(&text) {
         Ok(answers) => {
@@ -77,8 +77,8 @@ pub fn take_answer(lp: &mut Loop) -> Result<bool> {
             lp.runner.note_event(what);
         }
     }
-    fsutil::remove_file_opt(&path)?;
-    Ok(true)
+    lp.runner.save()?;
+    fsutil::remove_file_opt(&path)
 }
 
 /// What the next prompt says of the question: its answer, or that none came yet. Pure.

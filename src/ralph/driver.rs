@@ -298,9 +298,7 @@ impl Loop {
                 return Ok(Some((reason, why)));
             }
             // A question planning asked, and its answer once given, go with the next attempt.
-            if super::asking::take_answer(self)? {
-                self.runner.save()?;
-            }
+            super::asking::take_answer(self)?;
             let mut prompt = base.clone();
             let st = &self.runner.state;
             for q in st.answered.iter().chain(&st.earlier).chain(&st.question) {

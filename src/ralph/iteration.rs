@@ -245,10 +245,8 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
             return Ok(stop);
         }
         // The iteration's number and agent are saved with its run's start (one save less an
-        // iteration); answers taken from their file are saved before anything else happens.
-        if super::asking::take_answer(lp)? {
-            lp.runner.save()?;
-        }
+        // iteration); answers taken from their file are saved as they are taken.
+        super::asking::take_answer(lp)?;
         let laying = crate::sys::timing::step("iteration.lay_out");
         let prompt = lay_out(lp, n)?;
         drop(laying);

@@ -12,7 +12,9 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TrySendError, sync_channel};
 use std::time::{Duration, Instant};
 
 use notify::event::{AccessKind, AccessMode, CreateKind, Flag, ModifyKind, RenameMode};
@@ -39,6 +41,8 @@ pub struct TreeWatch {
     marker_dir: PathBuf,
     watcher: RecommendedWatcher,
     rx: Receiver<notify::Result<Event>>,
+    /// Set by the watcher's thread when the queue was full and events were dropped.
+    overflowed: Arc<AtomicBool>,
     skip: Skip,
     touched: BTreeSet<PathBuf>,
     lost: bool,
@@ -61,15 +65,28 @@ impl std::fmt::Debug for TreeWatch {
 /// How long [`TreeWatch::take`] waits for its marker before it calls the changes unknown.
 const MARKER_WAIT: Duration = Duration::from_secs(2);
 
+/// Events held between two reads at most: past it they are dropped and the next answer is
+/// "unknown" (walk). An agent that renames files in a tight loop makes events faster than any
+/// reader: unbounded, the queue grew by tens of megabytes a second and a read never ended.
+const QUEUE: usize = 16_384;
+
+/// Paths remembered between two takes at most: past it, a walk is cheaper anyway.
+const MAX_TOUCHED: usize = 20_000;
+
 impl TreeWatch {
     /// Watch `root`'s tree. `marker_dir` (under `root`, watched) receives the short-lived
     /// marker files; `skip` names directories to leave unwatched. `None` when the platform
     /// offers no watch at all (the caller walks every time).
     pub fn start(root: &Path, marker_dir: &Path, skip: Skip) -> Option<TreeWatch> {
-        let (tx, rx) = channel();
+        let (tx, rx) = sync_channel(QUEUE);
+        let overflowed = Arc::new(AtomicBool::new(false));
+        let flag = overflowed.clone();
         let watcher = match notify::recommended_watcher(move |ev| {
-            // The receiver gone means the watch is being dropped.
-            let _gone = tx.send(ev);
+            // Never blocks the watcher's thread: a full queue drops the event and says so (the
+            // receiver gone means the watch is being dropped).
+            if let Err(TrySendError::Full(_)) = tx.try_send(ev) {
+                flag.store(true, Ordering::Relaxed);
+            }
         }) {
             Ok(w) => w,
             Err(e) => {
@@ -82,6 +99,7 @@ impl TreeWatch {
             marker_dir: marker_dir.to_path_buf(),
             watcher,
             rx,
+            overflowed,
             skip,
             touched: BTreeSet::new(),
             lost: false,
@@ -129,7 +147,11 @@ impl TreeWatch {
     /// the next [`Self::take`].
     pub fn poll(&mut self) -> Vec<PathBuf> {
         let mut out = Vec::new();
-        while let Ok(ev) = self.rx.try_recv() {
+        // At most a queue's worth: events that keep coming are the next read's.
+        for _ in 0..QUEUE {
+            let Ok(ev) = self.rx.try_recv() else {
+                break;
+            };
             self.absorb(ev, None, &mut out);
         }
         out.sort();
@@ -146,7 +168,7 @@ impl TreeWatch {
         let synced = std::fs::write(&marker, b"").is_ok() && {
             let deadline = Instant::now() + MARKER_WAIT;
             let mut seen = false;
-            while !seen {
+            while !seen && !self.overflowed.load(Ordering::Relaxed) {
                 let left = deadline.saturating_duration_since(Instant::now());
                 match self.rx.recv_timeout(left) {
                     Ok(ev) => {
@@ -161,7 +183,15 @@ impl TreeWatch {
         };
         let _gone = std::fs::remove_file(&marker);
         self.poll();
-        let lost = std::mem::take(&mut self.lost) || !synced || self.blind;
+        let overflowed = self.overflowed.swap(false, Ordering::Relaxed);
+        if overflowed {
+            // A directory made while events were dropped may be unwatched: watch the tree again
+            // (a directory watched already stays as it is).
+            tracing::info!("the file watch fell behind (events dropped); walking instead");
+            let root = self.root.clone();
+            self.add_tree(&root);
+        }
+        let lost = std::mem::take(&mut self.lost) || overflowed || !synced || self.blind;
         let touched = std::mem::take(&mut self.touched);
         if lost {
             Changes::Unknown
@@ -218,7 +248,13 @@ impl TreeWatch {
                 self.add_tree(p);
             }
             seen.push(rel.to_path_buf());
-            self.touched.insert(rel.to_path_buf());
+            if !self.lost {
+                self.touched.insert(rel.to_path_buf());
+            }
+            if self.touched.len() > MAX_TOUCHED {
+                self.lost = true;
+                self.touched.clear();
+            }
         }
     }
 }
@@ -259,6 +295,26 @@ mod tests {
         std::fs::remove_file(d.path().join("top.md")).unwrap();
         std::fs::rename(d.path().join("src/deep"), d.path().join("src/moved")).unwrap();
         assert_eq!(paths(w.take()), ["src/deep", "src/moved", "top.md"]);
+    }
+
+    /// A flood of events (an agent renaming files in a tight loop) neither grows without bound
+    /// nor hangs a take: the answer is "walk", and the watch goes on exactly after it.
+    #[test]
+    fn a_flood_of_events_is_a_walk_and_the_watch_goes_on() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("sub")).unwrap();
+        let (a, b) = (d.path().join("a"), d.path().join("b"));
+        std::fs::write(&a, "x").unwrap();
+        let mut w = watch(d.path());
+        for _ in 0..(QUEUE * 2) {
+            std::fs::rename(&a, &b).unwrap();
+            std::fs::rename(&b, &a).unwrap();
+        }
+        // A directory made while events were being dropped is watched from now on.
+        std::fs::create_dir_all(d.path().join("sub/late")).unwrap();
+        assert_eq!(paths(w.take()), ["<unknown>"]);
+        std::fs::write(d.path().join("sub/late/f"), "y").unwrap();
+        assert_eq!(paths(w.take()), ["sub/late/f"]);
     }
 
     #[test]
