@@ -449,6 +449,12 @@ pub enum Loaded {
 pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
     state.updated_at = Utc::now();
     let json = to_json(state)?;
+    // A directory an agent put in the state's place is no state: it goes (a rename cannot
+    // replace it, and every later start would fail reading it).
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        tracing::warn!("{} was a directory; removed", path.display());
+        fsutil::remove_dir_all_opt(path)?;
+    }
     fsutil::atomic_write_at(path, json.as_bytes(), "state-after-temp-write")
 }
 
@@ -501,23 +507,46 @@ pub fn read(path: &Path) -> Result<Option<LoopState>> {
 /// Read the state for a (re)start: a corrupt file is moved aside to
 /// `state.json.corrupt-<timestamp>` so the evidence survives.
 pub fn load_for_start(path: &Path) -> Result<Loaded> {
+    let aside = |why: String| -> Result<Loaded> {
+        let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+        let aside = path.with_file_name(format!("state.json.corrupt-{stamp}"));
+        std::fs::rename(path, &aside).at(path, "move aside corrupt state")?;
+        Ok(Loaded::MovedAside(aside, why))
+    };
+    // A directory an agent put in its place is no state either.
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        return aside("a directory, not a file".into());
+    }
     let Some(text) = fsutil::read_opt(path)? else {
         return Ok(Loaded::Missing);
     };
     match serde_json::from_str(&text) {
         Ok(s) => Ok(Loaded::Ok(Box::new(s))),
-        Err(e) => {
-            let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
-            let aside = path.with_file_name(format!("state.json.corrupt-{stamp}"));
-            std::fs::rename(path, &aside).at(path, "move aside corrupt state")?;
-            Ok(Loaded::MovedAside(aside, e.to_string()))
-        }
+        Err(e) => aside(e.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_in_the_states_place_is_moved_aside_at_start_and_replaced_by_a_save() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("state.json");
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        std::fs::write(path.join("x/y"), "planted").unwrap();
+        let Loaded::MovedAside(aside, why) = load_for_start(&path).unwrap() else {
+            panic!("not moved aside");
+        };
+        assert!(
+            aside.join("x/y").is_file() && why.contains("directory"),
+            "{why}"
+        );
+        std::fs::create_dir_all(path.join("x")).unwrap();
+        save(&path, &mut LoopState::default()).unwrap();
+        assert!(read(&path).unwrap().is_some());
+    }
 
     #[test]
     fn an_ended_loops_time_stops_when_it_ended_not_at_its_last_write() {
