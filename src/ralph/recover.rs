@@ -19,17 +19,20 @@ fn live_supervisor(s: &LoopState) -> Option<u32> {
         return None;
     }
     let now = crate::sys::procs::stat(s.pid.cast_signed()).filter(|p| p.is_running())?;
-    let same = match s.pid_start_ticks {
-        Some(ticks) => ticks == now.start_ticks,
-        None => crate::sys::procs::args(s.pid.cast_signed()).is_some_and(|a| {
-            a.first().is_some_and(|p| {
-                use std::os::unix::ffi::OsStrExt;
-                std::path::Path::new(std::ffi::OsStr::from_bytes(p)).file_name()
-                    == Some(std::ffi::OsStr::new("studio-agents"))
-            })
-        }),
-    };
-    same.then_some(s.pid)
+    // The state lay in the agent's reach: the process it names must be ours (our program) as
+    // well as the same one (its start time), else a forged pid would have the user told to
+    // kill some process of theirs.
+    let ours = crate::sys::procs::args(s.pid.cast_signed()).is_some_and(|a| {
+        a.first().is_some_and(|p| {
+            use std::os::unix::ffi::OsStrExt;
+            std::path::Path::new(std::ffi::OsStr::from_bytes(p)).file_name()
+                == Some(std::ffi::OsStr::new("studio-agents"))
+        })
+    });
+    let same = s
+        .pid_start_ticks
+        .is_none_or(|ticks| ticks == now.start_ticks);
+    (ours && same).then_some(s.pid)
 }
 
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
@@ -98,14 +101,44 @@ fn refuse_a_live_supervisor(layout: &Layout, prev: Option<&LoopState>) -> Result
     Ok(())
 }
 
-/// Stop what the dead supervisor's agent left running (its process group, by its token).
+/// Stop what the dead supervisor's agent left running (its process group, by its token). The
+/// state lay in the agent's reach: its group is taken for the run's only when a process in it
+/// carries the run's token (one of this loop's), else only the token's holders are stopped —
+/// never a group an agent named there.
 async fn stop_the_agent_left(prev: Option<&LoopState>) {
-    let Some(run) = prev.and_then(LoopState::agent_run) else {
+    let Some((st, run)) = prev.and_then(|s| s.agent_run().map(|r| (s, r))) else {
         return;
     };
     let (Some(pgid), token) = (run.pgid, run.token.clone()) else {
         return;
     };
+    if !token.starts_with(&format!("{}-", st.topic)) {
+        tracing::warn!(
+            "the previous run's token in state.json is not this loop's; nothing stopped"
+        );
+        return;
+    }
+    let holds = |pid: i32| crate::sys::procs::has_env(pid, kill::TOKEN_VAR, &token);
+    let ours = kill::survivors(pgid, &token)
+        .iter()
+        .any(|s| s.pgrp == pgid && holds(s.pid));
+    if !ours {
+        let holders: Vec<i32> = crate::sys::procs::all()
+            .iter()
+            .filter(|s| s.is_running() && holds(s.pid))
+            .map(|s| s.pid)
+            .collect();
+        if !holders.is_empty() {
+            tracing::warn!("stopping what the previous run left behind: pids {holders:?}");
+        }
+        for pid in holders {
+            let _gone = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        return;
+    }
     let found: Vec<i32> = kill::survivors(pgid, &token)
         .iter()
         .map(|p| p.pid)

@@ -966,3 +966,87 @@ fn fallback_agents_changed_in_the_loop_s_file_are_named_as_weakening_the_harness
         r.stderr()
     );
 }
+
+/// The state lies in the agent's reach: a run that names another process group there (a
+/// process of the user's) before its supervisor is killed does not have the next start stop
+/// that group.
+#[test]
+fn a_process_group_an_agent_named_in_the_state_is_not_stopped_at_the_next_start() {
+    let t = TestHome::new();
+    let mut victim = std::process::Command::new("setsid")
+        .args(["sleep", "300"])
+        .spawn()
+        .unwrap();
+    let vpid = victim.id();
+    // The victim leads a group of its own once setsid has made it a session leader.
+    let group_of = |pid: u32| -> Option<String> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let rest = stat.rsplit_once(") ")?.1.to_string();
+        rest.split(' ').nth(2).map(str::to_string)
+    };
+    wait_for(
+        "the victim's own group",
+        std::time::Duration::from_secs(10),
+        || match group_of(vpid) {
+            Some(g) if g == vpid.to_string() => Ok(()),
+            other => Err(other),
+        },
+    );
+    let agent = t.root().join("forger.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nwhile [ ! -e '{release}' ]; do\n  python3 -c 'import json,os; p=os.environ[\"WIGGUM_DIR\"]+\"/state.json\"; s=json.load(open(p)); s[\"agent_pgid\"]={vpid}; open(p,\"w\").write(json.dumps(s))'\n  sleep 0.1\ndone\n",
+            release = t.release_file().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let args = t.start_args("forged", &t.art(), &agent.display().to_string(), &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let st = t.wait_state("the agent's forgery", |s| {
+        s["agent_pgid"] == serde_json::json!(vpid)
+    });
+    let pid = st["pid"].as_i64().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for(
+        "the supervisor to be gone",
+        std::time::Duration::from_secs(10),
+        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) if !s.contains(") Z") => Err(s),
+            _ => Ok(()),
+        },
+    );
+    std::fs::write(t.release_file(), "").unwrap();
+    crate::support::procs::kill_all(&t.token);
+    wait_for(
+        "the killed supervisor's lock to be free",
+        std::time::Duration::from_secs(30),
+        || {
+            let v = t.status_json("forged");
+            if v["pid"].is_null() { Ok(()) } else { Err(v) }
+        },
+    );
+    let again = t.start_args(
+        "forged",
+        &t.art(),
+        "",
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let again: Vec<&str> = again.iter().map(String::as_str).collect();
+    let r = t.run(&again);
+    let alive =
+        std::fs::read_to_string(format!("/proc/{vpid}/stat")).is_ok_and(|s| !s.contains(") Z"));
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    assert!(
+        alive,
+        "the victim was stopped: {}\n{}",
+        r.stdout(),
+        r.stderr()
+    );
+}
