@@ -56,6 +56,38 @@ pub fn layer_of(artifact_root: &Path) -> Option<PathBuf> {
     ))
 }
 
+/// Remove a loop's home layer. The overlay leaves directories of its own in the layer's work
+/// directory that nobody may enter (mode 000: a volatile mount's mark among them); a user who
+/// is not root can remove them only once they are theirs to enter again.
+///
+/// # Errors
+/// When the layer cannot be removed.
+pub fn remove_layer(layer: &Path) -> crate::error::Result<()> {
+    open_up(&layer.join("work"));
+    crate::sys::fsutil::remove_dir_all_opt(layer)
+}
+
+/// Make every directory of ours under `work` (links not followed) ours to enter and empty.
+fn open_up(work: &Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let uid = nix::unistd::geteuid().as_raw();
+    let mut todo = vec![work.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        let Ok(m) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !m.is_dir() || m.uid() != uid {
+            continue;
+        }
+        if m.mode() & 0o700 != 0o700 {
+            let _opened = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            todo.push(e.path());
+        }
+    }
+}
+
 /// After a run through the home's layer (or its seeded home): its CLI's credentials, when the run refreshed them
 /// (an OAuth token rotates) and they still parse as the same kind, are written back to the
 /// user's file — the one thing of the layer that ever is.
@@ -145,5 +177,32 @@ pub fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
                 dir.display()
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// What a volatile overlay leaves in its work directory (directories nobody may enter) is
+    /// opened up for its owner, so a layer can go without root.
+    #[test]
+    fn a_layers_closed_work_directories_are_opened_before_it_goes() {
+        let d = tempfile::tempdir().unwrap();
+        let layer = d.path().join("layer");
+        let mark = layer.join("work/work/incompat/volatile");
+        std::fs::create_dir_all(mark.join("dirty")).unwrap();
+        std::fs::create_dir_all(layer.join("upper/.config")).unwrap();
+        for p in [&mark, &mark.parent().unwrap().to_path_buf()] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o000)).unwrap();
+        }
+        open_up(&layer.join("work"));
+        for p in [&mark, &mark.parent().unwrap().to_path_buf()] {
+            let mode = std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", p.display());
+        }
+        remove_layer(&layer).unwrap();
+        assert!(!layer.exists());
     }
 }

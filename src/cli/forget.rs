@@ -81,7 +81,7 @@ fn forget_loop(home: &Path, topic: &str, root: PathBuf) -> Result<()> {
         if let Some(layer) = crate::agent::home::layer_of(h.layout.root())
             && layer.is_dir()
         {
-            fsutil::remove_dir_all_opt(&layer)?;
+            crate::agent::home::remove_layer(&layer)?;
             said.push_str(&format!(
                 ", the home's layer of its runs ({})",
                 layer.display()
