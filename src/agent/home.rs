@@ -56,6 +56,31 @@ pub fn layer_of(artifact_root: &Path) -> Option<PathBuf> {
     ))
 }
 
+/// Every place the loops of the store at `store` keep home layers in, `ours` among them (added
+/// to the list when new). Loops started with another `TMPDIR` keep theirs elsewhere, and every
+/// one must be out of every run's sight: the list lies in the store (`layer-bases`, a path a
+/// line, out of every agent's reach), read before each run.
+#[must_use]
+pub fn known_layer_bases(store: &Path, ours: &[PathBuf]) -> Vec<PathBuf> {
+    let file = store.join("layer-bases");
+    let text = crate::sys::fsutil::read_capped(&file, 64 * 1024).unwrap_or_default();
+    let mut all: Vec<PathBuf> = text
+        .lines()
+        .filter(|l| l.starts_with('/'))
+        .map(PathBuf::from)
+        .collect();
+    for base in ours {
+        if !all.contains(base) {
+            if let Some(line) = base.to_str().filter(|l| !l.contains('\n')) {
+                // Not kept: the next run tries again; this one still hides `ours`.
+                let _kept = crate::sys::fsutil::append_line(&file, line);
+            }
+            all.push(base.clone());
+        }
+    }
+    all
+}
+
 /// Remove a loop's home layer. The overlay leaves directories of its own in the layer's work
 /// directory that nobody may enter (mode 000: a volatile mount's mark among them); a user who
 /// is not root can remove them only once they are theirs to enter again.
@@ -184,6 +209,27 @@ pub fn make_state_dirs(agent: &AgentSpec, env: &[(String, String)]) {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_places_of_every_loops_layers_are_kept_in_the_store_and_read_back() {
+        let d = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            PathBuf::from("/t1/studio-agents-homes-0"),
+            PathBuf::from("/t2/x"),
+        );
+        assert_eq!(
+            known_layer_bases(d.path(), std::slice::from_ref(&a)),
+            std::slice::from_ref(&a)
+        );
+        // Another loop, started with another temp dir, sees the first one's too.
+        assert_eq!(
+            known_layer_bases(d.path(), std::slice::from_ref(&b)),
+            [a.clone(), b.clone()]
+        );
+        assert_eq!(known_layer_bases(d.path(), &[]), [a, b]);
+        let kept = std::fs::read_to_string(d.path().join("layer-bases")).unwrap();
+        assert_eq!(kept.lines().count(), 2, "{kept}");
+    }
 
     /// What a volatile overlay leaves in its work directory (directories nobody may enter) is
     /// opened up for its owner, so a layer can go without root.

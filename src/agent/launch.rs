@@ -364,11 +364,18 @@ fn record_helper_timings(path: Option<&Path>, spawned: DateTime<Utc>) {
 /// reach — unless the run's writable root lies inside one.
 fn hidden_store(root: &Path) -> Vec<PathBuf> {
     let uid = nix::unistd::geteuid().as_raw();
-    crate::config::home_dir()
+    let store = crate::config::home_dir()
         .ok()
-        .map(|h| h.canonicalize().unwrap_or(h))
+        .map(|h| h.canonicalize().unwrap_or(h));
+    let ours = sandbox::policy::layer_bases(&std::env::temp_dir(), uid);
+    // Loops started with another temp dir keep their layers elsewhere: the store knows where.
+    let bases = match &store {
+        Some(s) if cfg!(target_os = "linux") => crate::agent::home::known_layer_bases(s, &ours),
+        _ => ours,
+    };
+    store
         .into_iter()
-        .chain(sandbox::policy::layer_bases(&std::env::temp_dir(), uid))
+        .chain(bases)
         .filter(|h| !root.starts_with(h))
         .collect()
 }

@@ -748,3 +748,49 @@ fn a_run_cannot_rewrite_another_loops_directory_in_its_tree() {
         ev.stdout()
     );
 }
+
+/// A loop started with another temp dir keeps its home layer there: still out of another
+/// loop's runs' sight (the store keeps every place layers were laid in).
+#[test]
+fn a_layer_laid_under_another_temp_dir_is_out_of_sight_too() {
+    let t = TestHome::new();
+    let tmp1 = tempfile::Builder::new()
+        .prefix("studio-agents-tmp1-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let tmp1_s = tmp1.path().display().to_string();
+    // A first loop runs with TMPDIR elsewhere: its runs' layers lie under it.
+    let args = t.start_args(
+        "first",
+        &t.art(),
+        &t.agent_cmd("", ""),
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_with(&args, &[("TMPDIR", tmp1_s.as_str())]).code(0);
+    let base = tmp1.path().join(format!(
+        "studio-agents-homes-{}",
+        nix::unistd::geteuid().as_raw()
+    ));
+    // What a run of it wrote in its home, a refreshed token.
+    let creds = base.join("first-loop/upper/.claude/.credentials.json");
+    std::fs::create_dir_all(creds.parent().unwrap()).unwrap();
+    std::fs::write(
+        &creds,
+        "{\"claudeAiOauth\":{\"accessToken\":\"tok-77ab\"}}\n",
+    )
+    .unwrap();
+    // Another loop, started with the default temp dir, looks for it.
+    let art2 = t.root().join("art2");
+    std::fs::create_dir_all(&art2).unwrap();
+    std::fs::write(art2.join("artifact.md"), "# Notes\n").unwrap();
+    let script = format!(
+        "ls -a {b}; grep -rs tok-77ab {d}; echo done",
+        b = base.display(),
+        d = tmp1.path().display()
+    );
+    let out = once(&t, "snoop", &art2, &script, &[], false);
+    assert!(out.contains("done"), "{out}");
+    assert!(!out.contains("tok-77ab"), "{out}");
+    assert!(!out.contains("first-loop"), "the layers were listed: {out}");
+}
