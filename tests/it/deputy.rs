@@ -823,18 +823,7 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
         .expect("the supervisor holds the lock");
     let planted = t.art().join(".git/config.worktree");
     assert!(planted.exists(), "the agent planted its config");
-    std::process::Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .unwrap();
-    wait_for(
-        "the supervisor to be gone",
-        std::time::Duration::from_secs(10),
-        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(s) if !s.contains(") Z") => Err(s),
-            _ => Ok(()),
-        },
-    );
+    kill_outright(pid);
     // With the sandbox off the run has no cgroup, so no watcher ends it with its supervisor:
     // end the orphaned agent as the watcher does, before it holds the loop's lock any longer.
     crate::support::procs::kill_all(&t.token);
@@ -1009,18 +998,7 @@ fn a_process_group_an_agent_named_in_the_state_is_not_stopped_at_the_next_start(
         s["agent_pgid"] == serde_json::json!(vpid)
     });
     let pid = st["pid"].as_i64().unwrap();
-    std::process::Command::new("kill")
-        .args(["-9", &pid.to_string()])
-        .status()
-        .unwrap();
-    wait_for(
-        "the supervisor to be gone",
-        std::time::Duration::from_secs(10),
-        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(s) if !s.contains(") Z") => Err(s),
-            _ => Ok(()),
-        },
-    );
+    kill_outright(pid);
     std::fs::write(t.release_file(), "").unwrap();
     crate::support::procs::kill_all(&t.token);
     wait_for(
@@ -1048,5 +1026,21 @@ fn a_process_group_an_agent_named_in_the_state_is_not_stopped_at_the_next_start(
         "the victim was stopped: {}\n{}",
         r.stdout(),
         r.stderr()
+    );
+}
+
+/// Kill the supervisor `pid` outright (SIGKILL) and wait until it is gone (a zombie counts).
+fn kill_outright(pid: i64) {
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for(
+        "the supervisor to be gone",
+        std::time::Duration::from_secs(10),
+        || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(s) if !s.contains(") Z") => Err(s),
+            _ => Ok(()),
+        },
     );
 }
