@@ -109,6 +109,20 @@ pub fn survivors(pgid: i32, token: &str) -> Vec<Stat> {
     survivors_in(&reading(pgid), pgid, token)
 }
 
+/// SIGKILL every running process that carries `token` in its environment (what a dead
+/// supervisor's run left, where its process group cannot be trusted); returns their pids.
+pub fn kill_token_holders(token: &str) -> Vec<i32> {
+    let holders: Vec<i32> = procs::all()
+        .iter()
+        .filter(|s| s.is_running() && procs::has_env(s.pid, TOKEN_VAR, token))
+        .map(|s| s.pid)
+        .collect();
+    for pid in &holders {
+        let _gone = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    holders
+}
+
 /// Send `sig` to the group and to every token holder (and its own group, when it left ours).
 pub fn signal_all(pgid: i32, token: &str, sig: Signal) -> usize {
     // ESRCH (the group is already gone) is what we want: not an error.

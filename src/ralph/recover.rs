@@ -123,19 +123,9 @@ async fn stop_the_agent_left(prev: Option<&LoopState>) {
         .iter()
         .any(|s| s.pgrp == pgid && holds(s.pid));
     if !ours {
-        let holders: Vec<i32> = crate::sys::procs::all()
-            .iter()
-            .filter(|s| s.is_running() && holds(s.pid))
-            .map(|s| s.pid)
-            .collect();
+        let holders = kill::kill_token_holders(&token);
         if !holders.is_empty() {
-            tracing::warn!("stopping what the previous run left behind: pids {holders:?}");
-        }
-        for pid in holders {
-            let _gone = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            tracing::warn!("stopped what the previous run left behind: pids {holders:?}");
         }
         return;
     }

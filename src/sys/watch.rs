@@ -161,29 +161,21 @@ impl TreeWatch {
 
     /// Take what changed since the previous call. Every change made before the call is in it.
     pub fn take(&mut self) -> Changes {
-        self.seq += 1;
-        let marker =
-            self.marker_dir
-                .join(format!(".watch-{}-{}.tmp", std::process::id(), self.seq));
-        let synced = std::fs::write(&marker, b"").is_ok() && {
-            let deadline = Instant::now() + MARKER_WAIT;
-            let mut seen = false;
-            while !seen && !self.overflowed.load(Ordering::Relaxed) {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.rx.recv_timeout(left) {
-                    Ok(ev) => {
-                        let mut hit = false;
-                        self.absorb(ev, Some((&marker, &mut hit)), &mut Vec::new());
-                        seen = hit;
-                    }
-                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-                }
+        // A marker's event read means every event before it was read — unless events were
+        // dropped meanwhile: then the answer is "unknown", and a fresh marker (the queue has
+        // room again) settles what the next answer starts from.
+        let mut overflowed = false;
+        let mut synced = false;
+        for _ in 0..3 {
+            let seen = self.sync();
+            let dropped = self.overflowed.swap(false, Ordering::Relaxed);
+            overflowed |= dropped;
+            if !dropped {
+                synced = seen;
+                break;
             }
-            seen
-        };
-        let _gone = std::fs::remove_file(&marker);
+        }
         self.poll();
-        let overflowed = self.overflowed.swap(false, Ordering::Relaxed);
         if overflowed {
             // A directory made while events were dropped may be unwatched: watch the tree again
             // (a directory watched already stays as it is).
@@ -198,6 +190,33 @@ impl TreeWatch {
         } else {
             Changes::Paths(touched)
         }
+    }
+
+    /// Write a marker and read events until its own comes (true) or [`MARKER_WAIT`] is gone
+    /// (a marker whose event was dropped never comes).
+    fn sync(&mut self) -> bool {
+        self.seq += 1;
+        let marker =
+            self.marker_dir
+                .join(format!(".watch-{}-{}.tmp", std::process::id(), self.seq));
+        let seen = std::fs::write(&marker, b"").is_ok() && {
+            let deadline = Instant::now() + MARKER_WAIT;
+            let mut seen = false;
+            while !seen {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.rx.recv_timeout(left) {
+                    Ok(ev) => {
+                        let mut hit = false;
+                        self.absorb(ev, Some((&marker, &mut hit)), &mut Vec::new());
+                        seen = hit;
+                    }
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            seen
+        };
+        let _gone = std::fs::remove_file(&marker);
+        seen
     }
 
     /// Fold one event in, adding the paths it touched to `seen`. `marker` is set when the
