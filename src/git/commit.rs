@@ -52,12 +52,14 @@ impl Repo {
     /// out). `None` when it equals HEAD's tree: nothing to commit.
     pub fn stage_tree(&self, paths: &[PathBuf]) -> Result<Option<Pending>> {
         let mut entries = Vec::new();
+        // Read once a commit, not once a file.
+        let strict = self.strict_crlf();
         for rel in paths {
             if Layout::is_runtime_path(rel) {
                 continue;
             }
             let repo_rel = self.scope.join(rel);
-            let entry = self.work_entry(&repo_rel)?;
+            let entry = self.work_entry(&repo_rel, strict)?;
             entries.push((repo_rel, entry));
         }
         let (pending, base) = self.on_head(entries)?;
@@ -145,7 +147,8 @@ impl Repo {
 
     /// What a work-tree path holds, written to the object database: a file (with its exec bit),
     /// a symlink, or a submodule's HEAD. `None` when it is gone (or is a plain directory).
-    fn work_entry(&self, repo_rel: &Path) -> Result<Option<(Oid, FileMode)>> {
+    /// `strict_crlf`: [`Self::strict_crlf`].
+    fn work_entry(&self, repo_rel: &Path, strict_crlf: bool) -> Result<Option<(Oid, FileMode)>> {
         let full = self.workdir.join(repo_rel);
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             return Ok(None);
@@ -177,7 +180,7 @@ impl Repo {
                 &why,
                 self.confine.as_ref(),
             )?,
-            None => self.store_file(&full, meta.len())?,
+            None => self.store_file(&full, meta.len(), strict_crlf)?,
         };
         let mode = if meta.permissions().mode() & 0o111 != 0 {
             FileMode::BlobExecutable
@@ -193,8 +196,8 @@ impl Repo {
     /// again — libgit2's write from a path streams every file through a temporary object file,
     /// held or not, and an iteration commits several files it holds (the result beside the
     /// iteration's copy, unchanged settings). Other files go through libgit2's filters.
-    fn store_file(&self, full: &Path, len: u64) -> Result<Oid> {
-        if len <= IN_MEMORY && !self.strict_crlf() {
+    fn store_file(&self, full: &Path, len: u64, strict_crlf: bool) -> Result<Oid> {
+        if len <= IN_MEMORY && !strict_crlf {
             let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
             // Non-blocking: a FIFO put in the file's place since it was looked at reads empty.
             let read = crate::sys::fsutil::open_read(full)
