@@ -119,9 +119,8 @@ async fn stop_the_agent_left(prev: Option<&LoopState>) {
         return;
     }
     let holds = |pid: i32| crate::sys::procs::has_env(pid, kill::TOKEN_VAR, &token);
-    let ours = kill::survivors(pgid, &token)
-        .iter()
-        .any(|s| s.pgrp == pgid && holds(s.pid));
+    let survivors = kill::survivors(pgid, &token);
+    let ours = survivors.iter().any(|s| s.pgrp == pgid && holds(s.pid));
     if !ours {
         let holders = kill::kill_token_holders(&token);
         if !holders.is_empty() {
@@ -129,10 +128,7 @@ async fn stop_the_agent_left(prev: Option<&LoopState>) {
         }
         return;
     }
-    let found: Vec<i32> = kill::survivors(pgid, &token)
-        .iter()
-        .map(|p| p.pid)
-        .collect();
+    let found: Vec<i32> = survivors.iter().map(|p| p.pid).collect();
     if found.is_empty() {
         tracing::info!("nothing of the previous run's agent (group {pgid}) is left");
     } else {

@@ -91,15 +91,13 @@ impl ShmLedger {
         }
         let held = held_open(&self.dir);
         let busy = worked_in(&self.dir);
+        // The run's entries at the top: new ones (each looked into once).
         let tops: HashSet<PathBuf> = added
             .iter()
-            .filter_map(|(p, _)| self.top_of(p))
-            .filter(|top| {
-                let new = top
-                    .symlink_metadata()
-                    .is_ok_and(|m| !self.before.contains(&m.ino()));
-                new && !busy.contains(top) && !holds_repository(top)
-            })
+            .map(|(p, _)| p)
+            .filter(|p| p.parent() == Some(self.dir.as_path()))
+            .filter(|top| !busy.contains(*top) && !holds_repository(top))
+            .cloned()
             .collect();
         let mut removed = Vec::new();
         for (path, m) in added {
