@@ -171,15 +171,8 @@ fn first_step(
     state: &Path,
 ) -> Result<Ready> {
     use crate::disk::phase::Status;
-    let deadline = Instant::now() + FIRST_STEP;
-    loop {
-        if let Some(status) = child
-            .try_wait()
-            .map_err(|e| Error::runtime(format!("the daemon: {e}")))?
-        {
-            return exited(status, log, "the daemon");
-        }
-        let begun = crate::disk::state::read(state)
+    let begun = || {
+        Ok(crate::disk::state::read(state)
             .ok()
             .flatten()
             .is_some_and(|st| {
@@ -188,12 +181,9 @@ fn first_step(
                         st.status(),
                         Status::Paused | Status::Waiting | Status::Stopping
                     )
-            });
-        if begun || Instant::now() >= deadline {
-            return Ok(Ready::Running);
-        }
-        std::thread::sleep(Duration::from_millis(5)); // allow: parent poll before exit
-    }
+            }))
+    };
+    Ok(poll_child(child, log, "the daemon", FIRST_STEP, begun)?.unwrap_or(Ready::Running))
 }
 
 /// A detached child that exited before it was seen ready: [`Ready::Finished`] when it ended
@@ -235,31 +225,44 @@ pub fn wait_until_ready(
     log: &Path,
     who: &str,
     what: &str,
-    mut ready: impl FnMut() -> Result<bool>,
+    ready: impl FnMut() -> Result<bool>,
 ) -> Result<Ready> {
+    match poll_child(child, log, who, Duration::from_secs(10), ready)? {
+        Some(r) => Ok(r),
+        None => Err(Error::runtime(format!(
+            "{who} (pid {}) did not {what} within 10 s; see {}",
+            child.id(),
+            log.display()
+        ))),
+    }
+}
+
+/// Look at `child` until it exits ([`exited`]) or is `ready` ([`Ready::Running`]): every
+/// millisecond for the first 50 (a daemon is ready within a few: a doubling pause would notice
+/// it up to twice as late), then every 2, 4 … 16 ms. `None` when `within` went by first.
+fn poll_child(
+    child: &mut dyn process_wrap::std::ChildWrapper,
+    log: &Path,
+    who: &str,
+    within: Duration,
+    mut ready: impl FnMut() -> Result<bool>,
+) -> Result<Option<Ready>> {
     let began = Instant::now();
-    let deadline = began + Duration::from_secs(10);
     let mut pause = Duration::from_millis(1);
     loop {
         if let Some(status) = child
             .try_wait()
             .map_err(|e| Error::runtime(format!("{who}: {e}")))?
         {
-            return exited(status, log, who);
+            return exited(status, log, who).map(Some);
         }
         if ready()? {
-            return Ok(Ready::Running);
+            return Ok(Some(Ready::Running));
         }
-        if Instant::now() >= deadline {
-            return Err(Error::runtime(format!(
-                "{who} (pid {}) did not {what} within 10 s; see {}",
-                child.id(),
-                log.display()
-            )));
+        if began.elapsed() >= within {
+            return Ok(None);
         }
         std::thread::sleep(pause); // allow: parent poll before exit
-        // Every millisecond for the first 50 (a daemon is ready within a few: a doubling pause
-        // would notice it up to twice as late), then less often.
         if began.elapsed() > Duration::from_millis(50) {
             pause = (pause * 2).min(Duration::from_millis(16));
         }
