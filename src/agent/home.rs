@@ -63,7 +63,12 @@ pub fn layer_of(artifact_root: &Path) -> Option<PathBuf> {
 #[must_use]
 pub fn known_layer_bases(store: &Path, ours: &[PathBuf]) -> Vec<PathBuf> {
     let file = store.join("layer-bases");
-    let text = crate::sys::fsutil::read_capped(&file, 64 * 1024).unwrap_or_default();
+    // A list that cannot be read (too long, not a file) is added to no more: it would grow a
+    // line every run.
+    let (text, keep) = match crate::sys::fsutil::read_capped(&file, 64 * 1024) {
+        Ok(text) => (text, true),
+        Err(_) => (String::new(), std::fs::symlink_metadata(&file).is_err()),
+    };
     let mut all: Vec<PathBuf> = text
         .lines()
         .filter(|l| l.starts_with('/'))
@@ -71,7 +76,7 @@ pub fn known_layer_bases(store: &Path, ours: &[PathBuf]) -> Vec<PathBuf> {
         .collect();
     for base in ours {
         if !all.contains(base) {
-            if let Some(line) = base.to_str().filter(|l| !l.contains('\n')) {
+            if keep && let Some(line) = base.to_str().filter(|l| !l.contains('\n')) {
                 // Not kept: the next run tries again; this one still hides `ours`.
                 let _kept = crate::sys::fsutil::append_line(&file, line);
             }
@@ -229,6 +234,15 @@ mod tests {
         assert_eq!(known_layer_bases(d.path(), &[]), [a, b]);
         let kept = std::fs::read_to_string(d.path().join("layer-bases")).unwrap();
         assert_eq!(kept.lines().count(), 2, "{kept}");
+        // A list too long to read is added to no more.
+        let long = "/x\n".repeat(40_000);
+        std::fs::write(d.path().join("layer-bases"), &long).unwrap();
+        let c = PathBuf::from("/t3/y");
+        assert_eq!(known_layer_bases(d.path(), std::slice::from_ref(&c)), [c]);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("layer-bases")).unwrap(),
+            long
+        );
     }
 
     /// What a volatile overlay leaves in its work directory (directories nobody may enter) is
