@@ -1,24 +1,32 @@
-//! Which paths under a directory changed, told by the kernel (inotify through `notify`) rather
-//! than found by walking the tree: the loop's per-iteration cost then follows what the agent
-//! touched, not the size of the repository (as git's fsmonitor and watchman do).
+//! Which paths under a directory changed, told by the kernel rather than found by walking the
+//! tree: the loop's per-iteration cost then follows what the agent touched, not the size of the
+//! repository (as git's fsmonitor and watchman do).
 //!
 //! One watch per directory, set up once by one walk of the directories (files are never listed
 //! or stat'ed); `.git` and directories the caller skips (ignored ones) are not watched. A
 //! directory created later is watched when its event is read, and reported itself, so whatever
-//! was written into it before the watch existed is still looked at. Events are read on the
-//! caller's thread; [`TreeWatch::take`] first writes a marker file and waits for its event, so
-//! every change made before the call has been read. When the kernel's queue overflowed, a watch
-//! could not be added or the marker never came, the answer is [`Changes::Unknown`]: walk once.
+//! was written into it before the watch existed is still looked at. When events were lost (the
+//! kernel's queue overflowed), a watch could not be added, or a read could not be vouched for,
+//! the answer is [`Changes::Unknown`]: walk once.
+//!
+//! The events come from a [`source`](Source) per platform. On Linux, inotify read on the
+//! caller's thread (`kernel`): the kernel queues an event before the call that caused it
+//! returns, so reading the queue empty reads every change made before; only changes are asked
+//! for (never opens or reads, which the harness itself makes by the thousand). Elsewhere, the
+//! `notify` crate (`portable`): its own thread reads, so [`TreeWatch::take`] first writes a
+//! marker file and waits for its event.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TrySendError, sync_channel};
-use std::time::{Duration, Instant};
 
-use notify::event::{AccessKind, AccessMode, CreateKind, Flag, ModifyKind, RenameMode};
-use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+#[cfg(target_os = "linux")]
+mod kernel;
+#[cfg(target_os = "linux")]
+use kernel::Source;
+#[cfg(not(target_os = "linux"))]
+mod portable;
+#[cfg(not(target_os = "linux"))]
+use portable::Source;
 
 /// What changed since the last [`TreeWatch::take`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,21 +43,32 @@ pub type Skip = Box<dyn Fn(&Path) -> bool + Send>;
 /// A watch shared by the loop (which takes its changes) and the runs it starts (activity).
 pub type Shared = std::sync::Arc<std::sync::Mutex<TreeWatch>>;
 
+/// One event of a source, as the watch needs it.
+#[derive(Debug)]
+enum Seen {
+    /// Something at this absolute path changed; `new_dir`: it may be a directory just made
+    /// or moved in (to be watched).
+    Changed { path: PathBuf, new_dir: bool },
+    /// Events were dropped (the queue was full): only a walk can tell what changed.
+    Overflow,
+    /// The source failed (said).
+    Failed(String),
+}
+
 /// A watch over a directory tree.
 pub struct TreeWatch {
     root: PathBuf,
-    marker_dir: PathBuf,
-    watcher: RecommendedWatcher,
-    rx: Receiver<notify::Result<Event>>,
-    /// Set by the watcher's thread when the queue was full and events were dropped.
-    overflowed: Arc<AtomicBool>,
+    source: Source,
     skip: Skip,
+    marker_dir: PathBuf,
     touched: BTreeSet<PathBuf>,
     lost: bool,
     /// A directory could not be watched: its changes would go unseen, so every answer from now
     /// on is "unknown" (walk).
     blind: bool,
-    seq: u64,
+    /// Events were dropped: a directory made meanwhile may be unwatched, so the next take
+    /// watches the tree again.
+    rewatch: bool,
 }
 
 impl std::fmt::Debug for TreeWatch {
@@ -62,33 +81,21 @@ impl std::fmt::Debug for TreeWatch {
     }
 }
 
-/// How long [`TreeWatch::take`] waits for its marker before it calls the changes unknown.
-const MARKER_WAIT: Duration = Duration::from_secs(2);
-
-/// Events held between two reads at most: past it they are dropped and the next answer is
-/// "unknown" (walk). An agent that renames files in a tight loop makes events faster than any
-/// reader: unbounded, the queue grew by tens of megabytes a second and a read never ended.
+/// Events read in one [`TreeWatch::poll`] at most: events that keep coming are the next
+/// read's, so an agent that renames files in a tight loop cannot keep a read from ending.
 const QUEUE: usize = 16_384;
 
 /// Paths remembered between two takes at most: past it, a walk is cheaper anyway.
 const MAX_TOUCHED: usize = 20_000;
 
 impl TreeWatch {
-    /// Watch `root`'s tree. `marker_dir` (under `root`, watched) receives the short-lived
-    /// marker files; `skip` names directories to leave unwatched. `None` when the platform
-    /// offers no watch at all (the caller walks every time).
+    /// Watch `root`'s tree. `marker_dir` (under `root`, always watched) receives a source's
+    /// short-lived marker files where it needs them; `skip` names directories to leave
+    /// unwatched. `None` when the platform offers no watch at all (the caller walks every
+    /// time).
     pub fn start(root: &Path, marker_dir: &Path, skip: Skip) -> Option<TreeWatch> {
-        let (tx, rx) = sync_channel(QUEUE);
-        let overflowed = Arc::new(AtomicBool::new(false));
-        let flag = overflowed.clone();
-        let watcher = match notify::recommended_watcher(move |ev| {
-            // Never blocks the watcher's thread: a full queue drops the event and says so (the
-            // receiver gone means the watch is being dropped).
-            if let Err(TrySendError::Full(_)) = tx.try_send(ev) {
-                flag.store(true, Ordering::Relaxed);
-            }
-        }) {
-            Ok(w) => w,
+        let source = match Source::start(marker_dir) {
+            Ok(s) => s,
             Err(e) => {
                 tracing::info!("no file watch ({e}); the work tree is walked each iteration");
                 return None;
@@ -96,15 +103,13 @@ impl TreeWatch {
         };
         let mut w = TreeWatch {
             root: root.to_path_buf(),
-            marker_dir: marker_dir.to_path_buf(),
-            watcher,
-            rx,
-            overflowed,
+            source,
             skip,
+            marker_dir: marker_dir.to_path_buf(),
             touched: BTreeSet::new(),
             lost: false,
             blind: false,
-            seq: 0,
+            rewatch: false,
         };
         w.add_tree(root);
         Some(w)
@@ -114,9 +119,10 @@ impl TreeWatch {
     fn add_tree(&mut self, dir: &Path) {
         let mut stack = vec![dir.to_path_buf()];
         while let Some(d) = stack.pop() {
-            if let Err(e) = self.watcher.watch(&d, RecursiveMode::NonRecursive) {
-                // Gone already is fine (its parent's event covers it); a full table is not.
-                if d.exists() {
+            if let Err(e) = self.source.watch(&d) {
+                // Gone or replaced already is fine (its parent's event covers it); a full
+                // table is not.
+                if d.symlink_metadata().is_ok_and(|m| m.is_dir()) {
                     tracing::info!("cannot watch {} ({e}); walking instead", d.display());
                     self.blind = true;
                 }
@@ -146,13 +152,11 @@ impl TreeWatch {
     /// root, `.git` and marker files aside): activity, for idle detection. They are kept for
     /// the next [`Self::take`].
     pub fn poll(&mut self) -> Vec<PathBuf> {
+        let mut seen = Vec::new();
+        self.source.read(QUEUE, &mut seen);
         let mut out = Vec::new();
-        // At most a queue's worth: events that keep coming are the next read's.
-        for _ in 0..QUEUE {
-            let Ok(ev) = self.rx.try_recv() else {
-                break;
-            };
-            self.absorb(ev, None, &mut out);
+        for s in seen {
+            self.absorb(s, &mut out);
         }
         out.sort();
         out.dedup();
@@ -161,29 +165,19 @@ impl TreeWatch {
 
     /// Take what changed since the previous call. Every change made before the call is in it.
     pub fn take(&mut self) -> Changes {
-        // A marker's event read means every event before it was read — unless events were
-        // dropped meanwhile: then the answer is "unknown", and a fresh marker (the queue has
-        // room again) settles what the next answer starts from.
-        let mut overflowed = false;
-        let mut synced = false;
-        for _ in 0..3 {
-            let seen = self.sync();
-            let dropped = self.overflowed.swap(false, Ordering::Relaxed);
-            overflowed |= dropped;
-            if !dropped {
-                synced = seen;
-                break;
-            }
+        let mut seen = Vec::new();
+        let settled = self.source.settle(2 * QUEUE, &mut seen);
+        for s in seen {
+            self.absorb(s, &mut Vec::new());
         }
-        self.poll();
-        if overflowed {
+        if std::mem::take(&mut self.rewatch) {
             // A directory made while events were dropped may be unwatched: watch the tree again
             // (a directory watched already stays as it is).
             tracing::info!("the file watch fell behind (events dropped); walking instead");
             let root = self.root.clone();
             self.add_tree(&root);
         }
-        let lost = std::mem::take(&mut self.lost) || overflowed || !synced || self.blind;
+        let lost = std::mem::take(&mut self.lost) || !settled || self.blind;
         let touched = std::mem::take(&mut self.touched);
         if lost {
             Changes::Unknown
@@ -192,92 +186,45 @@ impl TreeWatch {
         }
     }
 
-    /// Write a marker and read events until its own comes (true) or [`MARKER_WAIT`] is gone
-    /// (a marker whose event was dropped never comes).
-    fn sync(&mut self) -> bool {
-        self.seq += 1;
-        let marker =
-            self.marker_dir
-                .join(format!(".watch-{}-{}.tmp", std::process::id(), self.seq));
-        let seen = std::fs::write(&marker, b"").is_ok() && {
-            let deadline = Instant::now() + MARKER_WAIT;
-            let mut seen = false;
-            while !seen {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.rx.recv_timeout(left) {
-                    Ok(ev) => {
-                        let mut hit = false;
-                        self.absorb(ev, Some((&marker, &mut hit)), &mut Vec::new());
-                        seen = hit;
-                    }
-                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-                }
+    /// Fold one event in, adding the paths it touched to `seen`.
+    fn absorb(&mut self, ev: Seen, seen: &mut Vec<PathBuf>) {
+        let (p, new_dir) = match ev {
+            Seen::Changed { path, new_dir } => (path, new_dir),
+            Seen::Overflow => {
+                self.lost = true;
+                self.rewatch = true;
+                return;
             }
-            seen
-        };
-        let _gone = std::fs::remove_file(&marker);
-        seen
-    }
-
-    /// Fold one event in, adding the paths it touched to `seen`. `marker` is set when the
-    /// event is the marker's creation.
-    fn absorb(
-        &mut self,
-        ev: notify::Result<Event>,
-        marker: Option<(&Path, &mut bool)>,
-        seen: &mut Vec<PathBuf>,
-    ) {
-        let ev = match ev {
-            Ok(ev) => ev,
-            Err(e) => {
+            Seen::Failed(e) => {
                 tracing::info!("file watch error ({e}); walking instead");
                 self.lost = true;
                 return;
             }
         };
-        if ev.flag() == Some(Flag::Rescan) {
-            self.lost = true;
+        let Ok(rel) = p.strip_prefix(&self.root) else {
             return;
-        }
-        if let Some((m, hit)) = marker
-            && ev.paths.iter().any(|p| p == m)
+        };
+        if rel.as_os_str().is_empty()
+            || rel.components().any(|c| c.as_os_str() == ".git")
+            || is_marker(rel)
         {
-            *hit = true;
-        }
-        // Reads change nothing (our own directory listing opens directories, too).
-        if matches!(ev.kind, EventKind::Access(k) if k != AccessKind::Close(AccessMode::Write)) {
             return;
         }
-        let new_dir = matches!(
-            ev.kind,
-            EventKind::Create(CreateKind::Folder | CreateKind::Any)
-                | EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both))
-        );
-        for p in &ev.paths {
-            let Ok(rel) = p.strip_prefix(&self.root) else {
-                continue;
-            };
-            if rel.as_os_str().is_empty()
-                || rel.components().any(|c| c.as_os_str() == ".git")
-                || is_marker(rel)
-            {
-                continue;
-            }
-            if new_dir && p.is_dir() && !(self.skip)(rel) {
-                self.add_tree(p);
-            }
-            seen.push(rel.to_path_buf());
-            if !self.lost {
-                self.touched.insert(rel.to_path_buf());
-            }
-            if self.touched.len() > MAX_TOUCHED {
-                self.lost = true;
-                self.touched.clear();
-            }
+        if new_dir && p.symlink_metadata().is_ok_and(|m| m.is_dir()) && !(self.skip)(rel) {
+            self.add_tree(&p);
+        }
+        seen.push(rel.to_path_buf());
+        if !self.lost {
+            self.touched.insert(rel.to_path_buf());
+        }
+        if self.touched.len() > MAX_TOUCHED {
+            self.lost = true;
+            self.touched.clear();
         }
     }
 }
 
+/// Whether `rel` is a source's marker file.
 fn is_marker(rel: &Path) -> bool {
     rel.file_name()
         .and_then(|n| n.to_str())
@@ -287,6 +234,7 @@ fn is_marker(rel: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
 
     fn paths(c: Changes) -> Vec<String> {
         match c {
@@ -337,6 +285,30 @@ mod tests {
     }
 
     #[test]
+    fn a_renamed_directory_is_told_by_its_new_name_after() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("src/deep/inner")).unwrap();
+        let mut w = watch(d.path());
+        std::fs::rename(d.path().join("src/deep"), d.path().join("src/moved")).unwrap();
+        assert_eq!(paths(w.take()), ["src/deep", "src/moved"]);
+        std::fs::write(d.path().join("src/moved/inner/f"), "x").unwrap();
+        std::fs::write(d.path().join("src/moved/g"), "x").unwrap();
+        assert_eq!(paths(w.take()), ["src/moved/g", "src/moved/inner/f"]);
+    }
+
+    #[test]
+    fn reading_files_is_no_change() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("src")).unwrap();
+        std::fs::write(d.path().join("src/a"), "x").unwrap();
+        let mut w = watch(d.path());
+        assert_eq!(std::fs::read(d.path().join("src/a")).unwrap(), b"x");
+        let _listing = std::fs::read_dir(d.path().join("src")).unwrap().count();
+        assert_eq!(w.poll(), Vec::<PathBuf>::new());
+        assert_eq!(paths(w.take()), Vec::<String>::new());
+    }
+
+    #[test]
     fn a_new_directory_is_reported_and_then_watched() {
         let d = tempfile::tempdir().unwrap();
         let mut w = watch(d.path());
@@ -372,11 +344,15 @@ mod tests {
         .unwrap();
         let t0 = Instant::now();
         std::fs::write(d.path().join("f"), "x").unwrap();
-        assert_eq!(paths(w.take()), ["f"]);
+        std::fs::write(d.path().join("wiggum/g"), "x").unwrap();
+        assert_eq!(paths(w.take()), ["f", "wiggum/g"]);
+        #[cfg(not(target_os = "linux"))]
         assert!(
-            t0.elapsed() < MARKER_WAIT,
+            t0.elapsed() < portable::MARKER_WAIT,
             "the marker was waited for in vain"
         );
+        #[cfg(target_os = "linux")]
+        let _ = t0;
     }
 
     #[test]
