@@ -415,14 +415,29 @@ pub fn check_store_reach(policy: &sandbox::Policy, namespace: bool) -> Result<()
     out_of_the_store(Path::new("/"), Some(policy), &real_path(&store), !namespace)
 }
 
+/// Whether this process's confined runs get a `/dev/shm` of their own: told by the start's
+/// probe of the loop's policy, else probed at the first run that asks.
+#[cfg(target_os = "linux")]
+static PRIVATE_SHM: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// What the start's probe found: its runs' `/dev/shm` (a probe that could not apply the policy
+/// tells nothing, and the first run probes again).
+pub fn probed(enforced: &sandbox::Enforcement) {
+    #[cfg(target_os = "linux")]
+    if enforced.filesystem {
+        let _first = PRIVATE_SHM.set(enforced.private_shm);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = enforced;
+}
+
 /// A ledger of the machine's `/dev/shm` for a confined run that will not get one of its own
 /// (mount namespaces switched off, or not to be made here: asked once per process).
 #[cfg(target_os = "linux")]
 fn shared_shm(policy: Option<&sandbox::Policy>) -> Option<crate::sys::shm::ShmLedger> {
-    static PRIVATE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let policy = policy.filter(|p| p.mode != SandboxMode::Off)?;
     let private = !policy.no_namespace
-        && *PRIVATE.get_or_init(|| {
+        && *PRIVATE_SHM.get_or_init(|| {
             let mut probe = policy.clone();
             probe.home_layer = None;
             probe.cgroup = None;

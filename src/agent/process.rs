@@ -190,47 +190,17 @@ fn argv(job: &Job, script: String) -> Result<(PathBuf, Vec<String>)> {
 }
 
 /// Our own `sandbox-exec` applying `policy`: the program and its arguments up to `--`, the
-/// command to confine to be appended. The small helper executable beside ours when it is there
-/// (it starts quicker), else the `sandbox-exec` of ours.
+/// command to confine to be appended (the executable: [`crate::agent::sandbox::helper_exe`]).
 pub fn helper(policy: &crate::agent::sandbox::Policy) -> Result<(PathBuf, Vec<String>)> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::runtime(format!("cannot find own executable: {e}")))?;
+    let (exe, mut args) = crate::agent::sandbox::helper_exe().map_err(Error::runtime)?;
     let policy = serde_json::to_string(policy)
         .map_err(|e| Error::runtime(format!("serialise the sandbox policy: {e}")))?;
-    let tail = ["--policy".to_string(), policy, "--".into()];
-    Ok(match small_helper(&exe) {
-        Some(small) => (
-            small,
-            ["--build", env!("CARGO_PKG_VERSION")]
-                .map(String::from)
-                .into_iter()
-                .chain(tail)
-                .collect(),
-        ),
-        None => (
-            exe,
-            std::iter::once("sandbox-exec".to_string())
-                .chain(tail)
-                .collect(),
-        ),
-    })
+    args.extend(["--policy".to_string(), policy, "--".into()]);
+    Ok((exe, args))
 }
 
 /// The small helper executable's name (`src/bin/`).
-pub const SMALL_HELPER: &str = "studio-agents-sandbox";
-
-/// `studio-agents-sandbox` beside `exe`, when it is a regular file there that its owner may
-/// execute, owned as `exe` is (a file someone else put beside it is not ours).
-fn small_helper(exe: &std::path::Path) -> Option<PathBuf> {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let small = exe.parent()?.join(SMALL_HELPER);
-    let (ours, it) = (
-        std::fs::metadata(exe).ok()?,
-        std::fs::metadata(&small).ok()?,
-    );
-    (it.is_file() && it.permissions().mode() & 0o100 != 0 && it.uid() == ours.uid())
-        .then_some(small)
-}
+pub const SMALL_HELPER: &str = crate::agent::sandbox::SMALL_HELPER;
 
 /// Once every process of the run is gone: remove what it left in a shared `/dev/shm`.
 fn sweep_shm(job: &Job) {

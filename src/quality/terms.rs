@@ -61,11 +61,13 @@ pub fn rank(word: &str) -> Option<u32> {
     static RANKS: OnceLock<HashMap<&'static str, u32>> = OnceLock::new();
     RANKS
         .get_or_init(|| {
-            ENGLISH
+            // Sized once: grown entry by entry, the table would be rebuilt a dozen times.
+            let mut ranks = HashMap::with_capacity(ENGLISH.len() / 6);
+            let words = ENGLISH
                 .lines()
-                .filter(|l| !l.is_empty() && !l.starts_with('#'))
-                .zip(1..)
-                .collect()
+                .filter(|l| !l.is_empty() && !l.starts_with('#'));
+            ranks.extend(words.zip(1..));
+            ranks
         })
         .get(word)
         .copied()

@@ -49,12 +49,13 @@ pub fn probe(policy: &Policy) -> Enforcement {
     let Ok(json) = serde_json::to_string(policy) else {
         return not("the policy does not serialise".into());
     };
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => return not(format!("cannot find own executable: {e}")),
+    let (exe, args) = match helper_exe() {
+        Ok(h) => h,
+        Err(e) => return not(e),
     };
     let out = std::process::Command::new(exe)
-        .args(["sandbox-exec", "--probe", "--policy", &json])
+        .args(args)
+        .args(["--probe", "--policy", &json])
         .stdin(std::process::Stdio::null())
         .output();
     match out {
@@ -63,4 +64,34 @@ pub fn probe(policy: &Policy) -> Enforcement {
         Ok(o) => not(String::from_utf8_lossy(&o.stderr).trim().to_string()),
         Err(e) => not(format!("cannot run the sandbox helper: {e}")),
     }
+}
+
+/// The small helper executable's name (`src/bin/`).
+pub const SMALL_HELPER: &str = "studio-agents-sandbox";
+
+/// The helper executable and its first arguments, before `--probe`, `--policy` and `--`: the
+/// small executable beside ours when it is there (it starts quicker), told our version, else
+/// our own `sandbox-exec`.
+pub fn helper_exe() -> Result<(std::path::PathBuf, Vec<String>), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find own executable: {e}"))?;
+    Ok(match small_helper(&exe) {
+        Some(small) => (
+            small,
+            vec!["--build".into(), env!("CARGO_PKG_VERSION").into()],
+        ),
+        None => (exe, vec!["sandbox-exec".into()]),
+    })
+}
+
+/// `studio-agents-sandbox` beside `exe`, when it is a regular file there that its owner may
+/// execute, owned as `exe` is (a file someone else put beside it is not ours).
+fn small_helper(exe: &std::path::Path) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let small = exe.parent()?.join(SMALL_HELPER);
+    let (ours, it) = (
+        std::fs::metadata(exe).ok()?,
+        std::fs::metadata(&small).ok()?,
+    );
+    (it.is_file() && it.permissions().mode() & 0o100 != 0 && it.uid() == ours.uid())
+        .then_some(small)
 }

@@ -536,6 +536,7 @@ fn harness(
     p.read_only = policy::protected(&root, Some(&layout.wiggum()));
     p.home_layer = crate::agent::home::home_layer(&home, &root, layout.root(), &tmp, safety);
     let enforced = sandbox::probe(&p);
+    crate::agent::launch::probed(&enforced);
     crate::agent::launch::check_store_reach(&p, enforced.read_only)?;
     if safety.sandbox == config::SandboxMode::Required && !enforced.filesystem {
         return Err(Error::input(format!(
