@@ -366,7 +366,15 @@ mod tests {
 
     #[tokio::test]
     async fn a_server_that_is_down_names_the_url() {
+        // A port nothing listens on: one the kernel just gave out and took back (a fixed one,
+        // say 1, may be anyone's on a shared machine).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let mut e = entry(EvaluatorKind::Openai);
+        e.url = Some(format!("http://127.0.0.1:{port}/v1/"));
         e.retries = 1;
         e.timeout_secs = 2;
         let err = chat(&e, "p", 0.0, &rubric_schema(&["depth".into()]))
@@ -374,7 +382,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("POST http://127.0.0.1:1/v1/chat/completions: cannot connect"),
+            err.starts_with(&format!(
+                "POST http://127.0.0.1:{port}/v1/chat/completions: cannot connect"
+            )),
             "{err}"
         );
         assert!(err.ends_with("(after 2 attempts)"), "{err}");
