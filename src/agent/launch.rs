@@ -513,7 +513,7 @@ pub async fn run(
     prompt: &str,
     promise: &str,
     stops: &mut watch::Receiver<StopLevel>,
-    on_event: impl FnMut(JobEvent),
+    on_event: impl FnMut(JobEvent) -> bool,
 ) -> Result<AgentRun> {
     let building = timing::step("launch.job");
     let mut job = job(agent, l);

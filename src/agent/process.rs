@@ -151,10 +151,12 @@ fn open_log(job: &Job) -> Result<(File, File)> {
     Ok((out, err))
 }
 
-/// What a job tells its owner while it runs.
+/// What a job tells its owner while it runs. The owner's answer to `Spawned` says whether
+/// the gate opens (false: it stays shut, and the job ends without running its command); to
+/// `Stopping` it is not asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobEvent {
-    /// It started with this pid (= process group).
+    /// It started with this pid (= process group), waiting at its gate.
     Spawned(u32),
     /// A stop request arrived: its tree is being terminated.
     Stopping,
@@ -311,7 +313,7 @@ pub const GATE_CLOSED: i32 = 125;
 pub async fn run(
     job: &Job,
     stops: &mut watch::Receiver<StopLevel>,
-    mut on_event: impl FnMut(JobEvent),
+    mut on_event: impl FnMut(JobEvent) -> bool,
 ) -> Result<ProcessEnd> {
     let (out, err) = open_log(job)?;
     if let Some(p) = &job.stdin {
@@ -334,9 +336,11 @@ pub async fn run(
     let pgid = pid.cast_signed();
     kill::manage(pgid);
     crate::sys::failpoint::hit("job-spawned")?;
-    on_event(JobEvent::Spawned(pid));
-    // Recorded: open the gate. A job that already died has no reader; that is its own ending.
-    let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
+    // Recorded (and whatever else its owner does before the command may run): open the gate.
+    // A job that already died has no reader; that is its own ending.
+    if on_event(JobEvent::Spawned(pid)) {
+        let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
+    }
     drop(gate_in);
     let ending = supervise(job, stops, &mut leader, pgid).await?;
     let _ending = crate::sys::timing::step("process.terminate");
@@ -352,7 +356,7 @@ pub async fn run(
         leader_exit,
         || {
             if ending == Ending::Stopped {
-                on_event(JobEvent::Stopping);
+                let _asked = on_event(JobEvent::Stopping);
             }
         },
     )
@@ -470,7 +474,7 @@ mod tests {
         let out = run(
             &job(d.path(), "sleep 0.2; echo done", 5000),
             &mut rx,
-            |_| {},
+            |_| true,
         )
         .await
         .unwrap();
@@ -486,7 +490,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (_tx, mut rx) = watch::channel(StopLevel::None);
         let j = job(d.path(), "trap '' TERM; sleep 30 & sleep 30", 200);
-        let out = run(&j, &mut rx, |_| {}).await.unwrap();
+        let out = run(&j, &mut rx, |_| true).await.unwrap();
         assert_eq!(out.ending, Ending::TimedOut);
         assert!(!out.killed.is_empty(), "SIGKILL was needed");
         assert!(kill::survivors(out.pid.cast_signed(), &j.token).is_empty());
@@ -501,7 +505,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(100)).await;
             tx.send(StopLevel::Now).unwrap();
         };
-        let (out, ()) = tokio::join!(run(&j, &mut rx, |_| {}), stopper);
+        let (out, ()) = tokio::join!(run(&j, &mut rx, |_| true), stopper);
         assert_eq!(out.unwrap().ending, Ending::Stopped);
     }
 
@@ -518,6 +522,7 @@ mod tests {
             if matches!(e, JobEvent::Spawned(_)) {
                 spawned = true;
             }
+            true
         })
         .await
         .unwrap();
@@ -527,7 +532,7 @@ mod tests {
             std::fs::read_to_string(d.path().join("log")).unwrap(),
             "the prompt\ndone\n"
         );
-        let none = run(&job(d.path(), "wc -c", 5000), &mut rx, |_| {})
+        let none = run(&job(d.path(), "wc -c", 5000), &mut rx, |_| true)
             .await
             .unwrap();
         assert_eq!(none.ending, Ending::Exited { code: 0 });
@@ -537,12 +542,12 @@ mod tests {
     async fn exit_codes_and_signals_are_told_apart() {
         let d = tempfile::tempdir().unwrap();
         let (_tx, mut rx) = watch::channel(StopLevel::None);
-        let e = run(&job(d.path(), "exit 7", 5000), &mut rx, |_| {})
+        let e = run(&job(d.path(), "exit 7", 5000), &mut rx, |_| true)
             .await
             .unwrap()
             .ending;
         assert_eq!(e, Ending::Exited { code: 7 });
-        let s = run(&job(d.path(), "kill -KILL $$", 5000), &mut rx, |_| {})
+        let s = run(&job(d.path(), "kill -KILL $$", 5000), &mut rx, |_| true)
             .await
             .unwrap()
             .ending;

@@ -85,7 +85,7 @@ impl Reviser for AloneReviser {
                 "gate-producer",
             )
         };
-        launch::run(spec, &launch, prompt, "", &mut self.stops, |_| {}).await
+        launch::run(spec, &launch, prompt, "", &mut self.stops, |_| true).await
     }
 }
 

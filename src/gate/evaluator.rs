@@ -188,7 +188,7 @@ impl Evaluator {
         .with_stdin(input.clone())
         .with_stdout(answer.clone());
         let mut stops = self.stops.clone();
-        let out = process::run(&job, &mut stops, |_| {}).await?;
+        let out = process::run(&job, &mut stops, |_| true).await?;
         let text = crate::sys::fsutil::read_capped(&answer, crate::sys::fsutil::ANSWER_CAP);
         crate::sys::fsutil::remove_file_opt(&input)?;
         crate::sys::fsutil::remove_file_opt(&answer)?;

@@ -319,7 +319,7 @@ async fn run_hooks(
         }
         let job = hook_job(lp.repo.workdir(), command, &index, n, lp);
         crate::sys::fsutil::append_line(job.log(), &format!("$ {name}"))?;
-        let out = process::run(&job, &mut lp.runner.stops, |_| {}).await?;
+        let out = process::run(&job, &mut lp.runner.stops, |_| true).await?;
         if !out.ending.success() {
             let last = crate::sys::fsutil::read_tail(job.log(), 4096)?
                 .lines()

@@ -392,7 +392,10 @@ impl Loop {
         };
         let before = self.tracker.snapshot(&self.repo)?;
         let original = super::original::hold(&layout, 0, self.work.seeds_artifact())?;
-        let run = self.runner.run_agent(&agent, &phase, prompt).await?;
+        let run = self
+            .runner
+            .run_agent(&agent, &phase, prompt, &mut || Ok(()))
+            .await?;
         let original = super::original::put_back(&layout, 0, original, false, self.take_cap())?;
         // Only a kept iteration writes the result: what planning left there is not one.
         if self.work.seeds_artifact() {

@@ -309,13 +309,10 @@ fn lay_out(lp: &Loop, n: u32) -> Result<String> {
     prompt_of(lp, n, &dir)
 }
 
-/// Run the agent between two snapshots of the work tree.
+/// Run the agent between two snapshots of the work tree (the first taken while its process
+/// starts: nothing of its command runs before).
 async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> Result<Seen> {
     let layout = lp.runner.layout.clone();
-    let snap = crate::sys::timing::step("snapshot");
-    let before = lp.tracker.snapshot(&lp.repo)?;
-    drop(snap);
-    let named = named::Fingerprints::take(plan_before, layout.root(), lp.repo.workdir());
     let records = layout.run_dir(n);
     let dir = layout.iteration_dir(n);
     let phase = RunSpec {
@@ -329,10 +326,29 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     };
     let agent = lp.agent.clone();
     let by = (agent.name != lp.primary.name).then(|| agent.name.clone());
-    let original = super::original::hold(&layout, n, lp.work.seeds_artifact())?;
+    let seeds = lp.work.seeds_artifact();
+    let (tracker, repo) = (&mut lp.tracker, &lp.repo);
+    let mut held = None;
+    let mut before_gate = || {
+        let snap = crate::sys::timing::step("snapshot");
+        let before = tracker.snapshot(repo)?;
+        drop(snap);
+        let named = named::Fingerprints::take(plan_before, layout.root(), repo.workdir());
+        let original = super::original::hold(&layout, n, seeds)?;
+        held = Some((before, named, original));
+        Ok(())
+    };
     let timed = crate::sys::timing::step("run_agent");
-    let mut run = lp.runner.run_agent(&agent, &phase, prompt).await?;
+    let mut run = lp
+        .runner
+        .run_agent(&agent, &phase, prompt, &mut before_gate)
+        .await?;
     drop(timed);
+    let Some((before, named, original)) = held else {
+        return Err(crate::error::Error::runtime(
+            "the run ended without its start being recorded",
+        ));
+    };
     crate::sys::failpoint::hit("after-run")?;
     let original = super::original::put_back(&layout, n, original, true, lp.take_cap())?;
     let put_back = put_back_spec(lp)?;

@@ -138,7 +138,7 @@ impl Runner {
             "hook",
         )
         .with_stdin(input);
-        let out = process::run(&job, &mut self.stops, |_| {}).await?;
+        let out = process::run(&job, &mut self.stops, |_| true).await?;
         if std::fs::metadata(&log).is_ok_and(|m| m.len() > LOG_CAP)
             && let Ok(f) = std::fs::OpenOptions::new().write(true).open(&log)
         {

@@ -285,21 +285,34 @@ impl Runner {
     }
 
     /// Run `agent` for a phase with `prompt` on stdin (or as `{prompt_file}`): the launch
-    /// prepared and recorded, the protected files kept, the run (the machine held awake), what it
-    /// changed of them put back, what it spent booked.
+    /// prepared and recorded, the run (the machine held awake), the protected files kept and
+    /// `before_gate` done while its process starts (before its command may run), what it
+    /// changed of them put back, what it spent booked. An error of `before_gate` (or of the
+    /// protected files' record) keeps the command from running and is the run's.
     pub async fn run_agent(
         &mut self,
         agent: &AgentSpec,
         phase: &RunSpec<'_>,
         prompt: &str,
+        before_gate: &mut dyn FnMut() -> Result<()>,
     ) -> Result<AgentRun> {
         let launch = self.prepare_launch(phase).await?;
-        let checks = crate::sys::timing::step("checks.before");
-        let before = self.protected.before(&self.layout, phase.work);
-        before.persist(self.layout.records())?;
-        drop(checks);
         let continued = crate::sys::resumed::count();
-        let run = self.launch_held(agent, &launch, prompt).await;
+        let mut before = None;
+        let run = self
+            .launch_held(agent, &launch, prompt, phase.work, &mut before, before_gate)
+            .await;
+        // Without a record of the protected files the gate never opened (or nothing was
+        // spawned): nothing of the command ran.
+        let before = match before {
+            Some(Ok(b)) => b,
+            Some(Err(e)) => return self.never_ran(e),
+            None => {
+                return self.never_ran(run.err().unwrap_or_else(|| {
+                    crate::error::Error::runtime("the run ended without its start being recorded")
+                }));
+            }
+        };
         let (mut changed, committed) = self.put_back(&before)?;
         self.state.step(Step::AgentGone, chrono::Utc::now())?;
         self.say_restored(phase, &changed);
@@ -320,6 +333,15 @@ impl Runner {
         self.book_spend(agent, &mut run)?;
         log_run(agent, phase, &run);
         Ok(run)
+    }
+
+    /// A run whose command never ran ends with `e`: recorded gone, no protected files to put
+    /// back.
+    fn never_ran(&mut self, e: crate::error::Error) -> Result<AgentRun> {
+        let _kept = super::guard::persist::clear(self.layout.records());
+        self.state.step(Step::AgentGone, chrono::Utc::now())?;
+        self.save()?;
+        Err(e)
     }
 
     /// The run's launch: its phase's places, a call slot taken, the wall limit bounded by what
@@ -359,13 +381,16 @@ impl Runner {
         agent: &AgentSpec,
         launch: &Launch,
         prompt: &str,
+        work: &std::path::Path,
+        before: &mut Option<Result<super::guard::Before>>,
+        before_gate: &mut dyn FnMut() -> Result<()>,
     ) -> Result<AgentRun> {
         let _awake = self
             .awake
             .hold(&format!("loop `{}` runs an agent", self.topic))
             .await;
         let state_path = self.layout.state();
-        let st = &mut self.state;
+        let (st, protected, layout) = (&mut self.state, &self.protected, &self.layout);
         launch::run(
             agent,
             launch,
@@ -382,6 +407,17 @@ impl Runner {
                 } else if let Err(e) = state::save(&state_path, st) {
                     tracing::error!("cannot record the agent's state: {e}");
                 }
+                if !matches!(event, JobEvent::Spawned(_)) {
+                    return true;
+                }
+                // While its process starts: the protected files recorded, the caller's part.
+                let kept = keep_protected(protected, layout, work).and_then(|b| {
+                    before_gate()?;
+                    Ok(b)
+                });
+                let open = kept.is_ok();
+                *before = Some(kept);
+                open
             },
         )
         .await
@@ -473,4 +509,17 @@ fn log_run(agent: &AgentSpec, phase: &RunSpec<'_>, run: &AgentRun) {
         run.outcome.ending,
         run.outcome.duration.as_secs_f64()
     );
+}
+
+/// The protected files as they are before a run, on disk beside the run's records (a
+/// supervisor killed during the run leaves what the next start puts back).
+fn keep_protected(
+    protected: &super::guard::Protected,
+    layout: &Layout,
+    work: &std::path::Path,
+) -> Result<super::guard::Before> {
+    let _checks = crate::sys::timing::step("checks.before");
+    let before = protected.before(layout, work);
+    before.persist(layout.records())?;
+    Ok(before)
 }

@@ -129,7 +129,7 @@ fn run_agent(r: &Request<'_>) -> Result<crate::agent::launch::AgentRun> {
     rt.block_on(async {
         let (tx, mut rx) = watch::channel(StopLevel::None);
         super::signals::spawn_handler(tx, None)?;
-        launch::run(r.agent, &launch, &prompt, "", &mut rx, |_| {}).await
+        launch::run(r.agent, &launch, &prompt, "", &mut rx, |_| true).await
     })
 }
 

@@ -83,7 +83,11 @@ impl Reviser for LoopReviser<'_> {
         let original =
             crate::ralph::original::hold(&layout, self.iteration, self.lp.work.seeds_artifact())?;
         let before = self.snapshot_if_earlier()?;
-        let run = self.lp.runner.run_agent(spec, &phase, prompt).await?;
+        let run = self
+            .lp
+            .runner
+            .run_agent(spec, &phase, prompt, &mut || Ok(()))
+            .await?;
         self.lp.revision_costs.push(run.report.cost_usd);
         self.put_back_earlier(before)?;
         let cap = self.lp.take_cap();

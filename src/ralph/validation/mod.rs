@@ -62,7 +62,7 @@ pub async fn run(
         fsutil::append_line(log, &format!("$ {cmd}"))?;
         let from = std::fs::metadata(log).map_or(0, |m| m.len());
         let started = std::time::SystemTime::now();
-        let out = process::run(&job, stops, |_| {}).await;
+        let out = process::run(&job, stops, |_| true).await;
         fsutil::remove_dir_all_opt(&tmp)?;
         let out = out?;
         let reader = read_from(log, from)?;
