@@ -96,15 +96,24 @@ impl Repo {
                 }
             }
         }
+        // libgit2 replaces an entry only by one of its kind: a directory made a file or a link
+        // (or a file made a directory) has its old entry removed first.
+        let cleared = self.kind_changes_cleared(&base, &entries)?;
+        let under = cleared.as_ref().unwrap_or(&base);
         let mut update = TreeUpdateBuilder::new();
         for (p, e) in &entries {
             match e {
-                Some((oid, mode)) => update.upsert(p, *oid, *mode),
-                None => update.remove(p),
-            };
+                Some((oid, mode)) => {
+                    update.upsert(p, *oid, *mode);
+                }
+                None if under.get_path(p).is_ok() => {
+                    update.remove(p);
+                }
+                None => {}
+            }
         }
         let tree = update
-            .create_updated(&self.repo, &base)
+            .create_updated(&self.repo, under)
             .git_at(&self.workdir, "build the commit's tree")?;
         let pending = Pending {
             tree,
@@ -113,6 +122,44 @@ impl Repo {
             made: None,
         };
         Ok((pending, base.id()))
+    }
+
+    /// `base` without the entries whose kind `entries` change (a tree where a file or link
+    /// comes, a file or link where a tree comes); `None` when there are none.
+    fn kind_changes_cleared(
+        &self,
+        base: &git2::Tree<'_>,
+        entries: &[(PathBuf, Option<(Oid, FileMode)>)],
+    ) -> Result<Option<git2::Tree<'_>>> {
+        let is_tree = |p: &Path| {
+            base.get_path(p)
+                .is_ok_and(|t| t.kind() == Some(git2::ObjectType::Tree))
+        };
+        let mut clear: Vec<&Path> = Vec::new();
+        for (p, _) in entries.iter().filter(|(_, e)| e.is_some()) {
+            if is_tree(p) {
+                clear.push(p);
+            }
+            let above = p.ancestors().skip(1).filter(|a| !a.as_os_str().is_empty());
+            clear.extend(above.filter(|a| base.get_path(a).is_ok() && !is_tree(a)));
+        }
+        if clear.is_empty() {
+            return Ok(None);
+        }
+        clear.sort();
+        clear.dedup();
+        let mut update = TreeUpdateBuilder::new();
+        for p in clear {
+            update.remove(p);
+        }
+        let id = update
+            .create_updated(&self.repo, base)
+            .git_at(&self.workdir, "build the commit's tree")?;
+        let tree = self
+            .repo
+            .find_tree(id)
+            .git_at(&self.workdir, "build the commit's tree")?;
+        Ok(Some(tree))
     }
 
     /// The tree of commit `at` (the empty tree for none).
@@ -153,6 +200,9 @@ impl Repo {
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             return Ok(None);
         };
+        if self.beyond_a_link(repo_rel) {
+            return Ok(None);
+        }
         if meta.file_type().is_symlink() {
             let target = std::fs::read_link(&full).map_err(|e| crate::error::Error::Io {
                 path: full.clone(),

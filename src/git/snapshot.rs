@@ -298,9 +298,23 @@ impl Repo {
             .collect())
     }
 
+    /// Whether `repo_rel` lies beyond a link (or a file) in the work tree: a directory on its
+    /// way is not one. Git holds no such path (`git add` refuses it as beyond a symbolic link):
+    /// it is gone, whatever the link's target holds there.
+    pub(super) fn beyond_a_link(&self, repo_rel: &Path) -> bool {
+        repo_rel
+            .ancestors()
+            .skip(1)
+            .filter(|a| !a.as_os_str().is_empty())
+            .any(|a| std::fs::symlink_metadata(self.workdir.join(a)).map_or(true, |m| !m.is_dir()))
+    }
+
     /// The id of what a work-tree path holds: a file's blob, a symlink's target, a submodule's
-    /// HEAD commit; `None` when it is gone.
+    /// HEAD commit; `None` when it is gone (or beyond a link).
     pub(super) fn content_id(&self, repo_rel: &Path) -> Option<Oid> {
+        if self.beyond_a_link(repo_rel) {
+            return None;
+        }
         let full = self.workdir.join(repo_rel);
         let meta = std::fs::symlink_metadata(&full).ok()?;
         if meta.file_type().is_symlink() {

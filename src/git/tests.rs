@@ -196,6 +196,41 @@ fn links_exec_bits_and_deletions_are_committed_as_git_would() {
     assert_eq!(git(root, &["status", "--porcelain"]), "");
 }
 
+/// A directory made a link (or a file) and a file made a directory are committed as git would,
+/// the index left clean: libgit2 replaces an entry only by one of its kind.
+#[test]
+fn a_directory_made_a_link_and_a_file_made_a_directory_are_committed() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    git(root, &["init", "-q"]);
+    std::fs::create_dir_all(root.join("src/deep/inner")).unwrap();
+    std::fs::write(root.join("src/deep/inner/s.txt"), "s\n").unwrap();
+    std::fs::write(root.join("src/deep/t.txt"), "t\n").unwrap();
+    std::fs::write(root.join("notes"), "a file\n").unwrap();
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "base"]);
+    let repo = Repo::open(root).unwrap();
+    let before = repo.snapshot().unwrap();
+    std::fs::rename(root.join("src/deep"), root.join("moved")).unwrap();
+    std::os::unix::fs::symlink("../moved", root.join("src/deep")).unwrap();
+    std::fs::remove_file(root.join("notes")).unwrap();
+    std::fs::create_dir_all(root.join("notes")).unwrap();
+    std::fs::write(root.join("notes/n.md"), "now a directory\n").unwrap();
+    let changed = repo.snapshot().unwrap().changed_paths(&before);
+    repo.commit_paths(&changed, "m", "w", "w@x")
+        .unwrap()
+        .unwrap();
+    let tree = git(root, &["ls-tree", "-r", "HEAD"]);
+    let names: Vec<&str> = tree.lines().filter_map(|l| l.split('\t').nth(1)).collect();
+    assert_eq!(
+        names,
+        ["moved/inner/s.txt", "moved/t.txt", "notes/n.md", "src/deep"],
+        "{tree}"
+    );
+    assert!(tree.contains("120000 blob"), "{tree}");
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+}
+
 /// A repository with tracked files inside and outside the artifact dir `art/`.
 fn refresh_repo() -> (tempfile::TempDir, Repo) {
     let d = tempfile::tempdir().unwrap();
