@@ -66,8 +66,8 @@ pub struct TreeWatch {
     /// A directory could not be watched: its changes would go unseen, so every answer from now
     /// on is "unknown" (walk).
     blind: bool,
-    /// Events were dropped: a directory made meanwhile may be unwatched, so the next take
-    /// watches the tree again.
+    /// Events were dropped, or the rules of what is ignored changed: a directory may be
+    /// unwatched that should not be, so the next take watches the tree again.
     rewatch: bool,
 }
 
@@ -171,9 +171,11 @@ impl TreeWatch {
             self.absorb(s, &mut Vec::new());
         }
         if std::mem::take(&mut self.rewatch) {
-            // A directory made while events were dropped may be unwatched: watch the tree again
-            // (a directory watched already stays as it is).
-            tracing::info!("the file watch fell behind (events dropped); walking instead");
+            // A directory made while events were dropped, or one no longer ignored, may be
+            // unwatched: watch the tree again (a directory watched already stays as it is).
+            tracing::info!(
+                "the file watch fell behind or the ignore rules changed; walking instead"
+            );
             let root = self.root.clone();
             self.add_tree(&root);
         }
@@ -212,6 +214,12 @@ impl TreeWatch {
         }
         if new_dir && p.symlink_metadata().is_ok_and(|m| m.is_dir()) && !(self.skip)(rel) {
             self.add_tree(&p);
+        }
+        // Rules of what is ignored changed: a directory left unwatched for them may count now.
+        // Watch the tree again and walk once (what was written there unwatched is found).
+        if rel.file_name().is_some_and(|n| n == ".gitignore") {
+            self.lost = true;
+            self.rewatch = true;
         }
         seen.push(rel.to_path_buf());
         if !self.lost {
@@ -306,6 +314,31 @@ mod tests {
         let _listing = std::fs::read_dir(d.path().join("src")).unwrap().count();
         assert_eq!(w.poll(), Vec::<PathBuf>::new());
         assert_eq!(paths(w.take()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_directory_no_longer_ignored_is_walked_once_then_watched() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("build/deep")).unwrap();
+        std::fs::write(d.path().join(".gitignore"), "build/\n").unwrap();
+        let ignored = |root: PathBuf| {
+            move |rel: &Path| {
+                rel.starts_with("build")
+                    && std::fs::read_to_string(root.join(".gitignore"))
+                        .is_ok_and(|t| t.contains("build/"))
+            }
+        };
+        let mut w =
+            TreeWatch::start(d.path(), d.path(), Box::new(ignored(d.path().into()))).unwrap();
+        std::fs::write(d.path().join("build/deep/a"), "x").unwrap();
+        assert_eq!(paths(w.take()), Vec::<String>::new());
+        // Un-ignored, and written into at once: only a walk can tell what is there.
+        std::fs::write(d.path().join(".gitignore"), "# nothing\n").unwrap();
+        std::fs::write(d.path().join("build/deep/b"), "y").unwrap();
+        assert_eq!(paths(w.take()), ["<unknown>"]);
+        // Watched from now on.
+        std::fs::write(d.path().join("build/deep/c"), "z").unwrap();
+        assert_eq!(paths(w.take()), ["build/deep/c"]);
     }
 
     #[test]
