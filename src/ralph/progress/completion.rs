@@ -50,6 +50,9 @@ pub struct Completion {
     pub earlier: usize,
     /// Whether any iteration was committed (else there is nothing to diff or summarise).
     pub committed: bool,
+    /// Whether any agent ran (planning or an iteration): else what ended the loop came before
+    /// any, and no agent's words or another agent can help.
+    pub agent_ran: bool,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -104,6 +107,7 @@ pub fn completion_of(
             .map(|q| (q.iteration, q.text)),
         earlier: questions.earlier.len(),
         committed,
+        agent_ran: iterations > 0 || during.is_some() || layout.agent_log(0).exists(),
     })
 }
 
@@ -364,6 +368,12 @@ pub fn completion_block(c: &Completion) -> String {
         };
         out.push(format!(
             "  next        {sa} wiggum start {t}{more}   (once answered: the next run reads it)",
+            t = c.topic
+        ));
+    } else if !c.committed && !c.agent_ran {
+        // Ended before any agent ran: the reason line says what to change; then start again.
+        out.push(format!(
+            "  next        {sa} wiggum start {t}   (no agent ran: see to the reason above, then start again)",
             t = c.topic
         ));
     } else if !c.committed {

@@ -377,6 +377,7 @@ mod tests {
             question: None,
             earlier: 0,
             committed: false,
+            agent_ran: true,
         };
         let block = completion_block(&c);
         assert!(
@@ -384,6 +385,23 @@ mod tests {
             "{block}"
         );
         assert!(!block.contains("wiggum diff"));
+        // Ended before any agent ran (a validation command that cannot run): no agent's words
+        // to read, no other agent to try; the reason line says what to change.
+        let before_any = Completion {
+            reason: StopReason::Error,
+            detail: "`python3 -m nosuchmodule` cannot run: name a command that runs with `--validate CMD`".into(),
+            agent_ran: false,
+            ..c.clone()
+        };
+        let block = completion_block(&before_any);
+        assert!(
+            block.ends_with("  next        studio-agents wiggum start t   (no agent ran: see to the reason above, then start again)"),
+            "{block}"
+        );
+        assert!(
+            !block.contains("wiggum logs") && !block.contains("--agent NAME"),
+            "{block}"
+        );
         // Iterations ran, none was committed (every one rejected): the last run's words.
         let rejected = Completion {
             iterations: 2,
@@ -444,6 +462,7 @@ mod tests {
             question: None,
             earlier: 0,
             committed: true,
+            agent_ran: true,
         };
         assert_eq!(
             completion_block(&c),
@@ -500,6 +519,7 @@ mod tests {
             question: None,
             earlier: 0,
             committed: true,
+            agent_ran: true,
         };
         assert_eq!(
             completion_block(&c),
@@ -529,6 +549,7 @@ mod tests {
                 question: None,
                 earlier: 0,
                 committed: true,
+                agent_ran: true,
             })
         };
         assert!(
@@ -565,6 +586,7 @@ mod tests {
             question: Some((2, "Should I also update the migration?\u{1b}[2J".into())),
             earlier: 2,
             committed: true,
+            agent_ran: true,
         };
         assert!(
             completion_block(&c).contains(
