@@ -62,22 +62,13 @@ fn commits_patch(
     Ok(out)
 }
 
-/// `calc.py | +3 -1` per file, then the totals.
+/// The files of a patch and their counts, as `git diff --stat` prints them.
 fn patch_stat(patch: &str) -> String {
-    let files = crate::git::patch::files(patch);
-    let (add, del) = files
+    let files: Vec<(String, usize, usize)> = crate::git::patch::files(patch)
         .iter()
-        .fold((0, 0), |(a, d), f| (a + f.added.len(), d + f.removed.len()));
-    let mut out: String = files
-        .iter()
-        .map(|f| format!(" {} | +{} -{}\n", f.path, f.added.len(), f.removed.len()))
+        .map(|f| (f.path.clone(), f.added.len(), f.removed.len()))
         .collect();
-    let n = files.len();
-    out.push_str(&format!(
-        " {n} file{} changed, +{add} -{del}\n",
-        if n == 1 { "" } else { "s" }
-    ));
-    out
+    stat_lines(&files)
 }
 
 /// The largest artifact version compared.
@@ -194,17 +185,36 @@ fn versions(layout: &Layout, old: &Path, new: &Path, stat: bool) -> Result<Strin
 /// ` wiggum/final/artifact.md | 12 +++++++++---` and the totals line, like `git diff --stat`.
 #[must_use]
 pub fn stat_text(name: &str, added: usize, removed: usize) -> String {
-    let total = added + removed;
-    // At most 50 marks, in proportion.
+    stat_lines(&[(name.to_string(), added, removed)])
+}
+
+/// One ` name | count +++--` line per file (names and counts aligned), then the totals line,
+/// like `git diff --stat`.
+fn stat_lines(files: &[(String, usize, usize)]) -> String {
+    let width = files.iter().map(|f| f.0.chars().count()).max().unwrap_or(0);
+    let most = files.iter().map(|f| f.1 + f.2).max().unwrap_or(0);
+    let digits = most.to_string().len();
+    // At most 50 marks, in proportion to the file with the most.
     let scale = |n: usize| {
-        if total <= 50 {
+        if most <= 50 {
             n
         } else {
-            (n * 50).div_ceil(total)
+            (n * 50).div_ceil(most)
         }
     };
+    let mut out = String::new();
+    for (name, added, removed) in files {
+        out.push_str(&format!(
+            " {name:<width$} | {:>digits$} {}{}\n",
+            added + removed,
+            "+".repeat(scale(*added)),
+            "-".repeat(scale(*removed)),
+        ));
+    }
+    let (added, removed) = files.iter().fold((0, 0), |(a, d), f| (a + f.1, d + f.2));
     // Like git, a count of zero is left out.
-    let mut counts = vec!["1 file changed".to_string()];
+    let n = files.len();
+    let mut counts = vec![format!("{n} file{} changed", if n == 1 { "" } else { "s" })];
     if added > 0 {
         counts.push(format!(
             "{added} insertion{}(+)",
@@ -217,12 +227,8 @@ pub fn stat_text(name: &str, added: usize, removed: usize) -> String {
             if removed == 1 { "" } else { "s" }
         ));
     }
-    format!(
-        " {name} | {total} {}{}\n {}\n",
-        "+".repeat(scale(added)),
-        "-".repeat(scale(removed)),
-        counts.join(", ")
-    )
+    out.push_str(&format!(" {}\n", counts.join(", ")));
+    out
 }
 
 /// Colour a unified diff as git does: headers bold, hunks cyan, additions green, removals red.
@@ -270,6 +276,35 @@ mod tests {
         assert_eq!(bar.matches('+').count(), 38);
         assert_eq!(bar.matches('-').count(), 13);
         assert!(stat_text("a.md", 2, 0).ends_with(" 1 file changed, 2 insertions(+)\n"));
+    }
+
+    /// A code loop's commit: the files and counts of the patch as git's own `--stat` has them.
+    #[test]
+    fn a_patchs_stat_is_gits() {
+        let d = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(["-c", "user.name=u", "-c", "user.email=u@e"])
+                .args(args)
+                .current_dir(d.path())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&["init", "-q"]);
+        std::fs::write(d.path().join("calc.py"), "a\nb\nc\n").unwrap();
+        std::fs::write(d.path().join("NOTES.md"), "n\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "base"]);
+        std::fs::write(d.path().join("calc.py"), "a\nB\nc\nd\n").unwrap();
+        std::fs::write(d.path().join("NOTES.md"), "n\nmore\n").unwrap();
+        std::fs::write(d.path().join("new_test.py"), "t\n".repeat(12)).unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-qm", "change"]);
+        let patch = git(&["show", "--format=", "HEAD"]);
+        let want = git(&["show", "--format=", "--stat=200", "HEAD"]);
+        assert_eq!(patch_stat(&patch), want);
     }
 
     #[test]
