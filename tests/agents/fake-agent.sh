@@ -208,7 +208,7 @@ iteration)
         3) body='A test now covers the denial, so a later change to the policy fails `make check` before it can reach the users of the panel.' ;;
         *) body='Operators can roll it back by setting `roles.cache = false`; the old path still works and is tested every night.' ;;
         esac
-        printf '\n## %s\n\nDone in iteration %s. %s\n' "$item" "$ITERATION" "$body" >> "$ITERATION_DIR/artifact.md"
+        printf '\n## %s\n\nDone for %s in iteration %s. %s\n' "$item" "$TOPIC" "$ITERATION" "$body" >> "$ITERATION_DIR/artifact.md"
         awk -v it="$item" '!d && $0 == "- [ ] " it { print "- [x] " it; d = 1; next } { print }' "$plan" > "$plan.tmp"
         mv "$plan.tmp" "$plan"
         printf '%s\n\nbecause the plan said so\n' "$item" > "$ITERATION_DIR/review.md"

@@ -290,7 +290,14 @@ fn correct_changes_pass_the_gate_and_diff_shows_each_commit() {
         stat.contains("# iteration 1") && stat.contains("# iteration 2"),
         "{stat}"
     );
-    assert!(stat.contains(" calc.py | +"), "{stat}");
+    // git's stat lines: ` calc.py   |  4 ++++`.
+    assert!(
+        stat.lines().any(|l| l.starts_with(" calc.py ")
+            && l.split('|')
+                .nth(1)
+                .is_some_and(|c| c.trim().ends_with("++++"))),
+        "{stat}"
+    );
     // The run lines say what each iteration changed and the tests after it.
     assert!(
         out.contains("tests 1 failing") || out.contains("tests green"),

@@ -180,7 +180,7 @@ fn every_page_of_an_ended_loop_and_its_event_stream() {
     assert!(page.contains("href=\"/loop/dash/diff/2\""), "{page}");
     // The page names the loop's result, as `status` does, and that its gate did not pass.
     let result = format!(
-        "<p id=\"result\">result: {}/wiggum/final/artifact.md (iteration 3; its gate 6.2 did not pass 8.0)</p>",
+        "<p id=\"result\">result: {}/wiggum/final/artifact.md (iteration 3; its gate 6.8 did not pass 8.0)</p>",
         t.art().display()
     );
     assert!(page.contains(&result), "{result} in {page}");

@@ -116,14 +116,14 @@ fn summary_shows_the_lift_and_a_line_per_iteration() {
         ),
         "{out}"
     );
-    assert!(out.contains("gate            r1 4.5 → final 6.2"), "{out}");
+    assert!(out.contains("gate            r1 5.0 → final 6.8"), "{out}");
     let rows: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("Iteration "))
         .collect();
     assert_eq!(rows.len(), 3, "{out}");
     assert!(
-        rows[1].starts_with("Iteration 2/10 ✓ kept · gate 5.6 (best so far; pass 8.0)")
+        rows[1].starts_with("Iteration 2/10 ✓ kept · gate 6.2 (best so far; pass 8.0)")
             && rows[1].ends_with("\"Improve part 2\""),
         "{out}"
     );
@@ -133,7 +133,7 @@ fn summary_shows_the_lift_and_a_line_per_iteration() {
     assert_eq!(j["iterations"].as_array().unwrap().len(), 3);
     assert_eq!(j["lines"].as_array().unwrap().len(), 3);
     assert_eq!(j["lift"]["quality"][0]["metric"], "overall");
-    assert_eq!(j["lift"]["gate_r1"], 4.46);
+    assert_eq!(j["lift"]["gate_r1"], 5.05);
 }
 
 #[test]

@@ -426,16 +426,16 @@ fn the_foreground_prints_a_line_per_run_and_the_completion_block_not_log_records
     r.code(0);
     insta::assert_snapshot!(redact(&r.stdout(), &t), @r#"
     Planning ✓ planned · <time> · 3 items in fix_plan.md
-    Iteration 1/10 ✓ kept · gate 4.9 (best so far; pass 8.0) · <time> · <sha> "Improve part 1"
-    Iteration 2/10 ✓ kept · gate 6.0 (best so far; pass 8.0) · <time> · <sha> "Improve part 2"
-    Iteration 3/10 ✓ kept · gate 6.6 (best so far; pass 8.0) · <time> · <sha> "Improve part 3"
+    Iteration 1/10 ✓ kept · gate 4.7 (best so far; pass 8.0) · <time> · <sha> "Improve part 1"
+    Iteration 2/10 ✓ kept · gate 5.8 (best so far; pass 8.0) · <time> · <sha> "Improve part 2"
+    Iteration 3/10 ✓ kept · gate 6.2 (best so far; pass 8.0) · <time> · <sha> "Improve part 3"
     Loop `progress` ended: every item in fix_plan.md is done
       iterations  3/10
       quality     0.22 → 0.60 (+178%)
       time        <time>
       cost        unknown
       reason      fix_plan.md has no unchecked items
-      gate        never passed: the best was 6.6, iteration 3 (pass 8.0)
+      gate        never passed: the best was 6.2, iteration 3 (pass 8.0)
       artifact    <art>/wiggum/final/artifact.md (iteration 3)
       next        STUDIO_AGENTS_HOME=<home> studio-agents wiggum diff progress
                   STUDIO_AGENTS_HOME=<home> studio-agents wiggum summary progress
