@@ -114,6 +114,58 @@ fn settings_the_agent_writes_are_restored_and_never_taken() {
     out.assert_untouched();
 }
 
+/// The working directory the run starts in is looked up through its mounts: a path relative
+/// to it meets the same read-only `.git` and control files an absolute one does, with the
+/// repository in the home (the kit's is, and the home's layer lies over it).
+#[test]
+fn relative_paths_meet_the_read_only_files_too() {
+    let t = TestHome::new();
+    let env = attack(
+        &t,
+        "pwd\nprintf '[x]\\n' >> wiggum/wiggum.toml && echo WROTE-SETTINGS\nprintf '# x\\n' >> .git/config && echo WROTE-GIT\n",
+    );
+    // The kit's home (the test's directory) is granted to runs, so it gets no layer: the home
+    // here is the directory above it, which holds the repository as a user's home does.
+    let above = t.root().parent().unwrap().to_path_buf();
+    let args = t.start_args(
+        "rel",
+        &t.art(),
+        &t.agent_cmd("attack", &format!("{env} FAKE_AT=1")),
+        &["--foreground", "--max-iterations", "1"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run_with(&args, &[("HOME", above.to_str().unwrap())])
+        .code(0);
+    let sandbox = t.state()["harness"]["sandbox"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let first = t.runs("iteration")[0].clone();
+    if sandbox.contains("read-only") {
+        // Refused by the kernel, nothing changed to restore: the iteration stands.
+        assert_eq!(first["outcome"], "accepted", "{first}");
+        let log = std::fs::read_to_string(t.records("iteration-001/agent.log")).unwrap();
+        assert!(log.contains(&t.art().display().to_string()), "{log}");
+        assert!(
+            !log.contains("WROTE-SETTINGS") && !log.contains("WROTE-GIT"),
+            "{log}"
+        );
+        assert_eq!(log.matches("Read-only file system").count(), 2, "{log}");
+        assert!(
+            sandbox.contains("home through the loop's layer"),
+            "{sandbox}"
+        );
+    } else {
+        // No mount namespace here: written, then restored and the iteration rejected.
+        assert_eq!(first["outcome"], "rejected", "{first}");
+    }
+    assert!(
+        !std::fs::read_to_string(t.wiggum("wiggum.toml"))
+            .unwrap()
+            .contains("[x]")
+    );
+}
+
 #[test]
 fn a_changed_settings_file_is_refused_at_start_until_allowed() {
     let t = TestHome::new();

@@ -72,7 +72,18 @@ pub fn private_mounts(p: &Policy) -> Result<Mounts, String> {
     let masked = super::masks::mask(p, done.home)?;
     done.home_writable = done.home && masked.home;
     done.hidden_masked = masked.all;
+    enter_cwd_again()?;
     Ok(done)
+}
+
+/// The working directory again, looked up through the mounts just made. The one the process
+/// came with was looked up before them: a path relative to it would walk the file system under
+/// every mount made since — the home's layer over an ancestor (a repository in the home), and
+/// with it the read-only binds of `.git` and the control files, which lie on the layer's side.
+fn enter_cwd_again() -> Result<(), String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    std::env::set_current_dir(&cwd)
+        .map_err(|e| format!("the working directory {} again: {e}", cwd.display()))
 }
 
 /// The run's own `/dev`; where it cannot be made, a private `/dev/shm` and `/dev/pts` on the
