@@ -222,8 +222,16 @@ impl Runner {
         if let Err(e) = restored {
             tracing::error!("{e}");
         }
+        // Before its first commit, git holds none of it to give back.
+        let committed = crate::git::Repo::open(self.layout.root())
+            .is_ok_and(|r| r.in_head(Path::new("wiggum/PROMPT.md")));
+        let how = if committed {
+            "restore the rest from git (`git checkout -- wiggum`) and start the loop again"
+        } else {
+            "the rest was never committed, so git cannot give it back: move it back where the agent moved it, or start the loop again and its prompts are written afresh"
+        };
         crate::error::Error::runtime(format!(
-            "the agent deleted {} (or the loop's memory in it: plan, prompts, settings); the state and run records were restored — restore the rest from git (`git checkout -- wiggum`) and start the loop again",
+            "the agent deleted {} (or the loop's memory in it: plan, prompts, settings); the state and run records were restored — {how}",
             wiggum.display()
         ))
     }

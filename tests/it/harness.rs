@@ -422,6 +422,33 @@ fn an_agent_that_deletes_wiggum_ends_the_loop_with_a_reason() {
     );
 }
 
+/// Before the loop's first commit (a plan of the user's own: no planning run), git holds none
+/// of `wiggum/`: the way on that the loop's end names is not `git checkout`.
+#[test]
+fn an_agent_that_moves_wiggum_before_its_first_commit_is_told_what_git_cannot_give_back() {
+    let t = TestHome::new();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    std::fs::write(t.wiggum("fix_plan.md"), "- [ ] Improve part 1\n").unwrap();
+    let script = t.root().join("move.sh");
+    std::fs::write(
+        &script,
+        "mv \"$WIGGUM_DIR\" \"$WIGGUM_DIR.moved\" && ln -s wiggum.moved \"$WIGGUM_DIR\"\n",
+    )
+    .unwrap();
+    let env = format!("FAKE_ATTACK={} FAKE_AT=1", script.display());
+    let r = t.start_with_env("moved", "attack", &env, &[]);
+    r.code(1);
+    let st = t.state();
+    let detail = st["stop_detail"].as_str().unwrap();
+    assert!(detail.contains("the agent deleted"), "{st}");
+    assert!(
+        detail.contains("never committed") && !detail.contains("git checkout"),
+        "{st}"
+    );
+    // What the agent moved is where it moved it; nothing of it was taken.
+    assert!(t.art().join("wiggum.moved/fix_plan.md").is_file());
+}
+
 #[test]
 fn an_agent_that_deletes_wiggum_in_a_revision_round_ends_the_loop_the_same_way() {
     let t = TestHome::new();
