@@ -176,7 +176,6 @@ impl Repo {
         let full = self.workdir.join(p);
         let work = match std::fs::symlink_metadata(&full) {
             Err(_) => None,
-            Ok(_) if self.beyond_a_link(p) => None,
             Ok(m) if m.is_dir() => {
                 if index_entry.is_none_or(|e| e.1 != GITLINK) {
                     // A directory where the index has a file: that file is deleted. A plain
