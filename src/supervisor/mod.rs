@@ -99,9 +99,14 @@ fn awake_line(enabled: bool) -> String {
     crate::sys::awake::line(enabled, &probed)
 }
 
+/// The ceiling of libgit2's object cache in the supervisor, and the largest tree it keeps.
+const GIT_CACHE_BYTES: usize = 8 << 20;
+const GIT_CACHE_TREE_BYTES: usize = 64 << 10;
+
 /// Run the loop in this process. Returns the exit code.
 pub fn run_foreground(opts: &StartOpts, verbose: bool) -> Result<i32> {
     crate::sys::kernel::keep_freed_heap();
+    crate::sys::kernel::bounded_git_cache(GIT_CACHE_BYTES, GIT_CACHE_TREE_BYTES);
     // Not dumpable: no process of the same user (an agent with the sandbox off, say) reads the
     // supervisor's environment or memory through /proc or ptrace; as root, the agents run with
     // no capability to override it.
@@ -225,9 +230,6 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
             .saturating_add(2),
         &p.layout.state(),
     );
-    // libgit2 caches every commit and small tree it reads for the life of the process: over a
-    // night of iterations that is memory that only grows. The loop reads each object about once.
-    git2::opts::enable_caching(false);
     let (tx, rx) = watch::channel(StopLevel::None);
     signals::spawn_handler(tx, Some(p.layout.requests()))?;
     let finishing = p.settings.finish.clone();
