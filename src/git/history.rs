@@ -75,10 +75,15 @@ pub fn decide(at_start: &HeadRef, f: &Facts) -> Option<Break> {
     }
 }
 
-/// Read the facts from the repository at `git_dir` (one opening: this runs after every agent
-/// run).
+/// Read the facts from the repository at `git_dir` (this runs after every agent run: three
+/// small files when nothing moved, else one opening).
 #[must_use]
 pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
+    unmoved(git_dir, at_start, last).or_else(|| opened(git_dir, at_start, last))
+}
+
+/// The facts, read through the opened repository.
+fn opened(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
     let last = Oid::from_str(last).ok()?;
     let repo = Repository::open(git_dir).ok()?;
     let head = HeadRef::read(git_dir);
@@ -94,6 +99,43 @@ pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
         holds_last: tip == Some(last) || above,
         moved_on: above,
         busy: repo.state() != git2::RepositoryState::Clean,
+    })
+}
+
+/// The files a git operation in progress leaves in the git directory (what libgit2's
+/// `git_repository_state` looks for).
+const IN_PROGRESS: [&str; 6] = [
+    "rebase-merge",
+    "rebase-apply",
+    "MERGE_HEAD",
+    "REVERT_HEAD",
+    "CHERRY_PICK_HEAD",
+    "BISECT_LOG",
+];
+
+/// The facts of a run that moved nothing, read from three files instead of an opened
+/// repository: HEAD still names the loop's branch, the branch's own file (a loose ref, which git
+/// reads before any packed one) still holds `last`, and no operation is in progress. `None`
+/// when any of that is not so, or cannot be told this way (a detached loop, a linked work
+/// tree's git directory, a packed branch): then the repository is opened.
+fn unmoved(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
+    let HeadRef::Branch(branch) = at_start else {
+        return None;
+    };
+    let plain = branch.starts_with("refs/heads/") && !branch.split('/').any(|c| c == "..");
+    if !plain || git_dir.join("commondir").exists() || HeadRef::read(git_dir)? != *at_start {
+        return None;
+    }
+    let tip = crate::sys::fsutil::read_capped(&git_dir.join(branch), 256).ok()?;
+    if tip.trim_end() != last || IN_PROGRESS.iter().any(|f| git_dir.join(f).exists()) {
+        return None;
+    }
+    Some(Facts {
+        head: Some(at_start.clone()),
+        branch_exists: true,
+        holds_last: true,
+        moved_on: false,
+        busy: false,
     })
 }
 
@@ -182,5 +224,88 @@ mod tests {
         for (at, facts, want) in table {
             assert_eq!(decide(at, facts), *want, "{at:?} {facts:?}");
         }
+    }
+
+    /// `git` in `dir`, its trimmed output.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "core.hooksPath=/dev/null",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    #[test]
+    fn facts_read_from_files_agree_with_the_opened_repository() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        git(w, &["init", "-q", "-b", "main"]);
+        std::fs::write(w.join("a"), "0").unwrap();
+        git(w, &["add", "a"]);
+        git(w, &["commit", "-qm", "zero"]);
+        std::fs::write(w.join("a"), "1").unwrap();
+        git(w, &["commit", "-qam", "one"]);
+        let last = git(w, &["rev-parse", "HEAD"]);
+        let git_dir = w.join(".git");
+        let main = HeadRef::Branch("refs/heads/main".into());
+        let both = || {
+            (
+                facts(&git_dir, &main, &last),
+                opened(&git_dir, &main, &last),
+            )
+        };
+        let calm = Facts {
+            head: Some(main.clone()),
+            branch_exists: true,
+            holds_last: true,
+            moved_on: false,
+            busy: false,
+        };
+        // Nothing moved: the files tell it.
+        assert!(unmoved(&git_dir, &main, &last).is_some());
+        assert_eq!(both(), (Some(calm.clone()), Some(calm.clone())));
+        // A packed branch: the opened repository tells it, the same.
+        git(w, &["pack-refs", "--all"]);
+        assert!(unmoved(&git_dir, &main, &last).is_none());
+        assert_eq!(both(), (Some(calm.clone()), Some(calm.clone())));
+        // An operation in progress.
+        std::fs::write(git_dir.join("MERGE_HEAD"), format!("{last}\n")).unwrap();
+        let (fast, slow) = both();
+        assert!(fast.as_ref().is_some_and(|f| f.busy), "{fast:?}");
+        assert_eq!(fast, slow);
+        std::fs::remove_file(git_dir.join("MERGE_HEAD")).unwrap();
+        // The agent's own commit on top.
+        std::fs::write(w.join("a"), "2").unwrap();
+        git(w, &["commit", "-qam", "two"]);
+        let (fast, slow) = both();
+        assert!(
+            fast.as_ref().is_some_and(|f| f.moved_on && f.holds_last),
+            "{fast:?}"
+        );
+        assert_eq!(fast, slow);
+        // Rewound below the last accepted commit, and then switched away.
+        git(w, &["reset", "-q", "--hard", "HEAD~2"]);
+        std::fs::write(w.join("a"), "3").unwrap();
+        git(w, &["commit", "-qam", "three"]);
+        let (fast, slow) = both();
+        assert!(fast.as_ref().is_some_and(|f| !f.holds_last), "{fast:?}");
+        assert_eq!(fast, slow);
+        git(w, &["switch", "-q", "-c", "other"]);
+        let (fast, slow) = both();
+        assert_eq!(
+            fast.as_ref().and_then(|f| f.head.clone()),
+            Some(HeadRef::Branch("refs/heads/other".into()))
+        );
+        assert_eq!(fast, slow);
     }
 }
