@@ -54,12 +54,19 @@ impl Repo {
         let mut entries = Vec::new();
         // Read once a commit, not once a file.
         let strict = self.strict_crlf();
-        for rel in paths {
-            if Layout::is_runtime_path(rel) {
-                continue;
-            }
-            let repo_rel = self.scope.join(rel);
-            let entry = self.work_entry(&repo_rel, strict)?;
+        let repo_rels: Vec<PathBuf> = paths
+            .iter()
+            .filter(|rel| !Layout::is_runtime_path(rel))
+            .map(|rel| self.scope.join(rel))
+            .collect();
+        let external = super::attributes::could_set(
+            &self.repo,
+            &self.workdir,
+            repo_rels.iter().map(PathBuf::as_path),
+            &super::filters::EXTERNAL,
+        );
+        for repo_rel in repo_rels {
+            let entry = self.work_entry(&repo_rel, strict, external)?;
             entries.push((repo_rel, entry));
         }
         let (pending, base) = self.on_head(entries)?;
@@ -194,8 +201,14 @@ impl Repo {
 
     /// What a work-tree path holds, written to the object database: a file (with its exec bit),
     /// a symlink, or a submodule's HEAD. `None` when it is gone (or is a plain directory).
-    /// `strict_crlf`: [`Self::strict_crlf`].
-    fn work_entry(&self, repo_rel: &Path, strict_crlf: bool) -> Result<Option<(Oid, FileMode)>> {
+    /// `strict_crlf`: [`Self::strict_crlf`]; `external`: whether an attribute could name a
+    /// conversion only git has (else none is looked up).
+    fn work_entry(
+        &self,
+        repo_rel: &Path,
+        strict_crlf: bool,
+        external: bool,
+    ) -> Result<Option<(Oid, FileMode)>> {
         let full = self.workdir.join(repo_rel);
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             return Ok(None);
@@ -210,8 +223,7 @@ impl Repo {
                 source: e,
             })?;
             let oid = self
-                .repo
-                .blob(target.as_os_str().as_encoded_bytes())
+                .store_bytes(target.as_os_str().as_encoded_bytes())
                 .git_at(&full, "store a link")?;
             return Ok(Some((oid, FileMode::Link)));
         }
@@ -222,7 +234,10 @@ impl Repo {
         if !meta.is_file() {
             return Ok(None);
         }
-        let oid = match super::filters::external(&self.repo, repo_rel) {
+        let conversion = external
+            .then(|| super::filters::external(&self.repo, repo_rel))
+            .flatten();
+        let oid = match conversion {
             Some(why) => super::filters::hash_with_git(
                 &self.repo,
                 &self.workdir,
@@ -254,10 +269,18 @@ impl Repo {
                 .and_then(|f| f.take(IN_MEMORY + 1).read_to_end(&mut bytes));
             let unconverted = |b: &[u8]| !b.contains(&b'\r') && !b.windows(3).any(|w| w == b"$Id");
             if read.is_ok() && bytes.len() as u64 <= IN_MEMORY && unconverted(&bytes) {
-                return self.repo.blob(&bytes).git_at(full, "store a file");
+                return self.store_bytes(&bytes).git_at(full, "store a file");
             }
         }
         self.repo.blob_path(full).git_at(full, "store a file")
+    }
+
+    /// Store `bytes` as a blob through the object database's own write, which finds a blob it
+    /// holds already by its id (and freshens it, as git does) before writing anything:
+    /// libgit2's blob-from-buffer streams every blob through a new temporary object file,
+    /// held or not — and a new file costs more than its bytes on a full file system.
+    fn store_bytes(&self, bytes: &[u8]) -> std::result::Result<Oid, git2::Error> {
+        self.repo.odb()?.write(git2::ObjectType::Blob, bytes)
     }
 
     /// Whether `core.safecrlf` makes a conversion that could not be undone an error.

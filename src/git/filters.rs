@@ -12,12 +12,15 @@ use git2::{AttrCheckFlags, AttrValue, Oid, Repository};
 
 use crate::error::{Error, Result};
 
+/// The attributes that name a conversion only git can run.
+pub const EXTERNAL: [&str; 2] = ["filter", "working-tree-encoding"];
+
 /// What converts `repo_rel` that only git can run: `filter=<driver>` or
 /// `working-tree-encoding=<enc>`, as git's attributes name them. `None` for everything libgit2
 /// converts itself (line endings, `ident`) or leaves alone.
 #[must_use]
 pub fn external(repo: &Repository, repo_rel: &Path) -> Option<String> {
-    ["filter", "working-tree-encoding"].iter().find_map(|attr| {
+    EXTERNAL.iter().find_map(|attr| {
         let value = repo
             .get_attr(repo_rel, attr, AttrCheckFlags::FILE_THEN_INDEX)
             .ok()

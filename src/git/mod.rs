@@ -3,6 +3,7 @@
 //! iteration changed (`commit`), the commit subjects (`subject`), diff. May import `disk`,
 //! `config` and `sys`.
 
+mod attributes;
 mod commit;
 pub mod filters;
 pub mod forge;

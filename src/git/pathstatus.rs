@@ -30,9 +30,14 @@ const EXEC: u32 = 0o100_755;
 type Entry = (Oid, u32);
 
 /// Settings that change what "equal" means, read once per refresh.
-struct Rules {
+struct Rules<'a> {
     filemode: bool,
     autocrlf: bool,
+    /// Whether an attribute source could name a conversion for the refreshed paths (asked
+    /// once, when a path first needs it).
+    converts: std::cell::OnceCell<bool>,
+    /// The refreshed paths, for that question.
+    paths: &'a BTreeSet<PathBuf>,
 }
 
 impl Repo {
@@ -63,15 +68,17 @@ impl Repo {
                 .as_ref()
                 .and_then(|c| c.get_string("core.autocrlf").ok())
                 .is_some_and(|v| v != "false"),
+            converts: std::cell::OnceCell::new(),
+            paths: &candidates,
         };
-        for p in candidates {
-            let Some(rel) = self.rel_to_artifact(&p) else {
+        for p in &candidates {
+            let Some(rel) = self.rel_to_artifact(p) else {
                 continue;
             };
             if Layout::is_supervisor_path(rel) {
                 continue;
             }
-            let idx = index.get_path(&p, 0);
+            let idx = index.get_path(p, 0);
             if idx
                 .as_ref()
                 .is_some_and(|e| e.flags_extended & SKIP_WORKTREE != 0)
@@ -79,7 +86,7 @@ impl Repo {
                 continue;
             }
             let staged = prev.staged.contains(rel);
-            if let Some(content) = self.path_state(&p, idx.as_ref(), staged, &rules)? {
+            if let Some(content) = self.path_state(p, idx.as_ref(), staged, &rules)? {
                 snap.files.insert(rel.to_path_buf(), content);
             }
         }
@@ -164,7 +171,7 @@ impl Repo {
         p: &Path,
         idx: Option<&IndexEntry>,
         staged: bool,
-        rules: &Rules,
+        rules: &Rules<'_>,
     ) -> Result<Option<Option<Oid>>> {
         let index_entry: Option<Entry> = idx.map(|e| (e.id, e.mode));
         let head_entry = if staged {
@@ -219,26 +226,27 @@ impl Repo {
     /// Whether git may convert `p` between the work tree and the object database (line
     /// endings, `filter=`, `ident`, an encoding): then equal content can hash differently, and
     /// only status can tell.
-    fn may_filter(&self, p: &Path, rules: &Rules) -> bool {
+    fn may_filter(&self, p: &Path, rules: &Rules<'_>) -> bool {
         if rules.autocrlf {
             return true;
         }
-        [
-            "text",
-            "eol",
-            "crlf",
-            "filter",
-            "ident",
-            "working-tree-encoding",
-        ]
-        .iter()
-        .any(|attr| {
-            self.repo
-                .get_attr(p, attr, git2::AttrCheckFlags::FILE_THEN_INDEX)
-                .ok()
-                .flatten()
-                .is_some()
-        })
+        let converts = rules.converts.get_or_init(|| {
+            let paths = rules.paths.iter().map(PathBuf::as_path);
+            super::attributes::could_set(
+                &self.repo,
+                &self.workdir,
+                paths,
+                &super::attributes::CONVERTING,
+            )
+        });
+        *converts
+            && super::attributes::CONVERTING.iter().any(|attr| {
+                self.repo
+                    .get_attr(p, attr, git2::AttrCheckFlags::FILE_THEN_INDEX)
+                    .ok()
+                    .flatten()
+                    .is_some()
+            })
     }
 
     /// libgit2's status of one path, for the cases hashing cannot settle.
