@@ -100,9 +100,10 @@ fn shared_sources(repo: &Repository) -> Vec<PathBuf> {
 }
 
 /// Whether the source `file` could name one of `words`: it holds one's text, or cannot be read
-/// whole. A source that is not there names nothing.
+/// whole. A source that is not there names nothing. Opened without blocking: a FIFO put in a
+/// `.gitattributes`' place since it was looked at reads empty.
 fn source_could(file: &Path, words: &[&str]) -> bool {
-    let f = match std::fs::File::open(file) {
+    let f = match crate::sys::fsutil::open_read(file) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
         Err(_) => return true,
