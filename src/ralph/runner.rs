@@ -249,11 +249,15 @@ impl Runner {
         }
         let broke = crate::git::history::decide(at, facts)?;
         let what = broke.describe(at);
+        // Said among the protected files the run changed: a name, its story in brackets.
         Some(match crate::git::history::restore(git_dir, at, last) {
-            Ok(()) => format!("{what}; put back at {}", &last[..last.len().min(10)]),
+            Ok(()) => format!(
+                "the loop's history ({what}; put back at {})",
+                &last[..last.len().min(10)]
+            ),
             Err(e) => {
                 tracing::error!("{what}, and it could not be put back: {e}");
-                format!("{what}; could not put it back: {e}")
+                format!("the loop's history ({what}; could not put it back: {e})")
             }
         })
     }

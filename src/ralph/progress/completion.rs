@@ -53,6 +53,9 @@ pub struct Completion {
     /// Whether any agent ran (planning or an iteration): else what ended the loop came before
     /// any, and no agent's words or another agent can help.
     pub agent_ran: bool,
+    /// Paths rejected attempts changed that no commit took yet: left in the work tree, for the
+    /// next accepted iteration to commit.
+    pub uncommitted: usize,
 }
 
 /// The completion of a loop as its files and state hold it (quality of the original artifact
@@ -108,6 +111,7 @@ pub fn completion_of(
         earlier: questions.earlier.len(),
         committed,
         agent_ran: iterations > 0 || during.is_some() || layout.agent_log(0).exists(),
+        uncommitted: st.carried_paths.len(),
     })
 }
 
@@ -339,6 +343,13 @@ pub fn completion_block(c: &Completion) -> String {
         out.push(format!("  reason      {}", c.detail));
     }
     out.extend(result_lines(c));
+    if c.uncommitted > 0 {
+        out.push(format!(
+            "  uncommitted {} path{} rejected attempts changed, left in the work tree and not committed by the loop (`git status`; the next accepted iteration commits them)",
+            c.uncommitted,
+            if c.uncommitted == 1 { "" } else { "s" }
+        ));
+    }
     let sa = program(c.home.as_deref());
     if let Some((n, q)) = &c.question {
         out.push(format!(

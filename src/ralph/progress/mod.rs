@@ -378,6 +378,7 @@ mod tests {
             earlier: 0,
             committed: false,
             agent_ran: true,
+            uncommitted: 0,
         };
         let block = completion_block(&c);
         assert!(
@@ -391,6 +392,7 @@ mod tests {
             reason: StopReason::Error,
             detail: "`python3 -m nosuchmodule` cannot run: name a command that runs with `--validate CMD`".into(),
             agent_ran: false,
+            uncommitted: 0,
             ..c.clone()
         };
         let block = completion_block(&before_any);
@@ -402,11 +404,20 @@ mod tests {
             !block.contains("wiggum logs") && !block.contains("--agent NAME"),
             "{block}"
         );
-        // Iterations ran, none was committed (every one rejected): the last run's words.
+        // Iterations ran, none was committed (every one rejected): the last run's words, and
+        // the work they left uncommitted.
         let rejected = Completion {
             iterations: 2,
+            uncommitted: 3,
             ..c.clone()
         };
+        assert!(
+            completion_block(&rejected)
+                .contains("  uncommitted 3 paths rejected attempts changed, left in the work tree"),
+            "{}",
+            completion_block(&rejected)
+        );
+        assert!(!completion_block(&c).contains("uncommitted"));
         assert!(
             completion_block(&rejected)
                 .contains("  next        studio-agents wiggum logs t   (what the last run said)\n"),
@@ -463,6 +474,7 @@ mod tests {
             earlier: 0,
             committed: true,
             agent_ran: true,
+            uncommitted: 0,
         };
         assert_eq!(
             completion_block(&c),
@@ -520,6 +532,7 @@ mod tests {
             earlier: 0,
             committed: true,
             agent_ran: true,
+            uncommitted: 0,
         };
         assert_eq!(
             completion_block(&c),
@@ -550,6 +563,7 @@ mod tests {
                 earlier: 0,
                 committed: true,
                 agent_ran: true,
+                uncommitted: 0,
             })
         };
         assert!(
@@ -587,6 +601,7 @@ mod tests {
             earlier: 2,
             committed: true,
             agent_ran: true,
+            uncommitted: 0,
         };
         assert!(
             completion_block(&c).contains(
