@@ -32,11 +32,13 @@ pub struct DiffArgs {
     pub color: Color,
 }
 
-/// What a code loop committed: one iteration's commit, or with none named every committed
-/// iteration's, oldest first; with `stat`, the files and their added and removed lines.
+/// What a code loop committed: one iteration's commit (from the loop's commit before it when the
+/// agent committed some of its work itself), or with none named every committed iteration's,
+/// oldest first; with `stat`, the files and their added and removed lines.
 fn commits_patch(
     layout: &Layout,
     committed: &[(u32, String)],
+    since: &std::collections::BTreeMap<u32, String>,
     iteration: Option<u32>,
     stat: bool,
 ) -> Result<String> {
@@ -46,7 +48,7 @@ fn commits_patch(
         .iter()
         .filter(|(i, _)| iteration.is_none_or(|n| *i == n))
     {
-        let patch = repo.commit_patch(sha)?;
+        let patch = repo.commit_patch_from(since.get(n).map(String::as_str), sha)?;
         if iteration.is_none() {
             out.push_str(&format!(
                 "# iteration {n}: commit {}\n",
@@ -99,11 +101,16 @@ pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<Str
     let layout = handle.layout;
     // Iterations that were committed, in order (a discarded attempt has no commit).
     let mut committed: Vec<(u32, String)> = Vec::new();
+    // Where an iteration's change starts when the agent committed some of it itself.
+    let mut since = std::collections::BTreeMap::new();
     let mut seen = Vec::new();
     runlog::for_each(&layout.runs(), |r| {
         if r.record == RecordKind::Iteration && r.attempt > 0 {
             seen.push((r.iteration, r.outcome));
             if let Some(c) = r.commit {
+                if let Some(from) = r.since {
+                    since.insert(r.iteration, from);
+                }
                 committed.push((r.iteration, c));
             }
         }
@@ -150,7 +157,7 @@ pub fn patch_text(topic: &str, iteration: Option<u32>, stat: bool) -> Result<Str
         };
         versions(&layout, &old, &new, a.stat)?
     } else {
-        commits_patch(&layout, &committed, a.iteration, a.stat)?
+        commits_patch(&layout, &committed, &since, a.iteration, a.stat)?
     };
     Ok(text)
 }

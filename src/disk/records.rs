@@ -392,6 +392,10 @@ pub struct RunRecord {
     /// Lines the commit added and removed (a code loop's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lines: Option<LineCounts>,
+    /// The loop's commit before this iteration's, when commits of the agent's own lie between
+    /// (the iteration's change is counted, and shown by `diff`, from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
     /// Build output and caches left out of the commit (`__pycache__/`, `target/`, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<String>,
@@ -491,6 +495,7 @@ impl RunRecord {
             validation_failed: None,
             validation: None,
             lines: None,
+            since: None,
             left_out: Vec::new(),
             question: None,
             what: None,
@@ -548,6 +553,7 @@ impl RunRecord {
             protected_changed: Vec::new(),
             validation: None,
             lines: None,
+            since: None,
             left_out: Vec::new(),
             question: None,
             what: None,

@@ -85,6 +85,7 @@ mod tests {
             protected_changed: vec![],
             validation: None,
             lines: None,
+            since: None,
             left_out: vec![],
             question: None,
             what: None,

@@ -318,35 +318,84 @@ impl Repo {
         }
     }
 
-    /// The patch a commit introduced (against its first parent), as text.
-    pub fn commit_patch(&self, sha: &str) -> Result<String> {
+    /// The patch of commit `sha` against commit `from` (its first parent when `None`), as text:
+    /// the commits between included — an agent's own commits under the loop's.
+    pub fn commit_patch_from(&self, from: Option<&str>, sha: &str) -> Result<String> {
         let wd = &self.workdir;
         let oid = Oid::from_str(sha).git_at(wd, "parse a commit id")?;
         let commit = self.repo.find_commit(oid).git_at(wd, "find the commit")?;
         let tree = commit.tree().git_at(wd, "read the tree")?;
-        let parent_tree = match commit.parent(0) {
-            Ok(p) => Some(p.tree().git_at(wd, "read the parent tree")?),
-            Err(_) => None,
+        let base_tree = match from {
+            Some(from) => Some(self.tree_of_commit(from)?),
+            None => match commit.parent(0) {
+                Ok(p) => Some(p.tree().git_at(wd, "read the parent tree")?),
+                Err(_) => None,
+            },
         };
         let diff = self
             .repo
-            .diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)
+            .diff_tree_to_tree(base_tree.as_ref(), Some(&tree), None)
             .git_at(wd, "diff")?;
         patch_text(&diff, wd)
     }
 
-    /// The uncommitted changes of `paths` (relative to the artifact dir): the work tree against
-    /// HEAD, as text.
-    pub fn worktree_patch(&self, paths: &[PathBuf]) -> Result<String> {
+    /// The first parent of commit `sha`, if it has one.
+    #[must_use]
+    pub fn first_parent(&self, sha: &str) -> Option<String> {
+        let oid = Oid::from_str(sha).ok()?;
+        let commit = self.repo.find_commit(oid).ok()?;
+        commit.parent_id(0).ok().map(|p| p.to_string())
+    }
+
+    /// The tree of commit `sha`.
+    fn tree_of_commit(&self, sha: &str) -> Result<git2::Tree<'_>> {
         let wd = &self.workdir;
-        let head_tree = match self.head() {
-            Some(oid) => Some(
-                self.repo
-                    .find_commit(oid)
-                    .and_then(|c| c.tree())
-                    .git_at(wd, "read HEAD")?,
-            ),
-            None => None,
+        let oid = Oid::from_str(sha).git_at(wd, "parse a commit id")?;
+        self.repo
+            .find_commit(oid)
+            .and_then(|c| c.tree())
+            .git_at(wd, "read a commit's tree")
+    }
+
+    /// The paths (relative to the artifact dir) whose content HEAD holds differently from
+    /// commit `from`: what commits made on top of it changed there.
+    pub fn changed_since_commit(&self, from: &str) -> Result<Vec<PathBuf>> {
+        let wd = &self.workdir;
+        let Some(head) = self.head() else {
+            return Ok(Vec::new());
+        };
+        let old = self.tree_of_commit(from)?;
+        let new = self.tree_of_commit(&head.to_string())?;
+        let mut opts = git2::DiffOptions::new();
+        if !self.scope.as_os_str().is_empty() {
+            opts.pathspec(&self.scope).disable_pathspec_match(true);
+        }
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))
+            .git_at(wd, "diff two commits")?;
+        let mut out = Vec::new();
+        for d in diff.deltas() {
+            for f in [d.old_file(), d.new_file()] {
+                if let Some(rel) = f.path().and_then(|p| self.rel_to_artifact(p))
+                    && !out.iter().any(|o: &PathBuf| o == rel)
+                {
+                    out.push(rel.to_path_buf());
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The changes of `paths` (relative to the artifact dir) in the work tree since commit
+    /// `from` (HEAD when `None`), as text: with `from` the last commit the loop made, what an
+    /// agent committed of its own is in it too.
+    pub fn worktree_patch_from(&self, from: Option<&str>, paths: &[PathBuf]) -> Result<String> {
+        let wd = &self.workdir;
+        let head_tree = match (from, self.head()) {
+            (Some(from), _) => Some(self.tree_of_commit(from)?),
+            (None, Some(oid)) => Some(self.tree_of_commit(&oid.to_string())?),
+            (None, None) => None,
         };
         let mut opts = git2::DiffOptions::new();
         opts.include_untracked(true)

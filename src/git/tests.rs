@@ -41,7 +41,7 @@ fn init_snapshot_commit_cycle() {
         .unwrap()
         .unwrap();
     assert_eq!(sha.len(), 40);
-    let patch = repo.commit_patch(&sha).unwrap();
+    let patch = repo.commit_patch_from(None, &sha).unwrap();
     assert!(
         patch.contains("notes.md") && !patch.contains("state.json"),
         "{patch}"
@@ -81,7 +81,7 @@ fn an_agent_that_committed_itself_is_neither_duplicated_nor_an_error() {
         )
         .unwrap()
         .unwrap();
-    let patch = repo.commit_patch(&ours).unwrap();
+    let patch = repo.commit_patch_from(None, &ours).unwrap();
     assert!(patch.contains("b.md") && !patch.contains("a.md"), "{patch}");
     // Everything committed by the agent: nothing left for us, and no error.
     let before = repo.snapshot().unwrap();
@@ -123,7 +123,7 @@ fn commits_only_under_the_artifact_dir_of_a_larger_repo() {
         .commit_paths(&s.changed_paths(&Snapshot::default()), "m", "w", "w@x")
         .unwrap()
         .unwrap();
-    let patch = repo.commit_patch(&sha).unwrap();
+    let patch = repo.commit_patch_from(None, &sha).unwrap();
     assert!(patch.contains("loops/a/artifact.md"));
     assert!(!patch.contains("unrelated.txt"), "{patch}");
 }

@@ -360,9 +360,22 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
         run.protected_changed.extend(earlier);
         after = lp.tracker.snapshot(&lp.repo)?;
     }
-    let raw = after.changed_since(&before);
-    // Commits the agent made of its own work are progress, though they leave nothing dirty;
-    // so are changes to files the plan names outside the artifact directory.
+    let mut changed_paths = after.changed_paths(&before);
+    let mut raw = after.changed_since(&before);
+    // Commits the agent made of its own work are progress, though they leave nothing dirty:
+    // what they changed since the loop's last commit is the run's change like the rest (the
+    // gate judges it, the records count it). So are changes to files the plan names outside
+    // the artifact directory.
+    if run.committed
+        && let Some(last) = lp.runner.last_accepted.as_deref()
+    {
+        for p in lp.repo.changed_since_commit(last)? {
+            if !changed_paths.contains(&p) {
+                raw.push(p.display().to_string());
+                changed_paths.push(p);
+            }
+        }
+    }
     let mut changed = raw.clone();
     if changed.is_empty() {
         changed.extend(
@@ -384,7 +397,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     Ok(Seen {
         tail,
         question,
-        changed_paths: after.changed_paths(&before),
+        changed_paths,
         raw,
         changed,
         by,

@@ -497,6 +497,65 @@ fn an_agent_that_commits_its_own_work_on_top_is_not_a_rewind() {
             .iter()
             .any(|s| s == "the agent commits")
     );
+    // What it committed is the run's change like any other: counted in its record.
+    assert!(
+        second["files_changed"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|p| p == "own.md")),
+        "{second}"
+    );
+}
+
+#[test]
+fn a_code_loops_change_an_agent_committed_itself_is_judged_counted_and_shown() {
+    let t = TestHome::new();
+    fallback(&t);
+    repo_on_main(&t);
+    let env = attack(
+        &t,
+        "cd \"$ARTIFACT_PATH\" && printf 'def mine():\\n    return 1\\n' > mine.py && git add mine.py && git -c user.name=a -c user.email=a@b commit -q -m 'the agent commits'\n",
+    );
+    t.start_bg(
+        "owncode",
+        "attack",
+        &format!("{env} FAKE_AT=2"),
+        &[
+            "--foreground",
+            "--max-iterations",
+            "2",
+            "--type",
+            "code",
+            "--no-validate",
+        ],
+    )
+    .code(0);
+    let second = t
+        .runs("iteration")
+        .into_iter()
+        .find(|r| r["iteration"] == 2)
+        .unwrap();
+    assert_eq!(second["outcome"], "accepted", "{second}");
+    assert!(
+        second["files_changed"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|p| p == "mine.py")),
+        "{second}"
+    );
+    // Its lines counted from the loop's commit before, the agent's own commit in between.
+    assert!(second["lines"]["added"].as_u64() >= Some(2), "{second}");
+    assert!(second["since"].is_string(), "{second}");
+    let shown = t
+        .run(&[
+            "wiggum",
+            "diff",
+            "owncode",
+            "--iteration",
+            "2",
+            "--color",
+            "never",
+        ])
+        .stdout();
+    assert!(shown.contains("+def mine():"), "{shown}");
 }
 
 #[test]

@@ -169,7 +169,9 @@ fn gate_input(lp: &Loop, n: u32, target: GateTarget, changed: &[PathBuf]) -> Res
             })
             .cloned()
             .collect();
-        return Ok((lp.repo.worktree_patch(&paths)?, 1));
+        // Since the loop's last commit: an agent's own commits on top of it are judged too.
+        let since = lp.runner.last_accepted.as_deref();
+        return Ok((lp.repo.worktree_patch_from(since, &paths)?, 1));
     }
     let artifact = lp.runner.layout.iteration_artifact(n);
     Ok((

@@ -251,6 +251,9 @@ async fn commit_kept(
     let msg = commit_message(n, review.as_deref(), &fallback);
     let what = msg.split_once(": ").map(|(_, w)| w.to_string());
     crate::sys::failpoint::hit("before-commit")?;
+    // The loop's last commit before this one: what the iteration changed is counted from it,
+    // an agent's own commits in between included.
+    let since = lp.runner.last_accepted.clone();
     let committing = crate::sys::timing::step("commit");
     let committed = commit::commit(lp, &msg, changed, n).await?;
     drop(committing);
@@ -271,9 +274,10 @@ async fn commit_kept(
             .map(|p| format!("{}/", p.display()))
             .unwrap_or_else(|_| "wiggum/".into());
         rec.lines = Some(super::work::line_counts(
-            &lp.repo.commit_patch(sha)?,
+            &lp.repo.commit_patch_from(since.as_deref(), sha)?,
             &loop_dir,
         ));
+        rec.since = since.filter(|s| lp.repo.first_parent(sha).as_deref() != Some(s.as_str()));
     }
     crate::sys::failpoint::hit("after-commit")?;
     lp.runner.committed_iteration(n);
