@@ -816,3 +816,35 @@ fn committed_files_hold_what_git_add_would_store() {
     assert_eq!(git(root, &["show", "HEAD:crlf.txt"]), "one\ntwo\n");
     assert!(git(root, &["show", "HEAD:stamp.id"]).starts_with("$Id$\n"));
 }
+
+#[test]
+fn what_commits_on_top_changed_is_named_within_the_artifact_dir_only() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path();
+    std::fs::create_dir_all(root.join("docs/sub")).unwrap();
+    std::fs::create_dir_all(root.join("other")).unwrap();
+    git(root, &["init", "-q"]);
+    std::fs::write(root.join("docs/a.md"), "a\n").unwrap();
+    std::fs::write(root.join("other/b.md"), "b\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-qm", "base"]);
+    let base = git(root, &["rev-parse", "HEAD"]).trim().to_string();
+    // Two commits on top: a change inside the artifact dir, one beside it, a new file deep in
+    // it, and a removal.
+    std::fs::write(root.join("docs/a.md"), "a2\n").unwrap();
+    std::fs::write(root.join("other/b.md"), "b2\n").unwrap();
+    git(root, &["commit", "-qam", "one"]);
+    std::fs::write(root.join("docs/sub/c.md"), "c\n").unwrap();
+    git(root, &["add", "-A"]);
+    git(root, &["rm", "-q", "other/b.md"]);
+    git(root, &["commit", "-qm", "two"]);
+    let repo = Repo::open_or_init(&root.join("docs")).unwrap();
+    let mut got = repo.changed_since_commit(&base).unwrap();
+    got.sort();
+    assert_eq!(got, paths(&["a.md", "sub/c.md"]));
+    // The patch from the base holds both commits' changes of the artifact dir.
+    let head = git(root, &["rev-parse", "HEAD"]).trim().to_string();
+    let patch = repo.commit_patch_from(Some(&base), &head).unwrap();
+    assert!(patch.contains("+a2") && patch.contains("+c"), "{patch}");
+    assert!(repo.changed_since_commit(&head).unwrap().is_empty());
+}
