@@ -79,7 +79,64 @@ pub fn decide(at_start: &HeadRef, f: &Facts) -> Option<Break> {
 /// small files when nothing moved, else one opening).
 #[must_use]
 pub fn facts(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
-    unmoved(git_dir, at_start, last).or_else(|| opened(git_dir, at_start, last))
+    if let Some(same) = unmoved(git_dir, at_start, last) {
+        return Some(same);
+    }
+    repair(git_dir, at_start, last);
+    opened(git_dir, at_start, last)
+}
+
+/// HEAD and the loop's branch as libgit2 can read them, before it does: a HEAD that is no plain
+/// file, or whose words libgit2 cannot parse (git reads more), is written again as the loop
+/// started; a branch file that is no plain file (a FIFO libgit2 would wait on for ever, a link
+/// git reads as another branch) or holds no commit id is removed, so the branch reads as gone
+/// and is put back. Only an agent with `.git` writable (the sandbox off) can leave either.
+fn repair(git_dir: &Path, at_start: &HeadRef, last: &str) {
+    let head = git_dir.join("HEAD");
+    let plain = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+    let text = crate::sys::fsutil::read_capped(&head, 4096).unwrap_or_default();
+    let parsable = text
+        .strip_prefix("ref: ")
+        .map(|r| !r.trim_end().is_empty())
+        .unwrap_or_else(|| is_commit_id(text.trim_end()));
+    if !plain(&head) || !parsable {
+        let canonical = match at_start {
+            HeadRef::Branch(b) => format!("ref: {b}\n"),
+            HeadRef::Detached => format!("{last}\n"),
+        };
+        match crate::sys::fsutil::atomic_write(&head, canonical.as_bytes()) {
+            Ok(()) => tracing::warn!(
+                "{}: not a HEAD git and libgit2 both read; written again as the loop started",
+                head.display()
+            ),
+            Err(e) => tracing::warn!("{}: unreadable, and not written again: {e}", head.display()),
+        }
+    }
+    let HeadRef::Branch(branch) = at_start else {
+        return;
+    };
+    let file = git_dir.join(branch);
+    let Ok(m) = std::fs::symlink_metadata(&file) else {
+        return;
+    };
+    let holds_an_id = || {
+        m.is_file()
+            && crate::sys::fsutil::read_capped(&file, 256)
+                .is_ok_and(|t| is_commit_id(t.trim_end_matches('\n')) || t.starts_with("ref: "))
+    };
+    if !m.is_dir() && !holds_an_id() && std::fs::remove_file(&file).is_ok() {
+        tracing::warn!(
+            "{}: not a branch git and libgit2 both read; removed (the branch is put back)",
+            file.display()
+        );
+    }
+}
+
+/// Whether `s` is a commit id as a ref file holds one (40 or 64 lowercase hex digits).
+fn is_commit_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64)
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// The facts, read through the opened repository.
@@ -123,11 +180,17 @@ fn unmoved(git_dir: &Path, at_start: &HeadRef, last: &str) -> Option<Facts> {
         return None;
     };
     let plain = branch.starts_with("refs/heads/") && !branch.split('/').any(|c| c == "..");
-    if !plain || git_dir.join("commondir").exists() || HeadRef::read(git_dir)? != *at_start {
-        return None;
-    }
-    let tip = crate::sys::fsutil::read_capped(&git_dir.join(branch), 256).ok()?;
-    if tip.trim_end() != last || IN_PROGRESS.iter().any(|f| git_dir.join(f).exists()) {
+    // Exactly as git writes them, each a plain file: anything else is looked at properly.
+    let exactly = |p: &Path, want: &str| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_file())
+            && crate::sys::fsutil::read_capped(p, 4096).is_ok_and(|t| t == want)
+    };
+    if !plain
+        || git_dir.join("commondir").exists()
+        || !exactly(&git_dir.join("HEAD"), &format!("ref: {branch}\n"))
+        || !exactly(&git_dir.join(branch), &format!("{last}\n"))
+        || IN_PROGRESS.iter().any(|f| git_dir.join(f).exists())
+    {
         return None;
     }
     Some(Facts {
@@ -243,6 +306,45 @@ mod tests {
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    #[test]
+    fn a_head_or_branch_file_libgit2_cannot_read_is_mended_before_it_is_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        git(w, &["init", "-q", "-b", "main"]);
+        std::fs::write(w.join("a"), "0").unwrap();
+        git(w, &["add", "a"]);
+        git(w, &["commit", "-qm", "zero"]);
+        let last = git(w, &["rev-parse", "HEAD"]);
+        let git_dir = w.join(".git");
+        let main = HeadRef::Branch("refs/heads/main".into());
+        let branch = git_dir.join("refs/heads/main");
+        let gone = |f: Option<Facts>| f.is_some_and(|f| !f.branch_exists);
+        // A FIFO in the branch's place: no wait, the branch reads as gone (and is put back).
+        std::fs::remove_file(&branch).unwrap();
+        nix::unistd::mkfifo(&branch, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(gone(facts(&git_dir, &main, &last)));
+        assert!(!branch.exists());
+        // A branch file with a byte after the id that a trim would take for white space.
+        std::fs::write(&branch, format!("{last}\u{a0}\n")).unwrap();
+        assert!(gone(facts(&git_dir, &main, &last)));
+        std::fs::write(&branch, format!("{last}\n")).unwrap();
+        // HEAD as git reads it and libgit2 does not: written again as the loop started.
+        std::fs::write(git_dir.join("HEAD"), "ref:refs/heads/main").unwrap();
+        let f = facts(&git_dir, &main, &last).unwrap();
+        assert!(decide(&main, &f).is_none(), "{f:?}");
+        assert_eq!(
+            std::fs::read_to_string(git_dir.join("HEAD")).unwrap(),
+            "ref: refs/heads/main\n"
+        );
+        // A look-alike branch name is another branch: HEAD moved.
+        std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\u{a0}\n").unwrap();
+        let f = facts(&git_dir, &main, &last).unwrap();
+        assert!(
+            matches!(decide(&main, &f), Some(Break::Switched(_))),
+            "{f:?}"
+        );
     }
 
     #[test]

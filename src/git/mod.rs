@@ -13,6 +13,7 @@ pub mod patch;
 mod pathstatus;
 pub mod preflight;
 pub mod remote;
+mod rules;
 mod snapshot;
 pub mod subject;
 pub mod text_diff;
@@ -78,8 +79,10 @@ impl HeadRef {
     #[must_use]
     pub fn read(git_dir: &Path) -> Option<HeadRef> {
         let text = crate::sys::fsutil::read_capped(&git_dir.join("HEAD"), 4096).ok()?;
-        Some(match text.trim().strip_prefix("ref:") {
-            Some(r) => HeadRef::Branch(r.trim().to_string()),
+        // As git reads it: ASCII white space only (a no-break space is part of a name).
+        let ascii = |c: char| c.is_ascii_whitespace();
+        Some(match text.trim_matches(ascii).strip_prefix("ref:") {
+            Some(r) => HeadRef::Branch(r.trim_matches(ascii).to_string()),
             None => HeadRef::Detached,
         })
     }

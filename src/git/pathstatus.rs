@@ -50,6 +50,8 @@ impl Repo {
         index: &Index,
         specs: &BTreeSet<PathBuf>,
     ) -> Result<()> {
+        // Before libgit2 reads any rule on the way to them.
+        super::rules::clear_odd_above(&self.workdir, specs.iter().map(PathBuf::as_path));
         let mut candidates = BTreeSet::new();
         for spec in specs {
             candidates.insert(spec.clone());
@@ -134,6 +136,8 @@ impl Repo {
     /// The work tree's files under `dir` (repository-relative), recursively; `.git` left out,
     /// ignored directories left out unless the index tracks something inside.
     fn walk_dir(&self, dir: &Path, index: &Index, out: &mut BTreeSet<PathBuf>) {
+        // Before libgit2 reads this directory's rules (the ignore lookups below).
+        super::rules::clear_odd_in(&self.workdir.join(dir));
         let Ok(rd) = std::fs::read_dir(self.workdir.join(dir)) else {
             return;
         };

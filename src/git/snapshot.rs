@@ -112,6 +112,9 @@ impl Repo {
     /// What is dirty under the artifact dir, leaving out the supervisor's own files and files a
     /// sparse checkout keeps out of the work tree.
     pub fn snapshot(&self) -> Result<Snapshot> {
+        // Before libgit2's walk reads the rules of every directory.
+        super::rules::clear_odd_above(&self.workdir, [self.scope.join("x").as_path()]);
+        super::rules::clear_odd_under(&self.workdir.join(&self.scope));
         let index = self.index_stamp();
         let head = self.head();
         let mut opts = StatusOptions::new();
@@ -147,6 +150,8 @@ impl Repo {
     ///
     /// A sparse checkout's absent files are neither.
     pub fn work_found(&self, loop_dir: &Path) -> Result<Found> {
+        // Before libgit2's walk of the whole work tree reads every directory's rules.
+        super::rules::clear_odd_under(&self.workdir);
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)

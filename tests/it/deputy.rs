@@ -1155,3 +1155,25 @@ fn kill_outright(pid: i64) {
         },
     );
 }
+
+#[test]
+fn a_fifo_an_agent_puts_where_git_reads_its_rules_does_not_hang_the_loop() {
+    let t = TestHome::new();
+    repo_on_main(&t);
+    // libgit2 (and git) would open it and wait for a writer for ever.
+    let env = attack(
+        &t,
+        "cd \"$ARTIFACT_PATH\" && mkdir -p sub && echo hi > sub/a.txt && mkfifo sub/.gitattributes sub/.gitignore\n",
+    );
+    t.start_bg(
+        "fifo",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "2"],
+    )
+    .code(0);
+    assert!(std::fs::symlink_metadata(t.art().join("sub/.gitattributes")).is_err());
+    assert!(std::fs::symlink_metadata(t.art().join("sub/.gitignore")).is_err());
+    let tracked = git(&t.art(), &["ls-files"]);
+    assert!(tracked.contains("sub/a.txt"), "{tracked}");
+}
