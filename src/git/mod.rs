@@ -13,7 +13,7 @@ pub mod patch;
 mod pathstatus;
 pub mod preflight;
 pub mod remote;
-mod rules;
+pub mod rules;
 mod snapshot;
 pub mod subject;
 pub mod text_diff;
@@ -267,9 +267,9 @@ impl Repo {
     /// Whether git ignores `rel` (relative to the artifact dir).
     #[must_use]
     pub fn is_ignored(&self, rel: &Path) -> bool {
-        self.repo
-            .is_path_ignored(self.scope.join(rel))
-            .unwrap_or(false)
+        let repo_rel = self.scope.join(rel);
+        rules::clear_odd_above(&self.workdir, [repo_rel.as_path()]);
+        self.repo.is_path_ignored(repo_rel).unwrap_or(false)
     }
 
     /// Whether HEAD's tree holds `rel` (relative to the artifact dir).

@@ -1,9 +1,10 @@
 //! The files git reads its rules from in the work tree, `.gitignore` and `.gitattributes`: libgit2
 //! opens one that is a FIFO and waits for a writer for ever (the supervisor would hang, deaf to a
 //! stop; git would too). One that is a FIFO, a socket or a device, found where the supervisor is
-//! about to ask libgit2, is an agent's plant: it is removed first, and said. (A link is left: it
-//! may be the user's. libgit2 reads what it points to where git reads nothing — the one case
-//! where a commit's conversion can differ from `git add`'s; docs/security.md.)
+//! about to ask libgit2, is an agent's plant: it is removed first, and said; so is a link to one.
+//! (A link to a plain file is left: it may be the user's. libgit2 reads what it points to where
+//! git reads nothing — the one case where a commit's conversion can differ from `git add`'s;
+//! docs/security.md.)
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,8 +12,8 @@ use std::path::{Path, PathBuf};
 /// The names of the rule files in a directory.
 const NAMES: [&str; 2] = [".gitignore", ".gitattributes"];
 
-/// Remove the rule files of the directory `dir` that are FIFOs, sockets or devices; the removed
-/// ones.
+/// Remove the rule files of the directory `dir` that are FIFOs, sockets or devices, or links to
+/// one; the removed ones.
 pub fn clear_odd_in(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for name in NAMES {
@@ -20,7 +21,14 @@ pub fn clear_odd_in(dir: &Path) -> Vec<PathBuf> {
         let Ok(m) = std::fs::symlink_metadata(&p) else {
             continue;
         };
-        if m.is_file() || m.is_dir() || m.file_type().is_symlink() {
+        // A link is left unless what it names would block too (stat opens nothing).
+        let blocks = |m: &std::fs::Metadata| !(m.is_file() || m.is_dir());
+        let odd = if m.file_type().is_symlink() {
+            std::fs::metadata(&p).is_ok_and(|t| blocks(&t))
+        } else {
+            blocks(&m)
+        };
+        if !odd {
             continue;
         }
         match std::fs::remove_file(&p) {
@@ -94,12 +102,17 @@ mod tests {
         std::fs::write(w.join(".gitignore"), "target/\n").unwrap();
         nix::unistd::mkfifo(&w.join("a/b/.gitattributes"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", w.join("a/.gitignore")).unwrap();
+        nix::unistd::mkfifo(&w.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        std::os::unix::fs::symlink("pipe", w.join(".gitattributes")).unwrap();
         // A nested repository's own rules are its own.
         std::fs::create_dir_all(w.join("nested/.git")).unwrap();
         nix::unistd::mkfifo(&w.join("nested/.gitignore"), nix::sys::stat::Mode::S_IRWXU).unwrap();
         let mut removed = clear_odd_under(w);
         removed.sort();
-        assert_eq!(removed, [w.join("a/b/.gitattributes")]);
+        assert_eq!(
+            removed,
+            [w.join(".gitattributes"), w.join("a/b/.gitattributes")]
+        );
         assert!(w.join(".gitignore").is_file());
         assert!(std::fs::symlink_metadata(w.join("a/.gitignore")).is_ok());
         assert!(std::fs::symlink_metadata(w.join("nested/.gitignore")).is_ok());

@@ -37,7 +37,11 @@ impl Tracker {
         // Ignored directories (build output, dependencies) are not watched — unless the index
         // tracks something inside one (a force-added file), whose changes still count.
         let ignored = git2::Repository::open(&root).ok();
+        let work_root = root.clone();
         let skip = Box::new(move |rel: &Path| {
+            // No rule file on the way that libgit2 would wait on for ever.
+            crate::git::rules::clear_odd_above(&work_root, [rel]);
+            crate::git::rules::clear_odd_in(&work_root.join(rel));
             ignored.as_ref().is_some_and(|r| {
                 r.is_path_ignored(rel).unwrap_or(false)
                     && r.index()

@@ -1163,7 +1163,9 @@ fn a_fifo_an_agent_puts_where_git_reads_its_rules_does_not_hang_the_loop() {
     // libgit2 (and git) would open it and wait for a writer for ever.
     let env = attack(
         &t,
-        "cd \"$ARTIFACT_PATH\" && mkdir -p sub && echo hi > sub/a.txt && mkfifo sub/.gitattributes sub/.gitignore\n",
+        "cd \"$ARTIFACT_PATH\" && mkdir -p sub x/y && echo hi > sub/a.txt && echo q > x/y/f.txt \\
+         && mkfifo sub/.gitattributes sub/.gitignore .gitignore x/.gitignore sub/.p \\
+         && ln -s ../../sub/.p x/y/.gitattributes\n",
     );
     t.start_bg(
         "fifo",
@@ -1172,8 +1174,21 @@ fn a_fifo_an_agent_puts_where_git_reads_its_rules_does_not_hang_the_loop() {
         &["--foreground", "--max-iterations", "2"],
     )
     .code(0);
-    assert!(std::fs::symlink_metadata(t.art().join("sub/.gitattributes")).is_err());
-    assert!(std::fs::symlink_metadata(t.art().join("sub/.gitignore")).is_err());
+    for planted in [
+        "sub/.gitattributes",
+        "sub/.gitignore",
+        ".gitignore",
+        "x/.gitignore",
+        "x/y/.gitattributes",
+    ] {
+        assert!(
+            std::fs::symlink_metadata(t.art().join(planted)).is_err(),
+            "{planted} is still there"
+        );
+    }
     let tracked = git(&t.art(), &["ls-files"]);
-    assert!(tracked.contains("sub/a.txt"), "{tracked}");
+    assert!(
+        tracked.contains("sub/a.txt") && tracked.contains("x/y/f.txt"),
+        "{tracked}"
+    );
 }
