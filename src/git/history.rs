@@ -308,14 +308,19 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
-    #[test]
-    fn a_head_or_branch_file_libgit2_cannot_read_is_mended_before_it_is_asked() {
-        let d = tempfile::tempdir().unwrap();
-        let w = d.path();
+    /// A repository in `w` with one commit (file `a`) on `main`.
+    fn on_main(w: &Path) {
         git(w, &["init", "-q", "-b", "main"]);
         std::fs::write(w.join("a"), "0").unwrap();
         git(w, &["add", "a"]);
         git(w, &["commit", "-qm", "zero"]);
+    }
+
+    #[test]
+    fn a_head_or_branch_file_libgit2_cannot_read_is_mended_before_it_is_asked() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path();
+        on_main(w);
         let last = git(w, &["rev-parse", "HEAD"]);
         let git_dir = w.join(".git");
         let main = HeadRef::Branch("refs/heads/main".into());
@@ -351,10 +356,7 @@ mod tests {
     fn facts_read_from_files_agree_with_the_opened_repository() {
         let d = tempfile::tempdir().unwrap();
         let w = d.path();
-        git(w, &["init", "-q", "-b", "main"]);
-        std::fs::write(w.join("a"), "0").unwrap();
-        git(w, &["add", "a"]);
-        git(w, &["commit", "-qm", "zero"]);
+        on_main(w);
         std::fs::write(w.join("a"), "1").unwrap();
         git(w, &["commit", "-qam", "one"]);
         let last = git(w, &["rev-parse", "HEAD"]);
