@@ -21,14 +21,8 @@ pub fn clear_odd_in(dir: &Path) -> Vec<PathBuf> {
         let Ok(m) = std::fs::symlink_metadata(&p) else {
             continue;
         };
-        // A link is left unless what it names would block too (stat opens nothing).
-        let blocks = |m: &std::fs::Metadata| !(m.is_file() || m.is_dir());
-        let odd = if m.file_type().is_symlink() {
-            std::fs::metadata(&p).is_ok_and(|t| blocks(&t))
-        } else {
-            blocks(&m)
-        };
-        if !odd {
+        // A link is left unless what it names would block too.
+        if !odd(&p) {
             continue;
         }
         match std::fs::remove_file(&p) {
@@ -77,6 +71,67 @@ pub fn clear_odd_above<'a>(root: &Path, paths: impl IntoIterator<Item = &'a Path
         .collect()
 }
 
+/// The files of a git directory libgit2 opens by name when it opens the repository, reads a
+/// ref, an object or the index, or asks about ignored paths and attributes.
+const GIT_FILES: [&str; 10] = [
+    "HEAD",
+    "config",
+    "config.worktree",
+    "commondir",
+    "packed-refs",
+    "index",
+    "info/exclude",
+    "info/attributes",
+    "info/grafts",
+    "objects/info/alternates",
+];
+
+/// Remove what in the git directory `git_dir` libgit2 would wait on for ever: its named files
+/// and its refs that are FIFOs, sockets or devices (or links to one). Only an agent with `.git`
+/// writable (the sandbox off) can leave one; the protected files among them are put back after
+/// the run as any change of theirs. The removed ones.
+pub fn clear_odd_git_dir(git_dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = GIT_FILES
+        .iter()
+        .map(|f| git_dir.join(f))
+        .filter(|p| odd(p))
+        .collect();
+    refs_under(&git_dir.join("refs"), &mut out, 0);
+    out.retain(|p| match std::fs::remove_file(p) {
+        Ok(()) => {
+            tracing::warn!("{}: not a file git reads; removed", p.display());
+            true
+        }
+        Err(_) => false,
+    });
+    out
+}
+
+/// The odd entries under the refs directory `dir` (at most 32 levels down), into `out`.
+fn refs_under(dir: &Path, out: &mut Vec<PathBuf>, depth: u32) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) && depth < 32 {
+            refs_under(&p, out, depth + 1);
+        } else if odd(&p) {
+            out.push(p);
+        }
+    }
+}
+
+/// Whether `p` is a FIFO, a socket or a device, or a link to one (stat opens nothing).
+fn odd(p: &Path) -> bool {
+    let blocks = |m: &std::fs::Metadata| !(m.is_file() || m.is_dir());
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::metadata(p).is_ok_and(|t| blocks(&t)),
+        Ok(m) => blocks(&m),
+        Err(_) => false,
+    }
+}
+
 /// What a file that is not a plain one is, for people.
 fn kind_of(m: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
@@ -123,5 +178,43 @@ mod tests {
             clear_odd_above(w, [Path::new("a/b/c/y.txt")]),
             [w.join("a/b/.gitattributes")]
         );
+    }
+
+    #[test]
+    fn what_libgit2_would_wait_on_in_a_git_directory_is_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let g = d.path();
+        std::fs::create_dir_all(g.join("refs/heads/deep")).unwrap();
+        std::fs::create_dir_all(g.join("objects/info")).unwrap();
+        std::fs::create_dir_all(g.join("info")).unwrap();
+        std::fs::write(g.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(g.join("refs/heads/main"), "x\n").unwrap();
+        let fifo = |p: &str| {
+            nix::unistd::mkfifo(&g.join(p), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        };
+        for p in [
+            "config",
+            "packed-refs",
+            "objects/info/alternates",
+            "refs/heads/deep/x",
+        ] {
+            fifo(p);
+        }
+        fifo("pipe");
+        std::os::unix::fs::symlink("../pipe", g.join("info/exclude")).unwrap();
+        let mut removed = clear_odd_git_dir(g);
+        removed.sort();
+        let want: Vec<PathBuf> = [
+            "config",
+            "info/exclude",
+            "objects/info/alternates",
+            "packed-refs",
+            "refs/heads/deep/x",
+        ]
+        .iter()
+        .map(|p| g.join(p))
+        .collect();
+        assert_eq!(removed, want);
+        assert!(g.join("HEAD").is_file() && g.join("refs/heads/main").is_file());
     }
 }

@@ -440,6 +440,10 @@ impl Runner {
     /// and whether it made commits of its own on top of the loop's.
     fn put_back(&mut self, before: &super::guard::Before) -> Result<(Vec<String>, bool)> {
         let _checks = crate::sys::timing::step("checks.after");
+        // Nothing in the git directory that libgit2 would wait on for ever, before it is asked.
+        if let Some((git_dir, _)) = self.head.as_ref() {
+            crate::git::rules::clear_odd_git_dir(git_dir);
+        }
         let facts = self
             .head
             .as_ref()

@@ -1192,3 +1192,27 @@ fn a_fifo_an_agent_puts_where_git_reads_its_rules_does_not_hang_the_loop() {
         "{tracked}"
     );
 }
+
+#[test]
+fn a_fifo_an_agent_puts_in_the_git_directory_does_not_hang_the_loop() {
+    let t = TestHome::new();
+    // With `.git` writable (no mount namespace): the config as a FIFO, after a commit of the
+    // agent's own that sends the check to the repository itself.
+    let run = history_attack(
+        &t,
+        "echo own > own.md && git add own.md && git commit -q -m own && rm .git/config && mkfifo .git/config .git/packed-refs",
+        2,
+    );
+    assert!(
+        std::fs::symlink_metadata(t.art().join(".git/config")).is_ok_and(|m| m.is_file()),
+        "{run}"
+    );
+    assert!(!t.art().join(".git/packed-refs").exists());
+    // The attack ran to its end: its commit is there, its config put back and said.
+    assert!(subjects(&t.art(), "main").iter().any(|s| s == "own"));
+    assert!(
+        protected_changed(&run).iter().any(|c| c.contains("config")),
+        "{run}"
+    );
+    assert_every_accepted_iteration_is_on_main(&t);
+}
