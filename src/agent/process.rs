@@ -316,9 +316,6 @@ pub async fn run(
     mut on_event: impl FnMut(JobEvent) -> bool,
 ) -> Result<ProcessEnd> {
     let (out, err) = open_log(job)?;
-    if let Some(p) = &job.stdin {
-        File::open(p).at(p, "open stdin file")?;
-    }
     let (gate_out, mut gate_in) =
         std::io::pipe().map_err(|e| Error::runtime(format!("cannot make a pipe: {e}")))?;
     let script = gated(job);
@@ -336,10 +333,21 @@ pub async fn run(
     let pgid = pid.cast_signed();
     kill::manage(pgid);
     crate::sys::failpoint::hit("job-spawned")?;
-    // Recorded (and whatever else its owner does before the command may run): open the gate.
-    // A job that already died has no reader; that is its own ending.
+    // Recorded (and whatever else its owner does before the command may run, its stdin file
+    // written among it): open the gate. A job that already died has no reader; that is its own
+    // ending. One whose stdin cannot be read never runs its command.
+    let mut unready = None;
     if on_event(JobEvent::Spawned(pid)) {
-        let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
+        match job
+            .stdin
+            .as_ref()
+            .map(|p| File::open(p).at(p, "open stdin file"))
+        {
+            Some(Err(e)) => unready = Some(e),
+            _ => {
+                let _opened = std::io::Write::write_all(&mut gate_in, b"\n");
+            }
+        }
     }
     drop(gate_in);
     let ending = supervise(job, stops, &mut leader, pgid).await?;
@@ -371,6 +379,9 @@ pub async fn run(
         tracing::debug!("reaping {pid}: {e}");
     }
     sweep_shm(job);
+    if let Some(e) = unready {
+        return Err(e);
+    }
     Ok(ProcessEnd {
         ending,
         pid,

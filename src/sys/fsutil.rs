@@ -278,6 +278,18 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
     }
 }
 
+/// Create `path` (0600, it must not exist, a link in its place is not followed) holding `bytes`:
+/// for a file in a directory just made, which nobody reads before it is whole.
+pub fn create_with(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .at(path, "create")?;
+    f.write_all(bytes).at(path, "write")
+}
+
 /// Write a file only if it does not exist yet (the loop's memory is never overwritten).
 /// Returns whether it was written.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {

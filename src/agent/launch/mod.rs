@@ -528,16 +528,32 @@ pub async fn run(
         out_of_the_store(&job.cwd, job.sandbox.as_ref(), &real_path(&store), false)?;
     }
     drop(building);
-    write_run_files(agent, l, &mut job, prompt, promise)?;
+    make_run_dirs(agent, l, &mut job, prompt, promise)?;
     let group = run_group(&mut job, l);
     let helper_timings = helper_timings(&mut job, l);
     let started_at = Utc::now();
     // The runs of an iteration share its log: this run's part starts here.
     let from = std::fs::metadata(&job.log).map_or(0, |m| m.len());
-    let outcome = process::run(&job, stops, on_event).await;
+    let mut unwritten = None;
+    let mut on_event = on_event;
+    // The prompt's files are written while the process starts (nothing of its command runs
+    // before its gate opens, and it reads them only after); a failure keeps the gate shut.
+    let outcome = process::run(&job, stops, |event| {
+        if matches!(event, JobEvent::Spawned(_))
+            && let Err(e) = write_prompt_files(l, prompt)
+        {
+            unwritten = Some(e);
+            return false;
+        }
+        on_event(event)
+    })
+    .await;
     record_helper_timings(helper_timings.as_deref(), started_at);
     remove_group(group.as_deref());
     after_run(agent, l, &job)?;
+    if let Some(e) = unwritten {
+        return Err(e);
+    }
     let outcome = outcome?;
     let _scan = timing::step("launch.scan");
     let report = report_of(agent, l, &job, promise, from)?;
@@ -553,18 +569,17 @@ pub async fn run(
     })
 }
 
-/// The run's files before it starts: its directory and prompt record, the promise to watch
-/// for, its private temp dir with the prompt handed over, the CLI's state dirs.
-fn write_run_files(
+/// What the run needs before its process is spawned: its records' directory, the promise to
+/// watch for, its private temp dir, the CLI's state dirs.
+fn make_run_dirs(
     agent: &AgentSpec,
     l: &Launch,
     job: &mut Job,
     prompt: &str,
     promise: &str,
 ) -> Result<()> {
-    let _files = timing::step("launch.files");
+    let _files = timing::step("launch.dirs");
     fsutil::create_dir_all(&l.dir)?;
-    fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
     let line = promise.trim();
     if let Some(watch) = job.liveness.as_mut()
         && !line.is_empty()
@@ -577,9 +592,16 @@ fn write_run_files(
         });
     }
     fsutil::create_dir_all(&l.tmp())?;
-    fsutil::atomic_write(&l.handed_prompt(), prompt.as_bytes())?;
     super::home::make_state_dirs(agent, &job.env);
     Ok(())
+}
+
+/// The prompt kept in the run's records and handed over in its private temp dir (new there:
+/// nobody could have read a half-written one before the gate opens).
+fn write_prompt_files(l: &Launch, prompt: &str) -> Result<()> {
+    let _files = timing::step("launch.files");
+    fsutil::atomic_write(&l.prompt_file(), prompt.as_bytes())?;
+    fsutil::create_with(&l.handed_prompt(), prompt.as_bytes())
 }
 
 /// After the run: its temp dir removed, the CLI's refreshed credentials written back, and the
