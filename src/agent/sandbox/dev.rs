@@ -67,7 +67,9 @@ pub fn own_dev(p: &Policy) -> Result<Dev, String> {
 /// The devices bound back, the run's own `/dev/shm` and `/dev/pts`, the links; then read-only.
 fn fill(p: &Policy, kept: &[(File, PathBuf)], works_in_shm: bool) -> Result<Dev, String> {
     for (file, path) in kept {
-        bind_back(file, path)?;
+        if !made_again(file, path) {
+            bind_back(file, path)?;
+        }
     }
     for (name, target) in LINKS {
         std::os::unix::fs::symlink(target, Path::new("/dev").join(name))
@@ -145,6 +147,38 @@ pub fn opened(paths: &[PathBuf]) -> Vec<(File, PathBuf)> {
                 .map(|f| (f, p.clone()))
         })
         .collect()
+}
+
+/// One of the devices every run gets made again in the new `/dev` as the same device with the
+/// same permissions, where the helper may make devices (as root outside a user namespace):
+/// cheaper than a bind to set up and to take down with the run. Whether it was.
+fn made_again(file: &File, path: &Path) -> bool {
+    use nix::sys::stat::{Mode, SFlag, mknod};
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+    let common = NODES.iter().any(|n| path == Path::new("/dev").join(n));
+    let Ok(meta) = file.metadata() else {
+        return false;
+    };
+    if !common || !meta.file_type().is_char_device() {
+        return false;
+    }
+    let bits = meta.mode() & 0o777;
+    if mknod(
+        path,
+        SFlag::S_IFCHR,
+        Mode::from_bits_truncate(bits),
+        meta.rdev(),
+    )
+    .is_err()
+    {
+        return false;
+    }
+    // The umask narrowed it: the machine's own permissions, exactly.
+    if std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits)).is_err() {
+        let _gone = std::fs::remove_file(path);
+        return false;
+    }
+    true
 }
 
 /// Bind what `file` is onto `path` in the new `/dev` (a place for it made first).
