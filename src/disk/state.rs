@@ -455,7 +455,7 @@ pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
         tracing::warn!("{} was a directory; removed", path.display());
         fsutil::remove_dir_all_opt(path)?;
     }
-    fsutil::atomic_write_at(path, json.as_bytes(), "state-after-temp-write")
+    crate::sys::spare::replace(path, json.as_bytes(), "state-after-temp-write")
 }
 
 /// The bytes [`save`] writes for `state` (as it is, not re-stamped).
@@ -495,13 +495,25 @@ pub fn questions(layout: &super::layout::Layout) -> super::questions::Kept {
 }
 
 /// Read the state without touching it (for `status`, `list`). A corrupt file is an error here.
+/// A read that does not parse is made again, twice: a reader held up between opening the file
+/// and reading it may read the next save being written into it (`sys::spare`).
 pub fn read(path: &Path) -> Result<Option<LoopState>> {
-    let Some(text) = fsutil::read_opt(path)? else {
-        return Ok(None);
-    };
-    serde_json::from_str(&text).map(Some).map_err(|e| {
-        crate::error::Error::runtime(format!("{} is not valid state: {e}", path.display()))
-    })
+    let mut tries = 0;
+    loop {
+        let Some(text) = fsutil::read_opt(path)? else {
+            return Ok(None);
+        };
+        match serde_json::from_str(&text) {
+            Ok(s) => return Ok(Some(s)),
+            Err(_) if tries < 2 => tries += 1,
+            Err(e) => {
+                return Err(crate::error::Error::runtime(format!(
+                    "{} is not valid state: {e}",
+                    path.display()
+                )));
+            }
+        }
+    }
 }
 
 /// Read the state for a (re)start: a corrupt file is moved aside to

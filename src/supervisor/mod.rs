@@ -255,6 +255,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
             if let Err(save) = failed.and_then(|()| lp.runner.save()) {
                 tracing::error!("{save}");
             }
+            crate::sys::spare::discard(&lp.runner.layout.state());
             return Err(e);
         }
     };
@@ -262,6 +263,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     if finish::wanted(&finishing, reason) {
         finish::pull_request(&lp.runner.topic).await;
     }
+    crate::sys::spare::discard(&lp.runner.layout.state());
     let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match reason.ending() {
         crate::disk::state::Ending::Failed => 1,

@@ -1,5 +1,5 @@
 //! Small helpers every part may use and that use no other part (only `error`): atomic and bounded
-//! file IO (`fsutil`), reading text line by line (`lines`), the `/proc` reader (`procs`), a child's exit by its pidfd (`pidfd`), the
+//! file IO (`fsutil`), a file saved often through a spare beside it (`spare`), reading text line by line (`lines`), the `/proc` reader (`procs`), a child's exit by its pidfd (`pidfd`), the
 //! async runtime (`runtime`), the file watch that tells which paths changed (`watch`), test
 //! failpoints (`failpoint`), step timings for the benchmark (`timing`), text for a person's terminal without control sequences (`term`), and
 //! the one module with `unsafe` code (`kernel`).
@@ -20,6 +20,7 @@ pub mod resumed;
 pub mod runtime;
 #[cfg(target_os = "linux")]
 pub mod shm;
+pub mod spare;
 pub mod term;
 pub mod timing;
 pub mod watch;

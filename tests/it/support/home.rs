@@ -379,9 +379,19 @@ pub fn nix_is_root() -> bool {
     })
 }
 
+/// A file as JSON. A read that does not parse is made again (twice), as the tool's own readers
+/// do: a reader held up between opening a state file and reading it may read the next save being
+/// written into it.
 pub fn read_json(p: &Path) -> Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{} is not JSON: {e}\n{t}", p.display()))
+    let mut tries = 0;
+    loop {
+        let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+        match serde_json::from_str(&t) {
+            Ok(v) => return v,
+            Err(_) if tries < 2 => tries += 1,
+            Err(e) => panic!("{} is not JSON: {e}\n{t}", p.display()),
+        }
+    }
 }
 
 /// A finished command.

@@ -1,0 +1,262 @@
+//! Replace a small file that is saved many times a second without a new inode each time: the new
+//! bytes go into a spare file beside it (`.<name>.spare.tmp`), written in place, and the two are
+//! exchanged in one step (`renameat2(RENAME_EXCHANGE)`): readers see the old file or the new one,
+//! never half of either, and the spare then holds the old bytes, to be written over next time.
+//!
+//! Why: a rename over a file frees the file it replaces and needs a new one for the next save.
+//! On ext4 without a journal an inode freed in the last minutes is skipped, one by one, by every
+//! later creation in its group, and a rename over a file makes ext4 start writing the new one's
+//! data at once (`auto_da_alloc`). The loop's state is saved four times an iteration; this makes
+//! those saves create and free nothing.
+//!
+//! The spare is only written over when it is the very file this process wrote at its save
+//! before last (same device and inode, one link, ours, a plain file): anything else in its place
+//! — a link an agent planted to a file of the user's, a hard link to another name — is removed
+//! by name and a new spare is made, so no save ever writes through something it did not make.
+//! Where the file system cannot exchange two names (or off Linux), or the path is not below a
+//! guarded root, it is a plain atomic write (`fsutil::atomic_write_at`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::error::{IoContext, Result};
+
+/// A file's identity: device and inode.
+type Id = (u64, u64);
+
+/// For each path saved this way, the files this process wrote at its last two saves: the last is
+/// in the path's place, the one before in the spare's (where the next save writes).
+static WRITTEN: Mutex<BTreeMap<PathBuf, [Option<Id>; 2]>> = Mutex::new(BTreeMap::new());
+
+/// The spare's name beside `name`.
+#[must_use]
+pub fn spare_name(name: &str) -> String {
+    format!(".{name}.spare.tmp")
+}
+
+/// Replace `path` with `bytes` through its spare; `failpoint` is hit before the exchange (tests
+/// crash there).
+///
+/// # Errors
+/// When the spare cannot be made or written, or the exchange (or the rename it falls back to)
+/// fails; the error names `path`.
+pub fn replace(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    if let Some(e) = crate::sys::beneath::parent(path).at(path, "write")? {
+        return exchange(path, &e, bytes, failpoint);
+    }
+    crate::sys::fsutil::atomic_write_at(path, bytes, failpoint)
+}
+
+/// The loop is done saving `path`: its spare goes (by name; nothing is left beside the state of
+/// a loop that ended). A later save makes a new one.
+pub fn discard(path: &Path) {
+    if let Ok(mut w) = WRITTEN.lock() {
+        w.remove(path);
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    if let Some(spare) = name.map(|n| path.with_file_name(spare_name(&n))) {
+        let _gone = crate::sys::fsutil::remove_file_opt(&spare);
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn exchange(
+    path: &Path,
+    e: &crate::sys::beneath::Entry,
+    bytes: &[u8],
+    failpoint: &str,
+) -> Result<()> {
+    use rustix::fs::RenameFlags;
+    let name = e.name.to_string_lossy().into_owned();
+    let spare = spare_name(&name);
+    let expected = WRITTEN
+        .lock()
+        .ok()
+        .and_then(|w| w.get(path).and_then(|ids| ids[0]));
+    let file = open_spare(e, &spare, expected).at(path, "make the spare of")?;
+    let id = written(&file, e, bytes).at(path, "write the spare of")?;
+    drop(file);
+    crate::sys::failpoint::hit(failpoint)?;
+    let swapped = rustix::fs::renameat_with(&e.dir, &spare, &e.dir, &e.name, RenameFlags::EXCHANGE);
+    match swapped {
+        Ok(()) => {}
+        // Nothing to exchange with, or a file system that cannot: the spare takes the name.
+        Err(_) => {
+            rustix::fs::renameat(&e.dir, &spare, &e.dir, &e.name)
+                .map_err(std::io::Error::from)
+                .at(path, "rename a temp file over")?;
+        }
+    }
+    if let Ok(mut w) = WRITTEN.lock() {
+        let ids = w.entry(path.to_path_buf()).or_default();
+        // A plain rename left no spare: the file before is gone.
+        *ids = [swapped.is_ok().then_some(ids[1]).flatten(), Some(id)];
+    }
+    Ok(())
+}
+
+/// The spare to write: the file this process wrote at its save before last when it is still
+/// there, alone and ours; else whatever is there is removed (by name, never followed) and a
+/// new one made.
+#[cfg(target_os = "linux")]
+fn open_spare(
+    e: &crate::sys::beneath::Entry,
+    spare: &str,
+    expected: Option<Id>,
+) -> std::io::Result<std::fs::File> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    if let Some(want) = expected
+        && let Ok(fd) = rustix::fs::openat(&e.dir, spare, flags, Mode::empty())
+    {
+        let file = std::fs::File::from(fd);
+        if reusable(&file, want) {
+            return Ok(file);
+        }
+    }
+    match rustix::fs::unlinkat(&e.dir, spare, AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        // A directory in its place: it goes, with what is in it.
+        Err(rustix::io::Errno::ISDIR | rustix::io::Errno::PERM) => {
+            let _gone = rustix::fs::unlinkat(&e.dir, spare, AtFlags::REMOVEDIR);
+        }
+        Err(err) => return Err(err.into()),
+    }
+    let fd = rustix::fs::openat(
+        &e.dir,
+        spare,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    Ok(std::fs::File::from(fd))
+}
+
+/// Whether an opened spare is the file `want` names, a plain file with one link, owned by us.
+#[cfg(target_os = "linux")]
+fn reusable(file: &std::fs::File, want: Id) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|m| {
+        m.is_file()
+            && m.nlink() == 1
+            && m.uid() == rustix::process::geteuid().as_raw()
+            && (m.dev(), m.ino()) == want
+    })
+}
+
+/// Write `bytes` over the spare from its start, cut it to their length, give it the mode of the
+/// file it replaces (a plain file's; else 0600); its identity.
+#[cfg(target_os = "linux")]
+fn written(
+    file: &std::fs::File,
+    e: &crate::sys::beneath::Entry,
+    bytes: &[u8],
+) -> std::io::Result<Id> {
+    use rustix::fs::{AtFlags, FileType, Mode};
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    file.write_all_at(bytes, 0)?;
+    file.set_len(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
+    let mode = match rustix::fs::statat(&e.dir, &e.name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(old) if FileType::from_raw_mode(old.st_mode) == FileType::RegularFile => {
+            old.st_mode & 0o7777
+        }
+        _ => 0o600,
+    };
+    let meta = file.metadata()?;
+    if meta.mode() & 0o7777 != mode {
+        rustix::fs::fchmod(file, Mode::from_raw_mode(mode))?;
+    }
+    Ok((meta.dev(), meta.ino()))
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn guarded() -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        crate::sys::beneath::guard(&root);
+        (d, root.join("state.json"))
+    }
+
+    #[test]
+    fn saves_replace_the_file_whole_and_reuse_one_spare() {
+        let (_d, path) = guarded();
+        let spare = path.with_file_name(spare_name("state.json"));
+        for (i, text) in [
+            "first, a longer text\n",
+            "second\n",
+            "third, longer again\n",
+            "4\n",
+        ]
+        .iter()
+        .enumerate()
+        {
+            replace(&path, text.as_bytes(), "none").unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), *text, "save {i}");
+        }
+        // From the third save on, the two files trade places: nothing new is made.
+        let before = (
+            std::fs::metadata(&path).unwrap().ino(),
+            std::fs::metadata(&spare).unwrap().ino(),
+        );
+        replace(&path, b"5\n", "none").unwrap();
+        let after = (
+            std::fs::metadata(&path).unwrap().ino(),
+            std::fs::metadata(&spare).unwrap().ino(),
+        );
+        assert_eq!((after.0, after.1), (before.1, before.0));
+        assert_eq!(std::fs::read_to_string(&spare).unwrap(), "4\n");
+        // A loop that ended leaves no spare; a later save still works.
+        discard(&path);
+        assert!(!spare.exists());
+        replace(&path, b"6\n", "none").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "6\n");
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode() {
+        let (_d, path) = guarded();
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+            .unwrap();
+        replace(&path, b"new", "none").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o7777, 0o640);
+    }
+
+    #[test]
+    fn nothing_planted_in_the_spares_place_is_written_through() {
+        let (d, path) = guarded();
+        let spare = path.with_file_name(spare_name("state.json"));
+        let user = d.path().join("users-file");
+        for plant in ["symlink", "hardlink", "swapped", "directory"] {
+            std::fs::write(&user, "the user's").unwrap();
+            for text in ["a\n", "b\n", "c\n"] {
+                replace(&path, text.as_bytes(), "none").unwrap();
+            }
+            std::fs::remove_file(&spare).unwrap();
+            match plant {
+                "symlink" => std::os::unix::fs::symlink(&user, &spare).unwrap(),
+                "hardlink" => std::fs::hard_link(&user, &spare).unwrap(),
+                "swapped" => std::fs::write(&spare, "another file").unwrap(),
+                _ => std::fs::create_dir(&spare).unwrap(),
+            }
+            replace(&path, b"d\n", "none").unwrap();
+            replace(&path, b"e\n", "none").unwrap();
+            assert_eq!(
+                std::fs::read_to_string(&user).unwrap(),
+                "the user's",
+                "{plant}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), "e\n", "{plant}");
+            assert!(
+                std::fs::symlink_metadata(&spare).unwrap().is_file(),
+                "{plant}"
+            );
+        }
+    }
+}
