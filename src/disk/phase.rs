@@ -326,19 +326,52 @@ impl Phase {
         }
     }
 
+    /// The refusal of `step` from this phase.
+    fn refused(&self, step: &Step) -> Illegal {
+        Illegal {
+            from: self.status().as_str(),
+            step: step.name(),
+        }
+    }
+
+    /// This phase with `agent` as its running agent (only where an agent may run).
+    fn with_agent(&self, agent: Option<AgentRun>, step: &Step) -> Result<Phase, Illegal> {
+        match self {
+            Phase::Planning { .. } => Ok(Phase::Planning { agent }),
+            Phase::Running { .. } => Ok(Phase::Running { agent }),
+            Phase::Stopping { .. } => Ok(Phase::Stopping { agent }),
+            _ => Err(self.refused(step)),
+        }
+    }
+
+    /// An agent's start (its token) and its spawn (its pid, once, after its token).
+    fn agent_step(&self, step: &Step) -> Result<Phase, Illegal> {
+        match (step, self.agent()) {
+            (Step::AgentStarting(token), _) => self.with_agent(
+                Some(AgentRun {
+                    token: token.clone(),
+                    pid: None,
+                    pgid: None,
+                }),
+                step,
+            ),
+            (Step::AgentSpawned(pid), Some(run)) if run.pid.is_none() => self.with_agent(
+                Some(AgentRun {
+                    pid: Some(*pid),
+                    pgid: Some(pid.cast_signed()),
+                    ..run.clone()
+                }),
+                step,
+            ),
+            _ => Err(self.refused(step)),
+        }
+    }
+
     /// The phase after `step`, or why the step makes no sense here.
     pub fn step(&self, step: Step) -> Result<Phase, Illegal> {
         use Phase as P;
-        let refuse = || Illegal {
-            from: self.status().as_str(),
-            step: step.name(),
-        };
-        let with_agent = |agent: Option<AgentRun>| match self {
-            P::Planning { .. } => Ok(P::Planning { agent }),
-            P::Running { .. } => Ok(P::Running { agent }),
-            P::Stopping { .. } => Ok(P::Stopping { agent }),
-            _ => Err(refuse()),
-        };
+        let refuse = || self.refused(&step);
+        let with_agent = |agent: Option<AgentRun>| self.with_agent(agent, &step);
         let idle = self.agent().is_none();
         match (self, &step) {
             // An error has the last word, even after an end (the end's own hooks failed).
@@ -359,41 +392,29 @@ impl Phase {
             }
             (P::Paused, Step::Resume) => Ok(P::Running { agent: None }),
             (P::Paused, Step::Plan) => Ok(P::Planning { agent: None }),
-            (P::Planning { agent: None }, Step::Wait { until, reason }) => Ok(P::Waiting {
+            (
+                P::Planning { agent: None }
+                | P::Running { agent: None }
+                | P::Stopping { agent: None },
+                Step::Wait { until, reason },
+            ) => Ok(P::Waiting {
                 until: *until,
                 reason: reason.clone(),
-                then: Resume::Planning,
-            }),
-            (P::Running { agent: None }, Step::Wait { until, reason }) => Ok(P::Waiting {
-                until: *until,
-                reason: reason.clone(),
-                then: Resume::Running,
-            }),
-            (P::Stopping { agent: None }, Step::Wait { until, reason }) => Ok(P::Waiting {
-                until: *until,
-                reason: reason.clone(),
-                then: Resume::Stopping,
+                then: match self {
+                    P::Planning { .. } => Resume::Planning,
+                    P::Stopping { .. } => Resume::Stopping,
+                    _ => Resume::Running,
+                },
             }),
             (P::Waiting { then, .. }, Step::WaitOver) => Ok(match then {
                 Resume::Planning => P::Planning { agent: None },
                 Resume::Running => P::Running { agent: None },
                 Resume::Stopping => P::Stopping { agent: None },
             }),
-            (P::Planning { .. } | P::Running { .. }, Step::AgentStarting(token)) if idle => {
-                with_agent(Some(AgentRun {
-                    token: token.clone(),
-                    pid: None,
-                    pgid: None,
-                }))
+            (P::Planning { .. } | P::Running { .. }, Step::AgentStarting(_)) if idle => {
+                self.agent_step(&step)
             }
-            (_, Step::AgentSpawned(pid)) => match self.agent() {
-                Some(run) if run.pid.is_none() => with_agent(Some(AgentRun {
-                    pid: Some(*pid),
-                    pgid: Some(pid.cast_signed()),
-                    ..run.clone()
-                })),
-                _ => Err(refuse()),
-            },
+            (_, Step::AgentSpawned(_)) => self.agent_step(&step),
             (P::Planning { agent } | P::Running { agent }, Step::StopRequested) => {
                 Ok(P::Stopping {
                     agent: agent.clone(),

@@ -352,16 +352,51 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
     crate::sys::failpoint::hit("after-run")?;
     let original = super::original::put_back(&layout, n, original, true, lp.take_cap())?;
     let put_back = put_back_spec(lp)?;
+    let (changed_paths, raw, changed) = changes_of(lp, n, &before, &named, &mut run)?;
+    let tail = fsutil::read_tail(&run.log, 4096)?;
+    let report = &run.report;
+    let question = crate::agent::asked::asked(
+        agent.table.output_format,
+        &report.text,
+        &tail,
+        &report.denials,
+        prompt,
+    );
+    Ok(Seen {
+        tail,
+        question,
+        changed_paths,
+        raw,
+        changed,
+        by,
+        run,
+        put_back,
+        original,
+    })
+}
+
+/// What the run changed: the paths it touched since `before` (the loop's earlier iterations put
+/// back first, and said), the commits it made of its own since the loop's last, and — when it
+/// changed nothing else — the files the plan names that it changed. The paths, their names as
+/// the records keep them, and what counts as its change.
+fn changes_of(
+    lp: &mut Loop,
+    n: u32,
+    before: &crate::git::Snapshot,
+    named: &named::Fingerprints,
+    run: &mut AgentRun,
+) -> Result<(Vec<std::path::PathBuf>, Vec<String>, Vec<String>)> {
+    let layout = lp.runner.layout.clone();
     let snap = crate::sys::timing::step("snapshot");
     let mut after = lp.tracker.snapshot(&lp.repo)?;
     drop(snap);
-    let earlier = super::earlier::put_back(&lp.repo, &layout, n, &after.changed_paths(&before))?;
+    let earlier = super::earlier::put_back(&lp.repo, &layout, n, &after.changed_paths(before))?;
     if !earlier.is_empty() {
         run.protected_changed.extend(earlier);
         after = lp.tracker.snapshot(&lp.repo)?;
     }
-    let mut changed_paths = after.changed_paths(&before);
-    let mut raw = after.changed_since(&before);
+    let mut changed_paths = after.changed_paths(before);
+    let mut raw = after.changed_since(before);
     // Commits the agent made of its own work are progress, though they leave nothing dirty:
     // what they changed since the loop's last commit is the run's change like the rest (the
     // gate judges it, the records count it). So are changes to files the plan names outside
@@ -385,26 +420,7 @@ async fn attempt_run(lp: &mut Loop, n: u32, prompt: &str, plan_before: &str) -> 
                 .map(|p| format!("{p} (named in the plan)")),
         );
     }
-    let tail = fsutil::read_tail(&run.log, 4096)?;
-    let report = &run.report;
-    let question = crate::agent::asked::asked(
-        agent.table.output_format,
-        &report.text,
-        &tail,
-        &report.denials,
-        prompt,
-    );
-    Ok(Seen {
-        tail,
-        question,
-        changed_paths,
-        raw,
-        changed,
-        by,
-        run,
-        put_back,
-        original,
-    })
+    Ok((changed_paths, raw, changed))
 }
 
 /// A code loop's spec is read, never written: an edit the agent made is put back now, and said.
@@ -506,28 +522,7 @@ async fn settle(
     plan_before: &str,
 ) -> Result<Flow> {
     let layout = lp.runner.layout.clone();
-    if d.carry {
-        commit::carry(lp, &seen.changed_paths);
-    }
-    if matches!(d.outcome, Outcome::NoChange | Outcome::Asked) && d.aside == Aside::Keep {
-        // Its directory (its prompt's answer, the seeded artifact) is committed with the next
-        // accepted iteration, as a rejected one's is, not left untracked.
-        let dir = layout.iteration_dir(n);
-        let own = commit::loop_paths(&layout, false, Some(&dir), std::iter::empty());
-        commit::carry(lp, &own);
-    }
-    rec.note = match (d.note, seen.put_back.clone()) {
-        (Some(n), Some(p)) => Some(format!("{n}; {p}")),
-        (n, p) => n.or(p),
-    };
-    if d.outcome == Outcome::Rejected {
-        rec.protected_changed
-            .clone_from(&seen.run.protected_changed);
-        rec.validation_failed = rec.note.take();
-    }
-    if matches!(d.then, Then::Stop(StopReason::Error, _)) && !d.carry {
-        rec.files_changed.clear();
-    }
+    carry_and_note(lp, n, &mut rec, &d, seen);
     match d.then {
         Then::Accept => {
             lp.runner.worked();
@@ -583,6 +578,35 @@ async fn settle(
         Then::Over | Then::NoChange | Then::Accept => Flow::End(IterationEnd::Done),
         Then::Stop(reason, why) => Flow::End(IterationEnd::Stop(reason, why)),
     })
+}
+
+/// What of the attempt's work the next accepted commit carries, and the record's note: the
+/// disposition's and what was put back of the spec; a rejected attempt's protected files and
+/// note as why it failed.
+fn carry_and_note(lp: &mut Loop, n: u32, rec: &mut RunRecord, d: &Disposition, seen: &Seen) {
+    let layout = lp.runner.layout.clone();
+    if d.carry {
+        commit::carry(lp, &seen.changed_paths);
+    }
+    if matches!(d.outcome, Outcome::NoChange | Outcome::Asked) && d.aside == Aside::Keep {
+        // Its directory (its prompt's answer, the seeded artifact) is committed with the next
+        // accepted iteration, as a rejected one's is, not left untracked.
+        let dir = layout.iteration_dir(n);
+        let own = commit::loop_paths(&layout, false, Some(&dir), std::iter::empty());
+        commit::carry(lp, &own);
+    }
+    rec.note = match (d.note.clone(), seen.put_back.clone()) {
+        (Some(n), Some(p)) => Some(format!("{n}; {p}")),
+        (n, p) => n.or(p),
+    };
+    if d.outcome == Outcome::Rejected {
+        rec.protected_changed
+            .clone_from(&seen.run.protected_changed);
+        rec.validation_failed = rec.note.take();
+    }
+    if matches!(d.then, Then::Stop(StopReason::Error, _)) && !d.carry {
+        rec.files_changed.clear();
+    }
 }
 
 /// A usage or rate limit: wait for its reset, or — with fallback agents — mark the agent

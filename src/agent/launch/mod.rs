@@ -209,28 +209,7 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
     let safety = &l.safety;
     let program = sandbox::env::program_of(&t.command);
     let prompt_file = l.handed_prompt();
-    let path = |p: &Path| p.display().to_string();
-    let mut env = sandbox::env::allowed(std::env::vars(), &program, &safety.env_allow);
-    env.push(("TMPDIR".into(), path(&l.tmp())));
-    env.extend([
-        ("ITERATION".into(), l.iteration.to_string()),
-        (
-            "PREV_ITERATION".into(),
-            l.iteration.saturating_sub(1).to_string(),
-        ),
-        ("ITERATION_DIR".into(), path(&l.work_dir)),
-        ("ARTIFACT_PATH".into(), path(&l.root)),
-        ("TOPIC".into(), l.topic.clone()),
-        ("WIGGUM_PHASE".into(), l.phase.as_str().into()),
-        ("PROMPT_FILE".into(), path(&prompt_file)),
-    ]);
-    if let Some(w) = &l.wiggum_dir {
-        env.push(("WIGGUM_DIR".into(), path(w)));
-    }
-    if let Some(temp) = l.temperature {
-        env.push(("WIGGUM_TEMPERATURE".into(), temp.to_string()));
-    }
-    env.extend(t.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let env = run_env(agent, l, &program);
     let mut command = spec::command_line(t, &prompt_file);
     if program == "claude" && !safety.deny_tools.is_empty() {
         let tools = safety.deny_tools.join(",").replace('\'', "");
@@ -285,6 +264,34 @@ pub fn job(agent: &AgentSpec, l: &Launch) -> Job {
             shm: None,
         }),
     }
+}
+
+/// The run's environment: what the allow-list lets through of ours, its private temp dir, the
+/// contract's variables, and the agent's own settings last.
+fn run_env(agent: &AgentSpec, l: &Launch, program: &str) -> Vec<(String, String)> {
+    let path = |p: &Path| p.display().to_string();
+    let mut env = sandbox::env::allowed(std::env::vars(), program, &l.safety.env_allow);
+    env.push(("TMPDIR".into(), path(&l.tmp())));
+    env.extend([
+        ("ITERATION".into(), l.iteration.to_string()),
+        (
+            "PREV_ITERATION".into(),
+            l.iteration.saturating_sub(1).to_string(),
+        ),
+        ("ITERATION_DIR".into(), path(&l.work_dir)),
+        ("ARTIFACT_PATH".into(), path(&l.root)),
+        ("TOPIC".into(), l.topic.clone()),
+        ("WIGGUM_PHASE".into(), l.phase.as_str().into()),
+        ("PROMPT_FILE".into(), path(&l.handed_prompt())),
+    ]);
+    if let Some(w) = &l.wiggum_dir {
+        env.push(("WIGGUM_DIR".into(), path(w)));
+    }
+    if let Some(temp) = l.temperature {
+        env.push(("WIGGUM_TEMPERATURE".into(), temp.to_string()));
+    }
+    env.extend(agent.table.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    env
 }
 
 /// Make the run's cgroup where this machine allows one, with its ceilings, and point the

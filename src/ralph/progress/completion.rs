@@ -303,45 +303,16 @@ fn result_lines(c: &Completion) -> Vec<String> {
     out
 }
 
-/// The block printed when a loop ends (and by `status` for an ended loop).
+/// The block printed when a loop ends (and by `status` for an ended loop): why it ended, what
+/// it measured, where its result is, what is left open, and what to do next.
 #[must_use]
 pub fn completion_block(c: &Completion) -> String {
-    let q = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
-    let quality = match c.quality {
-        (Some(a), Some(b)) if a > 0.0 => {
-            format!(
-                "{} → {} ({:+.0}%)",
-                q(Some(a)),
-                q(Some(b)),
-                (b - a) / a * 100.0
-            )
-        }
-        (a, b) => format!("{} → {}", q(a), q(b)),
-    };
     let mut out = vec![format!(
         "Loop `{}` ended: {}",
         c.topic,
         reason_words(c.reason)
     )];
-    if let Some(t) = &c.tests {
-        out.extend(tests_lines(c, t));
-    } else if c.code {
-        // A code loop without validation: no tests to show, and no document to measure.
-        out.push(format!("  iterations  {}", iterations_of(c)));
-    } else {
-        out.push(format!("  iterations  {}", iterations_of(c)));
-        out.push(format!("  quality     {quality}"));
-        if let Some(flat) = &c.flat {
-            out.push(format!("              {flat}"));
-        }
-    }
-    out.extend([
-        format!("  time        {}", duration(c.elapsed_ms)),
-        format!("  cost        {}", c.cost),
-    ]);
-    if !c.detail.is_empty() {
-        out.push(format!("  reason      {}", c.detail));
-    }
+    out.extend(measure_lines(c));
     out.extend(result_lines(c));
     if c.uncommitted > 0 {
         out.push(format!(
@@ -351,6 +322,50 @@ pub fn completion_block(c: &Completion) -> String {
         ));
     }
     let sa = program(c.home.as_deref());
+    out.extend(question_lines(c, &sa));
+    out.push(next_line(c, &sa));
+    out.join("\n")
+}
+
+/// The block's measures: the tests (a code loop that validates), else the iterations and, for
+/// a document, its quality; then the time, the cost and the detail of the reason.
+fn measure_lines(c: &Completion) -> Vec<String> {
+    let q = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let mut out = Vec::new();
+    if let Some(t) = &c.tests {
+        out.extend(tests_lines(c, t));
+    } else {
+        out.push(format!("  iterations  {}", iterations_of(c)));
+        // A code loop without validation: no tests to show, and no document to measure.
+        if !c.code {
+            let quality = match c.quality {
+                (Some(a), Some(b)) if a > 0.0 => format!(
+                    "{} → {} ({:+.0}%)",
+                    q(Some(a)),
+                    q(Some(b)),
+                    (b - a) / a * 100.0
+                ),
+                (a, b) => format!("{} → {}", q(a), q(b)),
+            };
+            out.push(format!("  quality     {quality}"));
+            if let Some(flat) = &c.flat {
+                out.push(format!("              {flat}"));
+            }
+        }
+    }
+    out.extend([
+        format!("  time        {}", duration(c.elapsed_ms)),
+        format!("  cost        {}", c.cost),
+    ]);
+    if !c.detail.is_empty() {
+        out.push(format!("  reason      {}", c.detail));
+    }
+    out
+}
+
+/// The open question (and how many earlier ones are open), with how to answer it.
+fn question_lines(c: &Completion, sa: &str) -> Vec<String> {
+    let mut out = Vec::new();
     if let Some((n, q)) = &c.question {
         out.push(format!(
             "  question    open since {}: \"{}\"\n              answer: {sa} wiggum answer {} \"…\"",
@@ -367,6 +382,13 @@ pub fn completion_block(c: &Completion) -> String {
             c.topic
         ));
     }
+    out
+}
+
+/// What to do next: start again once the question is answered, see to the reason when no agent
+/// ran, read what the last run said when nothing was committed, else look at the result.
+fn next_line(c: &Completion, sa: &str) -> String {
+    let t = &c.topic;
     if !c.committed
         && let Some((n, _)) = &c.question
     {
@@ -377,16 +399,14 @@ pub fn completion_block(c: &Completion) -> String {
         } else {
             String::new()
         };
-        out.push(format!(
-            "  next        {sa} wiggum start {t}{more}   (once answered: the next run reads it)",
-            t = c.topic
-        ));
+        format!(
+            "  next        {sa} wiggum start {t}{more}   (once answered: the next run reads it)"
+        )
     } else if !c.committed && !c.agent_ran {
         // Ended before any agent ran: the reason line says what to change; then start again.
-        out.push(format!(
-            "  next        {sa} wiggum start {t}   (no agent ran: see to the reason above, then start again)",
-            t = c.topic
-        ));
+        format!(
+            "  next        {sa} wiggum start {t}   (no agent ran: see to the reason above, then start again)"
+        )
     } else if !c.committed {
         // Nothing was committed to show a diff or a summary of: what fixes the cause instead —
         // planning's words when no iteration ran, else the last run's.
@@ -395,15 +415,10 @@ pub fn completion_block(c: &Completion) -> String {
         } else {
             ("", "what the last run said")
         };
-        out.push(format!(
-            "  next        {sa} wiggum logs {t}{logs}   ({whose})\n              {sa} wiggum doctor   (what this machine enforces)\n              {sa} wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)",
-            t = c.topic
-        ));
+        format!(
+            "  next        {sa} wiggum logs {t}{logs}   ({whose})\n              {sa} wiggum doctor   (what this machine enforces)\n              {sa} wiggum start {t} --agent NAME | --agent-cmd CMD   (another agent)"
+        )
     } else {
-        out.push(format!(
-            "  next        {sa} wiggum diff {t}\n              {sa} wiggum summary {t}",
-            t = c.topic
-        ));
+        format!("  next        {sa} wiggum diff {t}\n              {sa} wiggum summary {t}")
     }
-    out.join("\n")
 }
