@@ -114,8 +114,9 @@ impl Runner {
         self.state.promise_note = None;
     }
 
-    /// The built-in quality of the latest artifact.
-    pub fn quality_measured(&mut self, overall: f64) {
+    /// The built-in quality of the loop's result (`wiggum/final/artifact.md`): what `status`
+    /// shows and what the quality threshold is held against.
+    pub fn result_quality(&mut self, overall: f64) {
         self.state.last_quality = Some(overall);
     }
 

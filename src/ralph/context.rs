@@ -77,7 +77,8 @@ impl Loop {
             .unwrap_or_else(|| self.evaluator.clone())
     }
 
-    /// Built-in metrics of an artifact, recorded in state; logs when quality did not improve.
+    /// Built-in metrics of an artifact; logs when its quality is not above the result's. (The
+    /// state keeps the result's quality, recorded once an iteration becomes the result.)
     pub fn measure(&mut self, text: &str) -> metrics::Metrics {
         let m = metrics::compute_for(text, &self.artifact_type);
         if let Some(prev) = self.runner.state.last_quality
@@ -85,7 +86,6 @@ impl Loop {
         {
             tracing::info!("quality did not improve: {:.3} -> {:.3}", prev, m.overall);
         }
-        self.runner.quality_measured(m.overall);
         m
     }
 

@@ -21,7 +21,7 @@ pub struct Facts {
     pub max_iterations: u32,
     /// Unchecked items in `fix_plan.md`.
     pub plan_remaining: usize,
-    /// Overall built-in quality of the latest artifact, 0–1, if measured.
+    /// Overall built-in quality of the loop's result, 0–1, if measured.
     pub quality: Option<f64>,
     /// The outer threshold.
     pub quality_threshold: f64,

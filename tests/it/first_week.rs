@@ -64,6 +64,35 @@ fn iteration_artifact(t: &TestHome, n: u32) -> String {
 }
 
 #[test]
+fn a_kept_iteration_that_is_not_the_result_does_not_reach_the_quality_threshold_for_it() {
+    let t = TestHome::new();
+    // Iteration 1 is the result throughout (the best score); the later ones are longer
+    // documents of a higher quality, kept but not the result.
+    let cfg = scripted_judge(&t, &["6.7", "5.2", "6.0"]);
+    let agent = t.agent_cmd("", "FAKE_ITEMS=3");
+    let r = start_judged(
+        &t,
+        "best",
+        &agent,
+        &cfg,
+        &["--max-rounds", "1", "--quality-threshold", "0.5"],
+    );
+    r.code(0);
+    let quality: Vec<f64> = t
+        .runs("iteration")
+        .iter()
+        .map(|r| r["quality"]["overall"].as_f64().unwrap())
+        .collect();
+    assert!(quality[0] < 0.5 && quality[1] >= 0.5, "{quality:?}");
+    // The loop went on past iteration 2 (whose quality alone passed) and ended on its plan.
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "plan_empty", "{st}");
+    assert!(st["last_quality"].as_f64().unwrap() < 0.5, "{st}");
+    let status = t.run(&["wiggum", "status", "best"]).stdout();
+    assert!(!status.contains("threshold"), "{status}");
+}
+
+#[test]
 fn keep_best_commits_the_best_iteration_s_artifact_as_the_result_and_says_which() {
     let t = TestHome::new();
     let cfg = scripted_judge(&t, &["6.7", "5.2", "6.0"]);

@@ -365,6 +365,12 @@ async fn keep_or_carry(
         && let Some(best) = result
     {
         lp.runner.result_is(best);
+        // The quality threshold is the result's to reach, not a kept iteration's that is not it.
+        if best.iteration == n
+            && let Some(q) = rec.quality
+        {
+            lp.runner.result_quality(q.overall);
+        }
         let failed = rec
             .gate
             .as_ref()
