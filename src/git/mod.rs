@@ -272,6 +272,19 @@ impl Repo {
         self.repo.is_path_ignored(repo_rel).unwrap_or(false)
     }
 
+    /// Whether `rel` (relative to the artifact dir) is as HEAD and the index hold it (an ignored
+    /// file counts as unchanged; what git cannot say, a directory among it, does not).
+    #[must_use]
+    pub fn unchanged(&self, rel: &Path) -> bool {
+        let repo_rel = self.scope.join(rel);
+        rules::clear_odd_above(&self.workdir, [repo_rel.as_path()]);
+        match self.repo.status_file(&repo_rel) {
+            Ok(s) => s.is_empty() || s == git2::Status::IGNORED,
+            // Neither in the work tree nor in HEAD or the index: nothing is left there.
+            Err(e) => e.code() == git2::ErrorCode::NotFound,
+        }
+    }
+
     /// Whether HEAD's tree holds `rel` (relative to the artifact dir).
     #[must_use]
     pub fn in_head(&self, rel: &Path) -> bool {

@@ -848,3 +848,26 @@ fn what_commits_on_top_changed_is_named_within_the_artifact_dir_only() {
     assert!(patch.contains("+a2") && patch.contains("+c"), "{patch}");
     assert!(repo.changed_since_commit(&head).unwrap().is_empty());
 }
+
+#[test]
+fn a_path_is_unchanged_only_when_head_and_the_index_hold_it_as_it_is() {
+    let (d, repo) = refresh_repo();
+    let art = d.path().join("art");
+    std::fs::write(d.path().join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(art.join("docs/b.md"), "edited").unwrap();
+    std::fs::remove_file(art.join("docs/c.md")).unwrap();
+    std::fs::write(art.join("new.md"), "new").unwrap();
+    std::fs::write(art.join("run.log"), "ignored").unwrap();
+    for (rel, unchanged) in [
+        ("a.md", true),
+        ("run.log", true),
+        ("docs/b.md", false),
+        ("docs/c.md", false),
+        ("new.md", false),
+        ("never.md", true),
+        // A directory is not a path git can answer for.
+        ("docs", false),
+    ] {
+        assert_eq!(repo.unchanged(Path::new(rel)), unchanged, "{rel}");
+    }
+}

@@ -489,6 +489,13 @@ impl Loop {
         if self.work.seeds_artifact() {
             super::best::put_back(&layout, &self.repo, (result > 0).then_some(result))?;
         }
+        // What rejected attempts left for a later commit and a later one took, or put back as
+        // it was, is no longer left over.
+        let repo = &self.repo;
+        self.runner
+            .state
+            .carried_paths
+            .retain(|p| !repo.unchanged(p));
         let end = Step::End(reason, why.to_string());
         self.runner.step(end)?;
         self.runner.save()?;

@@ -41,10 +41,30 @@ pub fn find(layout: &Layout, work_root: &Path) -> Result<Theirs> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let found = repo.work_found(&loop_dir)?;
+    // What the loop's own rejected attempts left for a later commit is not the user's work.
+    let art = layout
+        .root()
+        .strip_prefix(work_root)
+        .unwrap_or(Path::new(""));
+    let carried: Vec<PathBuf> = carried(layout).iter().map(|c| art.join(c)).collect();
     Ok(Theirs {
         uncommitted: uncommitted(layout, &repo, found.dirty.iter().map(PathBuf::as_path)),
-        at_risk: found.at_risk,
+        at_risk: found
+            .at_risk
+            .into_iter()
+            .filter(|p| !carried.contains(p))
+            .collect(),
     })
+}
+
+/// The paths the loop's state says its rejected attempts left for a later commit (relative to
+/// the artifact dir).
+fn carried(layout: &Layout) -> Vec<PathBuf> {
+    crate::disk::state::read(&layout.state())
+        .ok()
+        .flatten()
+        .map(|s| s.carried_paths)
+        .unwrap_or_default()
 }
 
 /// Of the `dirty` paths under the artifact dir, those that are not the loop's: none while the
@@ -57,11 +77,7 @@ fn uncommitted<'a>(
     if repo.head().is_none() {
         return Vec::new();
     }
-    let carried = crate::disk::state::read(&layout.state())
-        .ok()
-        .flatten()
-        .map(|s| s.carried_paths)
-        .unwrap_or_default();
+    let carried = carried(layout);
     dirty
         .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
         .map(Path::to_path_buf)

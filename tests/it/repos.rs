@@ -477,27 +477,33 @@ fn start_says_that_the_loops_commits_are_not_signed_where_git_would_sign() {
     assert_eq!(loop_commits(&root).len(), 4);
 }
 
-#[test]
-fn a_pre_commit_hook_that_rejects_an_iteration_rejects_it_like_a_failed_validation() {
+/// A pre-commit hook (run, as the settings allow) that rejects a commit holding an iteration's
+/// files ("tests fail"), unless `first` (shell lines run before) lets it through.
+fn rejecting_hook(t: &TestHome, root: &Path, first: &str) {
     use std::os::unix::fs::PermissionsExt;
-    let t = TestHome::new();
-    let root = repo_with_art(&t);
-    // Rejects the first commit that holds an iteration's files, once.
     let hook = root.join(".git/hooks/pre-commit");
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
     std::fs::write(
         &hook,
-        "#!/bin/sh
-gd=$(git rev-parse --git-dir)
-git diff --cached --name-only | grep -q iteration- || exit 0
-[ -e \"$gd/once\" ] && exit 0
-: > \"$gd/once\"
-echo 'tests fail' >&2
-exit 1\n",
+        format!(
+            "#!/bin/sh\ngit diff --cached --name-only | grep -q iteration- || exit 0\n{first}echo 'tests fail' >&2\nexit 1\n"
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
     t.write_home_config("[git]\nhooks = \"run\"\n");
+}
+
+#[test]
+fn a_pre_commit_hook_that_rejects_an_iteration_rejects_it_like_a_failed_validation() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // Rejects the first commit that holds an iteration's files, once.
+    rejecting_hook(
+        &t,
+        &root,
+        "gd=$(git rev-parse --git-dir)\n[ -e \"$gd/once\" ] && exit 0\n: > \"$gd/once\"\n",
+    );
     t.start_fg("hooked", "", &[]).code(0);
     let iters = t.runs("iteration");
     assert_eq!(iters[0]["outcome"], "rejected", "{iters:?}");
@@ -517,6 +523,36 @@ exit 1\n",
         "{second:?}"
     );
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn what_rejected_attempts_left_is_counted_as_git_shows_it_and_not_kept_as_the_users_at_a_restart() {
+    let t = TestHome::new();
+    let root = repo_with_art(&t);
+    // Rejects every commit that holds an iteration's files.
+    rejecting_hook(&t, &root, "");
+    let r = t.start_fg("left", "", &["--max-iterations", "1"]);
+    let out = r.stdout();
+    assert_eq!(t.runs("iteration")[0]["outcome"], "rejected", "{out}");
+    // The count is what `git status` lists under the artifact dir, not every path the attempt
+    // touched.
+    let dirty = git(&root, &["status", "--porcelain", "-uall", "--", "art"])
+        .lines()
+        .count();
+    let said = out
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("uncommitted "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse::<usize>().ok());
+    assert_eq!(said, Some(dirty), "{out}");
+    // A restart knows it for the loop's: no copy of it is kept as the user's work.
+    let again = t.start_fg("left", "", &["--max-iterations", "1"]);
+    assert!(
+        !again.stderr().contains("a copy of that work"),
+        "{}",
+        again.stderr()
+    );
+    assert!(!t.home().join("kept/left").exists());
 }
 
 #[test]
