@@ -35,7 +35,7 @@ pub struct LoopState {
     pub max_iterations: u32,
     /// The outer loop's quality threshold (0–1).
     pub quality_threshold: f64,
-    /// Built-in quality metrics of the latest artifact (0–1 overall).
+    /// Built-in quality (0–1 overall) of the loop's result, the artifact in `wiggum/final/`.
     pub last_quality: Option<f64>,
     /// When the loop (this run of it) started.
     pub started_at: DateTime<Utc>,
@@ -443,6 +443,9 @@ pub enum Loaded {
     Ok(Box<LoopState>),
     /// The file did not parse; it was moved to the given path.
     MovedAside(PathBuf, String),
+    /// The file did not parse and was moved to the given path; the save before it, which its
+    /// spare still held (`sys::spare`), did.
+    Before(Box<LoopState>, PathBuf, String),
 }
 
 /// Write the state atomically, stamping `updated_at`.
@@ -526,15 +529,27 @@ pub fn load_for_start(path: &Path) -> Result<Loaded> {
         Ok(Loaded::MovedAside(aside, why))
     };
     // A directory an agent put in its place is no state either.
-    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-        return aside("a directory, not a file".into());
-    }
-    let Some(text) = fsutil::read_opt(path)? else {
-        return Ok(Loaded::Missing);
+    let text = if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        Err("a directory, not a file".to_string())
+    } else {
+        let Some(text) = fsutil::read_opt(path)? else {
+            return Ok(Loaded::Missing);
+        };
+        Ok(text)
     };
-    match serde_json::from_str(&text) {
-        Ok(s) => Ok(Loaded::Ok(Box::new(s))),
-        Err(e) => aside(e.to_string()),
+    let why = match text.map(|t| serde_json::from_str(&t)) {
+        Ok(Ok(s)) => return Ok(Loaded::Ok(Box::new(s))),
+        Ok(Err(e)) => e.to_string(),
+        Err(why) => why,
+    };
+    let before = path
+        .file_name()
+        .map(|n| path.with_file_name(crate::sys::spare::spare_name(&n.to_string_lossy())))
+        .and_then(|spare| fsutil::read_opt(&spare).ok().flatten())
+        .and_then(|t| serde_json::from_str::<LoopState>(&t).ok());
+    match (aside(why)?, before) {
+        (Loaded::MovedAside(to, why), Some(st)) => Ok(Loaded::Before(Box::new(st), to, why)),
+        (moved, _) => Ok(moved),
     }
 }
 
@@ -640,6 +655,49 @@ mod tests {
         };
         assert!(!p.exists());
         assert_eq!(std::fs::read_to_string(aside).unwrap(), "{ not json");
+    }
+
+    #[test]
+    fn a_state_that_does_not_parse_falls_back_on_the_save_before_it_in_its_spare() {
+        let d = tempfile::tempdir().unwrap();
+        // The loop's directory is guarded (saves go through the spare there).
+        crate::sys::beneath::guard(d.path());
+        let p = d.path().join("state.json");
+        let mut st = LoopState {
+            topic: "t".into(),
+            current_iteration: 7,
+            ..LoopState::default()
+        };
+        for _ in 0..3 {
+            save(&p, &mut st).unwrap();
+        }
+        // A FIFO an agent put in its place, or a file cut short by a power loss.
+        for bad in ["fifo", "cut"] {
+            std::fs::remove_file(&p).unwrap();
+            if bad == "fifo" {
+                nix::unistd::mkfifo(&p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+            } else {
+                std::fs::write(&p, "{\"topic\": \"t\", \"curr").unwrap();
+            }
+            let Loaded::Before(before, aside, _) = load_for_start(&p).unwrap() else {
+                panic!("{bad}: expected the save before")
+            };
+            assert_eq!(
+                (before.topic.as_str(), before.current_iteration),
+                ("t", 7),
+                "{bad}"
+            );
+            assert!(aside.exists() && !p.exists(), "{bad}");
+            save(&p, &mut st).unwrap();
+            save(&p, &mut st).unwrap();
+        }
+        // Without a spare that parses: moved aside, no state.
+        std::fs::write(&p, "{ not json").unwrap();
+        std::fs::write(d.path().join(".state.json.spare.tmp"), "nor this").unwrap();
+        assert!(matches!(
+            load_for_start(&p).unwrap(),
+            Loaded::MovedAside(..)
+        ));
     }
 
     #[test]

@@ -372,7 +372,7 @@ impl Before {
             fsutil::copy_file(&layout.runs_copy(), &layout.runs())?;
             changed.push("wiggum/runs.jsonl".to_string());
         }
-        if std::fs::read(layout.state()).ok().as_deref() != Some(state_json) {
+        if !fsutil::holds_exactly(&layout.state(), state_json) {
             changed.push("wiggum/state.json".to_string());
         }
         Ok(())

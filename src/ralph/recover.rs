@@ -38,8 +38,9 @@ fn live_supervisor(s: &LoopState) -> Option<u32> {
 /// Clean up after a dead predecessor: kill what its agent left, record the interrupted
 /// iteration, discard its directory. Returns (previous state, last completed iteration).
 pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
-    remove_interrupted_writes(layout)?;
+    // The state first: a state.json that does not parse falls back on its spare (a temp file).
     let prev = previous_state(layout)?;
+    remove_interrupted_writes(layout)?;
     refuse_a_live_supervisor(layout, prev.as_ref())?;
     stop_the_agent_left(prev.as_ref()).await;
     // Before anything else reads the repository: what the protected files held before the
@@ -71,6 +72,17 @@ fn previous_state(layout: &Layout) -> Result<Option<LoopState>> {
     Ok(match state::load_for_start(&layout.state())? {
         Loaded::Ok(s) => Some(*s),
         Loaded::Missing => None,
+        Loaded::Before(st, to, why) => {
+            tracing::warn!(
+                "state.json did not parse ({why}); moved aside to {}; the save before it is used",
+                to.display()
+            );
+            eprintln!(
+                "warning: state.json did not parse; kept as {}; the loop goes on from the save before it",
+                to.display()
+            );
+            Some(*st)
+        }
         Loaded::MovedAside(to, why) => {
             tracing::warn!(
                 "state.json did not parse ({why}); moved aside to {}",

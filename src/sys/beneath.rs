@@ -269,6 +269,47 @@ pub fn remove(path: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
+/// How deep the removal descends before it moves a deeper directory up beside the top one
+/// (to be removed from there): the open directories and the stack stay bounded, however deep a
+/// tree an agent made.
+const DEPTH: usize = 64;
+
+/// One directory being emptied: its descriptor, its name in its parent, what is left in it.
+struct Frame {
+    fd: OwnedFd,
+    name: PathBuf,
+    left: Vec<PathBuf>,
+}
+
+/// Remove `path` with everything in it where it is not under a guarded root (its parent
+/// reached as usual; nothing below it followed), however deep: as [`remove`] does below one.
+pub fn remove_anywhere(path: &Path) -> io::Result<()> {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no directory to remove it from",
+        ));
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    // The parent as its path names it (`/tmp` may be a link, as on macOS).
+    let flags = OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::RDONLY;
+    let dir = match rustix::fs::openat(CWD, parent, flags, Mode::empty()) {
+        Ok(d) => d,
+        Err(rustix::io::Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    remove_at(&dir, Path::new(name))
+}
+
+/// Remove entry `name` of `dir` with everything in it (nothing followed, however deep).
+pub fn remove_entry(dir: &OwnedFd, name: &Path) -> io::Result<()> {
+    remove_at(dir, name)
+}
+
 fn remove_at(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => st,
@@ -276,26 +317,86 @@ fn remove_at(dir: &OwnedFd, name: &Path) -> io::Result<()> {
         Err(e) => return Err(e.into()),
     };
     if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory {
-        return match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
-            Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-            Err(e) => Err(e.into()),
-        };
+        return unlink(dir, name, AtFlags::empty());
     }
-    let sub = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())?;
-    let mut names = Vec::new();
-    for entry in rustix::fs::Dir::read_from(&sub)? {
+    let mut stack = vec![frame(dir, name)?];
+    let mut moved = 0u64;
+    while let Some(top) = stack.last_mut() {
+        let Some(n) = top.left.pop() else {
+            let done = stack.pop().map(|f| f.name).unwrap_or_default();
+            let parent = stack.last().map_or(dir, |f| &f.fd);
+            unlink(parent, &done, AtFlags::REMOVEDIR)?;
+            continue;
+        };
+        let is_dir = rustix::fs::statat(&top.fd, &n, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        });
+        if !is_dir {
+            unlink(&top.fd, &n, AtFlags::empty())?;
+        } else if stack.len() < DEPTH {
+            let f = frame(&stack[stack.len() - 1].fd, &n)?;
+            stack.push(f);
+        } else {
+            // Too deep: up beside the top directory's entries, removed from there.
+            let (first, rest) = stack.split_at_mut(1);
+            let from = &rest.last().unwrap_or(&first[0]).fd;
+            let to = loop {
+                moved += 1;
+                let to = PathBuf::from(format!(".deep-{moved}"));
+                match rustix::fs::renameat_with(
+                    from,
+                    &n,
+                    &first[0].fd,
+                    &to,
+                    rustix::fs::RenameFlags::NOREPLACE,
+                ) {
+                    Err(rustix::io::Errno::EXIST) => {}
+                    Ok(()) => break to,
+                    Err(e) => return Err(e.into()),
+                }
+            };
+            first[0].left.push(to);
+        }
+    }
+    Ok(())
+}
+
+/// Open directory `name` in `dir` to empty it, with what it holds (made writable first where
+/// its owner left it read-only, as `rm -rf` of one's own tree does).
+fn frame(dir: &OwnedFd, name: &Path) -> io::Result<Frame> {
+    let fd = match rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()) {
+        Err(rustix::io::Errno::ACCESS) => {
+            // Unreadable to its owner: made readable (it was checked a directory just before).
+            let _made =
+                rustix::fs::chmodat(dir, name, Mode::from_raw_mode(0o700), AtFlags::empty());
+            rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty())?
+        }
+        other => other?,
+    };
+    if let Ok(st) = rustix::fs::fstat(&fd)
+        && st.st_mode & 0o700 != 0o700
+    {
+        let _made = rustix::fs::fchmod(&fd, Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777));
+    }
+    let mut left = Vec::new();
+    for entry in rustix::fs::Dir::read_from(&fd)? {
         let entry = entry?;
         let n = entry.file_name().to_bytes();
         if n != b"." && n != b".." {
-            names.push(PathBuf::from(
+            left.push(PathBuf::from(
                 <OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(n),
             ));
         }
     }
-    for n in names {
-        remove_at(&sub, &n)?;
-    }
-    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+    Ok(Frame {
+        fd,
+        name: name.to_path_buf(),
+        left,
+    })
+}
+
+fn unlink(dir: &OwnedFd, name: &Path, flags: AtFlags) -> io::Result<()> {
+    match rustix::fs::unlinkat(dir, name, flags) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
         Err(e) => Err(e.into()),
     }

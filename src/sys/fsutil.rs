@@ -300,6 +300,24 @@ pub fn write_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(true)
 }
 
+/// Whether `path` is a plain file holding exactly `bytes`: read no further than their length,
+/// never blocking (a FIFO in its place is no such file), following no link under a guarded root.
+#[must_use]
+pub fn holds_exactly(path: &Path, bytes: &[u8]) -> bool {
+    let Ok(f) = open_read(path) else {
+        return false;
+    };
+    let same_size = f
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() == bytes.len() as u64);
+    let mut held = Vec::with_capacity(bytes.len());
+    same_size
+        && f.take(bytes.len() as u64 + 1)
+            .read_to_end(&mut held)
+            .is_ok()
+        && held == bytes
+}
+
 /// Whether two files hold the same bytes (streamed, bounded memory).
 pub fn same_content(a: &Path, b: &Path) -> Result<bool> {
     let (Ok(fa), Ok(fb)) = (open_read(a), open_read(b)) else {
@@ -331,11 +349,8 @@ pub fn remove_dir_all_opt(path: &Path) -> Result<()> {
     if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_dir()) {
         return remove_file_opt(path);
     }
-    match fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e).at(path, "remove directory"),
-    }
+    // However deep a tree an agent made (std's removal recurses once per level).
+    beneath::remove_anywhere(path).at(path, "remove directory")
 }
 
 /// Remove a file if it exists.

@@ -12,7 +12,8 @@
 //! The spare is only written over when it is the very file this process wrote at its save
 //! before last (same device and inode, one link, ours, a plain file): anything else in its place
 //! — a link an agent planted to a file of the user's, a hard link to another name — is removed
-//! by name and a new spare is made, so no save ever writes through something it did not make.
+//! by name and a new spare is made, so no save ever writes through something it did not make;
+//! what cannot be removed makes that save a plain atomic write, never a failed one.
 //! Where the file system cannot exchange two names (or off Linux), or the path is not below a
 //! guarded root, it is a plain atomic write (`fsutil::atomic_write_at`).
 
@@ -75,7 +76,10 @@ fn exchange(
         .lock()
         .ok()
         .and_then(|w| w.get(path).and_then(|ids| ids[0]));
-    let file = open_spare(e, &spare, expected).at(path, "make the spare of")?;
+    let Ok(file) = open_spare(e, &spare, expected) else {
+        // What is in the spare's place cannot be cleared: this save goes the usual way.
+        return crate::sys::fsutil::atomic_write_at(path, bytes, failpoint);
+    };
     let id = written(&file, e, bytes).at(path, "write the spare of")?;
     drop(file);
     crate::sys::failpoint::hit(failpoint)?;
@@ -118,9 +122,9 @@ fn open_spare(
     }
     match rustix::fs::unlinkat(&e.dir, spare, AtFlags::empty()) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => {}
-        // A directory in its place: it goes, with what is in it.
+        // A directory in its place: it goes, with what is in it, however deep.
         Err(rustix::io::Errno::ISDIR | rustix::io::Errno::PERM) => {
-            let _gone = rustix::fs::unlinkat(&e.dir, spare, AtFlags::REMOVEDIR);
+            crate::sys::beneath::remove_entry(&e.dir, Path::new(spare))?;
         }
         Err(err) => return Err(err.into()),
     }
@@ -243,7 +247,17 @@ mod tests {
                 "symlink" => std::os::unix::fs::symlink(&user, &spare).unwrap(),
                 "hardlink" => std::fs::hard_link(&user, &spare).unwrap(),
                 "swapped" => std::fs::write(&spare, "another file").unwrap(),
-                _ => std::fs::create_dir(&spare).unwrap(),
+                _ => {
+                    // Not empty, deep, and read-only to its owner.
+                    let deep = spare.join("a/b/c/d/e");
+                    std::fs::create_dir_all(&deep).unwrap();
+                    std::fs::write(deep.join("f"), "x").unwrap();
+                    std::fs::set_permissions(
+                        spare.join("a"),
+                        std::os::unix::fs::PermissionsExt::from_mode(0o500),
+                    )
+                    .unwrap();
+                }
             }
             replace(&path, b"d\n", "none").unwrap();
             replace(&path, b"e\n", "none").unwrap();

@@ -1216,3 +1216,33 @@ fn a_fifo_an_agent_puts_in_the_git_directory_does_not_hang_the_loop() {
     );
     assert_every_accepted_iteration_is_on_main(&t);
 }
+
+#[test]
+fn what_an_agent_puts_in_the_place_of_the_state_or_its_spare_neither_hangs_nor_ends_the_loop() {
+    // A FIFO for the state (read back after the run to see whether the agent changed it), and a
+    // deep directory, read-only to its owner, for the spare the state is saved through.
+    let t = TestHome::new();
+    let env = attack(
+        &t,
+        "cd \"$WIGGUM_DIR\" && rm -f state.json && mkfifo state.json \\
+         && rm -rf .state.json.spare.tmp && mkdir -p .state.json.spare.tmp/a/b/c/d \\
+         && echo x > .state.json.spare.tmp/a/b/c/d/f && chmod 500 .state.json.spare.tmp/a\n",
+    );
+    t.start_bg(
+        "state",
+        "attack",
+        &format!("{env} FAKE_AT=1"),
+        &["--foreground", "--max-iterations", "3"],
+    )
+    .code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "max_iterations", "{st}");
+    let iters = t.runs("iteration");
+    assert_eq!(iters.len(), 3, "{iters:?}");
+    assert!(
+        protected_changed(&iters[0]).contains(&"wiggum/state.json".to_string()),
+        "{iters:?}"
+    );
+    // Nothing of it is left beside the state of the loop that ended.
+    assert!(!t.wiggum(".state.json.spare.tmp").exists());
+}

@@ -152,3 +152,60 @@ fn modes_of_replaced_files_are_kept_and_new_files_are_private() {
         .collect();
     assert!(left.is_empty());
 }
+
+#[test]
+fn a_tree_of_any_depth_and_read_only_directories_are_removed_without_following_links() {
+    use rustix::fs::{Mode, OFlags};
+    let (_d, root, outside) = setup();
+    let top = root.join("deep");
+    // 5,000 directories deep, a file and a link out at the bottom.
+    let fd = deep_tree(&top, 5000);
+    let f = rustix::fs::openat(
+        &fd,
+        "f",
+        OFlags::CREATE | OFlags::WRONLY,
+        Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    drop(f);
+    rustix::fs::symlinkat(outside.as_path(), &fd, "out").unwrap();
+    // A directory its owner made read-only, and one it made unreadable.
+    for (name, mode) in [("ro", 0o500), ("none", 0o000)] {
+        let d = top.join(name);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("x"), "x").unwrap();
+        std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+    assert!(remove(&top).unwrap());
+    assert!(!top.exists());
+    let left: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["wiggum"], "nothing moved aside is left");
+    assert!(outside.exists(), "the link's target stays");
+}
+
+#[test]
+fn a_deep_tree_outside_every_guarded_root_is_removed_too() {
+    let d = tempfile::tempdir().unwrap();
+    let top = d.path().join("tmpdir");
+    deep_tree(&top, 5000);
+    fsutil::remove_dir_all_opt(&top).unwrap();
+    assert!(!top.exists());
+    fsutil::remove_dir_all_opt(&top).unwrap();
+}
+
+/// A directory `top` with a chain of `depth` directories in it; the deepest one, open.
+fn deep_tree(top: &Path, depth: usize) -> OwnedFd {
+    use rustix::fs::{Mode, OFlags};
+    std::fs::create_dir(top).unwrap();
+    let flags = OFlags::DIRECTORY | OFlags::RDONLY;
+    let mut fd = rustix::fs::openat(rustix::fs::CWD, top, flags, Mode::empty()).unwrap();
+    for _ in 0..depth {
+        rustix::fs::mkdirat(&fd, "d", Mode::from_raw_mode(0o700)).unwrap();
+        fd = rustix::fs::openat(&fd, "d", flags, Mode::empty()).unwrap();
+    }
+    fd
+}
