@@ -385,8 +385,9 @@ fn question_lines(c: &Completion, sa: &str) -> Vec<String> {
     out
 }
 
-/// What to do next: start again once the question is answered, see to the reason when no agent
-/// ran, read what the last run said when nothing was committed, else look at the result.
+/// What to do next: start again once the question is answered or after a stop of the user's,
+/// see to the reason when no agent ran, read what the last run said when nothing was committed,
+/// else look at the result.
 fn next_line(c: &Completion, sa: &str) -> String {
     let t = &c.topic;
     if !c.committed
@@ -401,6 +402,11 @@ fn next_line(c: &Completion, sa: &str) -> String {
         };
         format!(
             "  next        {sa} wiggum start {t}{more}   (once answered: the next run reads it)"
+        )
+    } else if !c.committed && c.reason == StopReason::UserStop {
+        // Stopped by the user before anything was kept: nothing is broken; a start goes on.
+        format!(
+            "  next        {sa} wiggum start {t}   (stopped before an iteration was kept: a start goes on)"
         )
     } else if !c.committed && !c.agent_ran {
         // Ended before any agent ran: the reason line says what to change; then start again.

@@ -424,6 +424,17 @@ mod tests {
             "{}",
             completion_block(&rejected)
         );
+        // Stopped by the user before anything was kept: nothing to repair, a start goes on.
+        let stopped = Completion {
+            reason: StopReason::UserStop,
+            ..rejected.clone()
+        };
+        let block = completion_block(&stopped);
+        assert!(
+            block.ends_with("  next        studio-agents wiggum start t   (stopped before an iteration was kept: a start goes on)")
+                && !block.contains("doctor"),
+            "{block}"
+        );
         // A question holds the loop: no other agent nor the machine's sandbox is the cause; a
         // start once it is answered goes on, past the iteration limit when that ended it.
         for (reason, want) in [
