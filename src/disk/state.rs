@@ -456,7 +456,13 @@ pub fn save(path: &Path, state: &mut LoopState) -> Result<()> {
     // replace it, and every later start would fail reading it).
     if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         tracing::warn!("{} was a directory; removed", path.display());
-        fsutil::remove_dir_all_opt(path)?;
+        if let Err(e) = fsutil::remove_dir_all_opt(path) {
+            // What cannot be removed is moved aside: the state still gets its place.
+            let stamp = Utc::now().format("%Y%m%dT%H%M%S%.3fZ");
+            let aside = path.with_file_name(format!("state.json.corrupt-{stamp}"));
+            tracing::warn!("{e}; moved aside to {}", aside.display());
+            std::fs::rename(path, &aside).at(path, "move aside a directory in the place of")?;
+        }
     }
     crate::sys::spare::replace(path, json.as_bytes(), "state-after-temp-write")
 }
@@ -519,6 +525,19 @@ pub fn read(path: &Path) -> Result<Option<LoopState>> {
     }
 }
 
+/// A state as a start takes it: it parses, and what it spent is a sum of costs (finite, not
+/// below zero) — the file lies in the agent's reach while it runs.
+fn parsed(text: &str) -> std::result::Result<LoopState, String> {
+    let st: LoopState = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let spent = [st.spend.cost_usd, st.cost_usd];
+    if spent.iter().any(|c| !c.is_finite() || *c < 0.0)
+        || st.spend.recent.iter().any(|c| !c.is_finite() || *c < 0.0)
+    {
+        return Err("its spend is not a sum of costs (negative or not finite)".into());
+    }
+    Ok(st)
+}
+
 /// Read the state for a (re)start: a corrupt file is moved aside to
 /// `state.json.corrupt-<timestamp>` so the evidence survives.
 pub fn load_for_start(path: &Path) -> Result<Loaded> {
@@ -537,16 +556,16 @@ pub fn load_for_start(path: &Path) -> Result<Loaded> {
         };
         Ok(text)
     };
-    let why = match text.map(|t| serde_json::from_str(&t)) {
+    let why = match text.map(|t| parsed(&t)) {
         Ok(Ok(s)) => return Ok(Loaded::Ok(Box::new(s))),
-        Ok(Err(e)) => e.to_string(),
+        Ok(Err(e)) => e,
         Err(why) => why,
     };
     let before = path
         .file_name()
         .map(|n| path.with_file_name(crate::sys::spare::spare_name(&n.to_string_lossy())))
         .and_then(|spare| fsutil::read_opt(&spare).ok().flatten())
-        .and_then(|t| serde_json::from_str::<LoopState>(&t).ok());
+        .and_then(|t| parsed(&t).ok());
     match (aside(why)?, before) {
         (Loaded::MovedAside(to, why), Some(st)) => Ok(Loaded::Before(Box::new(st), to, why)),
         (moved, _) => Ok(moved),
@@ -691,6 +710,15 @@ mod tests {
             save(&p, &mut st).unwrap();
             save(&p, &mut st).unwrap();
         }
+        // A spend below zero (which would lift every budget) is no state a start takes.
+        let mut forged = st.clone();
+        forged.spend.cost_usd = -100.0;
+        std::fs::write(&p, to_json(&forged).unwrap()).unwrap();
+        let Loaded::Before(before, _, why) = load_for_start(&p).unwrap() else {
+            panic!("a negative spend was taken")
+        };
+        assert!(why.contains("spend"), "{why}");
+        assert!(before.spend.cost_usd >= 0.0);
         // Without a spare that parses: moved aside, no state.
         std::fs::write(&p, "{ not json").unwrap();
         std::fs::write(d.path().join(".state.json.spare.tmp"), "nor this").unwrap();

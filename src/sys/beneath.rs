@@ -337,9 +337,11 @@ fn remove_at(dir: &OwnedFd, name: &Path) -> io::Result<()> {
             let f = frame(&stack[stack.len() - 1].fd, &n)?;
             stack.push(f);
         } else {
-            // Too deep: up beside the top directory's entries, removed from there.
+            // Too deep: up beside the top directory's entries, removed from there (a directory
+            // moved to another parent must be writable to its owner: its `..` changes).
             let (first, rest) = stack.split_at_mut(1);
             let from = &rest.last().unwrap_or(&first[0]).fd;
+            writable(from, &n);
             let to = loop {
                 moved += 1;
                 let to = PathBuf::from(format!(".deep-{moved}"));
@@ -393,6 +395,17 @@ fn frame(dir: &OwnedFd, name: &Path) -> io::Result<Frame> {
         name: name.to_path_buf(),
         left,
     })
+}
+
+/// Directory `name` in `dir` made writable and searchable to its owner, where it is not.
+fn writable(dir: &OwnedFd, name: &Path) {
+    if let Ok(st) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        && rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Directory
+        && st.st_mode & 0o700 != 0o700
+    {
+        let mode = Mode::from_raw_mode((st.st_mode | 0o700) & 0o7777);
+        let _made = rustix::fs::chmodat(dir, name, mode, AtFlags::empty());
+    }
 }
 
 fn unlink(dir: &OwnedFd, name: &Path, flags: AtFlags) -> io::Result<()> {
