@@ -677,6 +677,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_state_that_does_not_parse_falls_back_on_the_save_before_it_in_its_spare() {
         let d = tempfile::tempdir().unwrap();
         // The loop's directory is guarded (saves go through the spare there).

@@ -306,6 +306,7 @@ pub fn remove_anywhere(path: &Path) -> io::Result<()> {
 }
 
 /// Remove entry `name` of `dir` with everything in it (nothing followed, however deep).
+#[cfg(target_os = "linux")]
 pub fn remove_entry(dir: &OwnedFd, name: &Path) -> io::Result<()> {
     remove_at(dir, name)
 }

@@ -21,7 +21,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::error::{IoContext, Result};
+#[cfg(target_os = "linux")]
+use crate::error::IoContext;
+use crate::error::Result;
 
 /// A file's identity: device and inode.
 type Id = (u64, u64);
