@@ -27,9 +27,11 @@ pub fn find(layout: &Layout, work_root: &Path) -> Result<Theirs> {
     let Ok(repo) = Repo::open(layout.root()) else {
         return Ok(Theirs::default());
     };
+    // What the loop's own rejected attempts left for a later commit is not the user's work.
+    let carried = carried(layout);
     if repo.workdir() != work_root {
         // The artifact dir alone is writable (a repository at the home): what is under it.
-        let uncommitted = uncommitted(layout, &repo, repo.snapshot()?.paths());
+        let uncommitted = uncommitted(&repo, &carried, repo.snapshot()?.paths());
         return Ok(Theirs {
             at_risk: uncommitted.clone(),
             uncommitted,
@@ -41,18 +43,17 @@ pub fn find(layout: &Layout, work_root: &Path) -> Result<Theirs> {
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let found = repo.work_found(&loop_dir)?;
-    // What the loop's own rejected attempts left for a later commit is not the user's work.
     let art = layout
         .root()
         .strip_prefix(work_root)
         .unwrap_or(Path::new(""));
-    let carried: Vec<PathBuf> = carried(layout).iter().map(|c| art.join(c)).collect();
+    let loops: Vec<PathBuf> = carried.iter().map(|c| art.join(c)).collect();
     Ok(Theirs {
-        uncommitted: uncommitted(layout, &repo, found.dirty.iter().map(PathBuf::as_path)),
+        uncommitted: uncommitted(&repo, &carried, found.dirty.iter().map(PathBuf::as_path)),
         at_risk: found
             .at_risk
             .into_iter()
-            .filter(|p| !carried.contains(p))
+            .filter(|p| !loops.contains(p))
             .collect(),
     })
 }
@@ -67,17 +68,16 @@ fn carried(layout: &Layout) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Of the `dirty` paths under the artifact dir, those that are not the loop's: none while the
-/// repository has no commit.
+/// Of the `dirty` paths under the artifact dir, those that are not the loop's (its runtime files,
+/// what it `carried`): none while the repository has no commit.
 fn uncommitted<'a>(
-    layout: &Layout,
     repo: &Repo,
+    carried: &[PathBuf],
     dirty: impl Iterator<Item = &'a Path>,
 ) -> Vec<PathBuf> {
     if repo.head().is_none() {
         return Vec::new();
     }
-    let carried = carried(layout);
     dirty
         .filter(|p| !p.starts_with("wiggum") && !carried.iter().any(|c| c == p))
         .map(Path::to_path_buf)
