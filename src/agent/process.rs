@@ -162,18 +162,13 @@ pub enum JobEvent {
     Stopping,
 }
 
-/// The job's shell script: wait at the gate (one line on stdin, sent once the job's process
-/// group is on disk; end of file when the supervisor died first), then take the real stdin and
-/// run the command. Nothing of the command runs before the supervisor could find it again.
+/// The job's shell script (`agent::script`): the gate, then the command.
 fn gated(job: &Job) -> String {
     let stdin = job.stdin.as_ref().map_or_else(
         || "/dev/null".to_string(),
         |p| format!("'{}'", p.display().to_string().replace('\'', r"'\''")),
     );
-    format!(
-        "IFS= read -r _ || exit {GATE_CLOSED}\nexec 0<{stdin}\n{}",
-        job.command
-    )
+    super::script::gated(&job.command, &stdin, GATE_CLOSED)
 }
 
 /// The shell a job's script runs in: `/bin/sh` by its path, as `system()` and `popen()` do

@@ -41,7 +41,7 @@ fn stopped_now(lp: &Loop) -> bool {
 /// done, as far as the loop is concerned). The version it replaces — which may hold edits a
 /// person made meanwhile — is kept in `wiggum/discarded/`. Returns whether anything changed.
 pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Result<bool> {
-    let Some(before) = fsutil::read_opt(&layout.plan_backup())? else {
+    let Some(before) = super::attempt_plan::kept(layout)? else {
         return Ok(false);
     };
     let now = fsutil::read_opt(&layout.fix_plan())?;
@@ -58,7 +58,7 @@ pub fn restore_plan(layout: &crate::disk::layout::Layout) -> Result<bool> {
         fsutil::atomic_write(&layout.fix_plan(), before.as_bytes())?;
         tracing::warn!("restored fix_plan.md as it was before the discarded attempt{kept}");
     }
-    fsutil::remove_file_opt(&layout.plan_backup())?;
+    super::attempt_plan::forget(layout)?;
     Ok(changed)
 }
 
@@ -251,7 +251,7 @@ pub async fn run(lp: &mut Loop, n: u32) -> Result<IterationEnd> {
         let prompt = lay_out(lp, n)?;
         drop(laying);
         let plan_before = fsutil::read_opt(&lp.runner.layout.fix_plan())?.unwrap_or_default();
-        fsutil::atomic_write(&lp.runner.layout.plan_backup(), plan_before.as_bytes())?;
+        super::attempt_plan::keep(&lp.runner.layout, &plan_before)?;
         let seen = attempt_run(lp, n, &prompt, &plan_before).await?;
         let progress = !seen.changed.is_empty() || seen.run.committed;
         let asked = seen.question.is_some();
@@ -550,10 +550,10 @@ async fn settle(
         }
         Then::NoChange => {
             super::claim::check(lp, &mut rec)?;
-            fsutil::remove_file_opt(&layout.plan_backup())?;
+            super::attempt_plan::forget(&layout)?;
         }
         Then::Asked => {
-            fsutil::remove_file_opt(&layout.plan_backup())?;
+            super::attempt_plan::forget(&layout)?;
             rec.question.clone_from(&seen.question);
         }
         _ => {}

@@ -8,6 +8,7 @@
 pub mod accept;
 pub mod agent_choice;
 pub mod asking;
+pub mod attempt_plan;
 pub mod best;
 pub mod books;
 pub mod budget;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::disk::layout::Layout;
 use crate::error::{IoContext, Result};
-use crate::sys::fsutil;
+use crate::sys::{fsutil, spare};
 
 /// What the original and the iteration's artifact held before a run.
 #[derive(Debug)]
@@ -40,19 +40,34 @@ pub enum Edit {
     Mode(u32),
 }
 
-/// The kept copy of the original, and its mode beside it.
+/// The kept copy of the original, and its mode beside it. Both stay between runs, saved
+/// through their spares (`sys::spare`: a run makes and frees no file here); the mode file says
+/// [`CHECKED`] once the run that held them was checked.
 fn kept(layout: &Layout) -> (PathBuf, PathBuf) {
     let records = layout.records();
     (records.join("original.md"), records.join("original.mode"))
+}
+
+/// The mode file's word for "no run holds the copy".
+const CHECKED: &str = "-";
+
+/// Whether the kept copy is a run's whose supervisor never checked it (a copy with a mode
+/// beside it, or with none: a crash before the mode was written, with nothing run yet).
+fn held(layout: &Layout) -> bool {
+    let (copy, mode_file) = kept(layout);
+    copy.is_file()
+        && fsutil::read_opt(&mode_file)
+            .ok()
+            .flatten()
+            .is_none_or(|m| m.trim() != CHECKED)
 }
 
 /// The file the original will be once a start has recovered it: the copy kept before a run
 /// whose supervisor died, when there is one; else the original itself.
 #[must_use]
 pub fn as_recovered(layout: &Layout) -> PathBuf {
-    let (copy, _) = kept(layout);
-    if copy.is_file() {
-        copy
+    if held(layout) {
+        kept(layout).0
     } else {
         layout.original_artifact()
     }
@@ -114,8 +129,13 @@ pub fn hold(layout: &Layout, n: u32, document: bool) -> Result<Option<Held>> {
         .permissions()
         .mode()
         & 0o7777;
-    fsutil::atomic_write(&mode_file, format!("{mode:o}\n").as_bytes())?;
-    fsutil::copy_file(&original, &copy)?;
+    // The copy first: the mode written says it is whole.
+    spare::copy(&original, &copy)?;
+    spare::replace(
+        &mode_file,
+        format!("{mode:o}\n").as_bytes(),
+        "atomic-after-temp-write",
+    )?;
     Ok(Some(Held {
         copy,
         seed: fsutil::read_opt(&layout.iteration_artifact(n))?,
@@ -216,20 +236,30 @@ pub fn taken(was: &[u8], now: &[u8], seeded: &[u8]) -> Vec<u8> {
     }
 }
 
-/// Drop the kept copy and its mode.
+/// The kept copy no longer held: its mode file says so (both stay for the next run).
 fn forget(layout: &Layout) -> Result<()> {
+    let (_, mode_file) = kept(layout);
+    spare::replace(
+        &mode_file,
+        format!("{CHECKED}\n").as_bytes(),
+        "atomic-after-temp-write",
+    )
+}
+
+/// The loop is done: the spares of the copy and its mode go.
+pub fn discard(layout: &Layout) {
     let (copy, mode_file) = kept(layout);
-    fsutil::remove_file_opt(&copy)?;
-    fsutil::remove_file_opt(&mode_file)
+    spare::discard(&copy);
+    spare::discard(&mode_file);
 }
 
 /// At a start after a supervisor died during a run: the original as it was before that run, its
 /// bytes and mode, put back when the run changed either. Whether it was.
 pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
-    let (copy, mode_file) = kept(layout);
-    if !copy.is_file() {
+    if !held(layout) {
         return Ok(false);
     }
+    let (copy, mode_file) = kept(layout);
     let original = layout.original_artifact();
     let now = file_mode(&original);
     let mode = fsutil::read_opt(&mode_file)?
@@ -320,10 +350,11 @@ mod tests {
             Some("deleted the original; the original restored")
         );
         assert_eq!(mode(&l.original_artifact()), 0o644);
-        // A run that leaves the original alone: nothing said, nothing kept.
+        // A run that leaves the original alone: nothing said, nothing held for a start.
         let held = hold(&l, 2, true).unwrap();
         assert_eq!(put_back(&l, 2, held, true, 1 << 20).unwrap(), None);
-        assert!(!l.records().join("original.md").exists());
+        assert_eq!(as_recovered(&l), l.original_artifact());
+        assert!(!restore_after_crash(&l).unwrap());
         // A supervisor that died during a run: the next start puts the original back.
         let _held = hold(&l, 2, true).unwrap();
         std::fs::write(l.original_artifact(), "# Mine, edited\n").unwrap();

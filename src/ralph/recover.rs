@@ -241,7 +241,7 @@ fn put_the_interrupted_iteration_aside(
     if interrupted.is_some() {
         super::iteration::restore_plan(layout)?;
     } else {
-        fsutil::remove_file_opt(&layout.plan_backup())?;
+        super::attempt_plan::forget(layout)?;
     }
     if let Some(s) = interrupted {
         let rec = RunRecord::recovered(s.current_iteration, s.updated_at, None);

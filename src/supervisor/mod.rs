@@ -255,7 +255,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
             if let Err(save) = failed.and_then(|()| lp.runner.save()) {
                 tracing::error!("{save}");
             }
-            crate::sys::spare::discard(&lp.runner.layout.state());
+            discard_spares(&lp.runner.layout);
             return Err(e);
         }
     };
@@ -263,7 +263,7 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     if finish::wanted(&finishing, reason) {
         finish::pull_request(&lp.runner.topic).await;
     }
-    crate::sys::spare::discard(&lp.runner.layout.state());
+    discard_spares(&lp.runner.layout);
     let interrupted = signals::INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed);
     Ok(match reason.ending() {
         crate::disk::state::Ending::Failed => 1,
@@ -271,4 +271,13 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
         _ if interrupted && reason == crate::disk::state::StopReason::UserStop => 130,
         _ => 0,
     })
+}
+
+/// The loop is done saving: the spares beside its state and its run records go
+/// (`sys::spare`), and the plan's copy when no attempt holds it.
+fn discard_spares(layout: &crate::disk::layout::Layout) {
+    crate::sys::spare::discard(&layout.state());
+    crate::ralph::original::discard(layout);
+    crate::ralph::guard::persist::discard(layout.records());
+    crate::ralph::attempt_plan::discard(layout);
 }

@@ -14,8 +14,10 @@
 //! — a link an agent planted to a file of the user's, a hard link to another name — is removed
 //! by name and a new spare is made, so no save ever writes through something it did not make;
 //! what cannot be removed makes that save a plain atomic write, never a failed one.
-//! Where the file system cannot exchange two names (or off Linux), or the path is not below a
-//! guarded root, it is a plain atomic write (`fsutil::atomic_write_at`).
+//! Below a guarded root the directory is reached without following a link
+//! (`beneath::parent`); elsewhere (the loop's records in the store) it is opened as usual. Where
+//! the file system cannot exchange two names (or off Linux) it is a plain atomic write
+//! (`fsutil::atomic_write_at`, `fsutil::copy_file`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,13 @@ pub fn spare_name(name: &str) -> String {
     format!(".{name}.spare.tmp")
 }
 
+/// What a save writes: bytes, or a file's content streamed (never read whole).
+#[derive(Clone, Copy)]
+enum Content<'a> {
+    Bytes(&'a [u8]),
+    File(&'a Path),
+}
+
 /// Replace `path` with `bytes` through its spare; `failpoint` is hit before the exchange (tests
 /// crash there).
 ///
@@ -45,11 +54,55 @@ pub fn spare_name(name: &str) -> String {
 /// When the spare cannot be made or written, or the exchange (or the rename it falls back to)
 /// fails; the error names `path`.
 pub fn replace(path: &Path, bytes: &[u8], failpoint: &str) -> Result<()> {
+    save(path, Content::Bytes(bytes), failpoint)
+}
+
+/// Replace `to` with a copy of the file `from` through its spare, streamed.
+///
+/// # Errors
+/// When `from` cannot be read, or as [`replace`].
+pub fn copy(from: &Path, to: &Path) -> Result<()> {
+    save(to, Content::File(from), "atomic-after-temp-write")
+}
+
+fn save(path: &Path, content: Content<'_>, failpoint: &str) -> Result<()> {
     #[cfg(target_os = "linux")]
-    if let Some(e) = crate::sys::beneath::parent(path).at(path, "write")? {
-        return exchange(path, &e, bytes, failpoint);
+    if let Some(e) = parent(path).at(path, "write")? {
+        return exchange(path, &e, content, failpoint);
     }
-    crate::sys::fsutil::atomic_write_at(path, bytes, failpoint)
+    plain(path, content, failpoint)
+}
+
+/// The usual way: a temp file renamed over `path`.
+fn plain(path: &Path, content: Content<'_>, failpoint: &str) -> Result<()> {
+    match content {
+        Content::Bytes(bytes) => crate::sys::fsutil::atomic_write_at(path, bytes, failpoint),
+        Content::File(from) => crate::sys::fsutil::copy_file(from, path),
+    }
+}
+
+/// The directory holding `path` and its name: reached without following a link below a guarded
+/// root, opened as usual elsewhere.
+#[cfg(target_os = "linux")]
+fn parent(path: &Path) -> std::io::Result<Option<crate::sys::beneath::Entry>> {
+    use rustix::fs::{Mode, OFlags};
+    if let Some(e) = crate::sys::beneath::parent(path)? {
+        return Ok(Some(e));
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(None);
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = rustix::fs::open(dir, flags, Mode::empty())?;
+    Ok(Some(crate::sys::beneath::Entry {
+        dir,
+        name: PathBuf::from(name),
+    }))
 }
 
 /// The loop is done saving `path`: its spare goes (by name; nothing is left beside the state of
@@ -68,7 +121,7 @@ pub fn discard(path: &Path) {
 fn exchange(
     path: &Path,
     e: &crate::sys::beneath::Entry,
-    bytes: &[u8],
+    content: Content<'_>,
     failpoint: &str,
 ) -> Result<()> {
     use rustix::fs::RenameFlags;
@@ -80,9 +133,9 @@ fn exchange(
         .and_then(|w| w.get(path).and_then(|ids| ids[0]));
     let Ok(file) = open_spare(e, &spare, expected) else {
         // What is in the spare's place cannot be cleared: this save goes the usual way.
-        return crate::sys::fsutil::atomic_write_at(path, bytes, failpoint);
+        return plain(path, content, failpoint);
     };
-    let id = written(&file, e, bytes).at(path, "write the spare of")?;
+    let id = written(&file, e, content, path)?;
     drop(file);
     crate::sys::failpoint::hit(failpoint)?;
     let swapped = rustix::fs::renameat_with(&e.dir, &spare, &e.dir, &e.name, RenameFlags::EXCHANGE);
@@ -151,29 +204,45 @@ fn reusable(file: &std::fs::File, want: Id) -> bool {
     })
 }
 
-/// Write `bytes` over the spare from its start, cut it to their length, give it the mode of the
-/// file it replaces (a plain file's; else 0600); its identity.
+/// Write `content` over the spare from its start, cut it to its length, give it the mode of
+/// the file it replaces (a plain file's; else 0600); its identity. `path`: the file saved, for
+/// errors.
 #[cfg(target_os = "linux")]
 fn written(
     file: &std::fs::File,
     e: &crate::sys::beneath::Entry,
-    bytes: &[u8],
-) -> std::io::Result<Id> {
+    content: Content<'_>,
+    path: &Path,
+) -> Result<Id> {
     use rustix::fs::{AtFlags, FileType, Mode};
     use std::os::unix::fs::{FileExt, MetadataExt};
-    file.write_all_at(bytes, 0)?;
-    file.set_len(u64::try_from(bytes.len()).unwrap_or(u64::MAX))?;
+    let len = match content {
+        Content::Bytes(bytes) => {
+            file.write_all_at(bytes, 0).at(path, "write the spare of")?;
+            u64::try_from(bytes.len()).unwrap_or(u64::MAX)
+        }
+        Content::File(from) => {
+            let mut src = crate::sys::fsutil::open_read(from).at(from, "read")?;
+            let mut dst = file;
+            std::io::Seek::rewind(&mut dst).at(path, "write the spare of")?;
+            std::io::copy(&mut src, &mut dst).at(path, "copy into the spare of")?
+        }
+    };
     let mode = match rustix::fs::statat(&e.dir, &e.name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(old) if FileType::from_raw_mode(old.st_mode) == FileType::RegularFile => {
             old.st_mode & 0o7777
         }
         _ => 0o600,
     };
-    let meta = file.metadata()?;
-    if meta.mode() & 0o7777 != mode {
-        rustix::fs::fchmod(file, Mode::from_raw_mode(mode))?;
-    }
-    Ok((meta.dev(), meta.ino()))
+    let done = || -> std::io::Result<Id> {
+        file.set_len(len)?;
+        let meta = file.metadata()?;
+        if meta.mode() & 0o7777 != mode {
+            rustix::fs::fchmod(file, Mode::from_raw_mode(mode))?;
+        }
+        Ok((meta.dev(), meta.ino()))
+    };
+    done().at(path, "write the spare of")
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -274,5 +343,31 @@ mod tests {
                 "{plant}"
             );
         }
+    }
+
+    #[test]
+    fn a_file_outside_every_guarded_root_is_saved_and_copied_through_its_spare_too() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("records").join("original.md");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let spare = path.with_file_name(spare_name("original.md"));
+        let from = d.path().join("artifact.md");
+        let ids: Vec<u64> = ["# First, longer\n", "# Two\n", "# Third\n"]
+            .iter()
+            .map(|text| {
+                std::fs::write(&from, text).unwrap();
+                copy(&from, &path).unwrap();
+                assert_eq!(std::fs::read_to_string(&path).unwrap(), *text);
+                std::fs::metadata(&path).unwrap().ino()
+            })
+            .collect();
+        // The third save went into the file the first one made: two files in all.
+        assert_eq!(ids[0], ids[2]);
+        assert!(spare.is_file());
+        replace(&path, b"-\n", "none").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "-\n");
+        discard(&path);
+        assert!(!spare.exists());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "-\n");
     }
 }

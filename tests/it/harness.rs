@@ -488,3 +488,96 @@ fn a_later_agent_cannot_find_an_earlier_agents_log_in_its_workspace() {
     let found = std::fs::read_to_string(t.root().join("found-2")).unwrap();
     assert_eq!(found.trim(), "0", "iteration 2 found iteration 1's output");
 }
+
+/// A loop of `iterations` runs of a script that records its own pid, started with `command`
+/// (`{script}` stands for the script's path); the pids the script saw, and the supervisor's log.
+fn own_pids(t: &TestHome, command: &str, iterations: &str) -> (Vec<String>, String) {
+    let script = t.root().join("pid-agent.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\ncat > /dev/null\necho $$ >> \"$ARTIFACT_PATH/pids.txt\"\necho \"- step $$\" >> \"$ARTIFACT_PATH/notes.md\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cmd = command.replace("{script}", &script.display().to_string());
+    // A plan already there: no planning run.
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    if !t.wiggum("fix_plan.md").exists() {
+        let items: String = (1..=9).map(|i| format!("- [ ] step {i}\n")).collect();
+        std::fs::write(t.wiggum("fix_plan.md"), format!("# Plan\n\n{items}")).unwrap();
+    }
+    let args = t.start_args(
+        "pids",
+        &t.art(),
+        &cmd,
+        &["--foreground", "--max-iterations", iterations],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args);
+    let pids = std::fs::read_to_string(t.art().join("pids.txt")).unwrap_or_default();
+    let log = std::fs::read_to_string(t.wiggum("daemon.log")).unwrap_or_default();
+    (pids.lines().map(str::to_string).collect(), log)
+}
+
+/// The pids the supervisor's log names for its runs (`… (pid N) exited …`).
+fn logged_pids(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|l| l.split("(pid ").nth(1)?.split(')').next())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_command_that_is_one_program_runs_in_the_shells_place_and_any_other_as_the_shell_runs_it() {
+    let t = TestHome::new();
+    // Each run's process (iterations and revision rounds) is the agent.
+    let (seen, log) = own_pids(&t, "{script} --flag 'two words'", "2");
+    assert!(seen.len() >= 2, "{log}");
+    assert_eq!(logged_pids(&log), seen, "{log}");
+    let t = TestHome::new();
+    let (seen, log) = own_pids(&t, "{script} && true", "2");
+    assert!(seen.len() >= 2, "{log}");
+    let logged = logged_pids(&log);
+    assert_eq!(logged.len(), seen.len(), "{log}");
+    assert!(
+        logged.iter().all(|p| !seen.contains(p)),
+        "a list runs in the shell, which starts the agent: {log}"
+    );
+}
+
+#[test]
+fn the_crash_records_stay_between_runs_emptied_and_the_loop_leaves_no_spare() {
+    let t = TestHome::new();
+    let (seen, log) = own_pids(&t, "{script}", "3");
+    assert!(seen.len() >= 3, "{log}");
+    let records = t.records("");
+    // Nothing held for a start to put back: the list empty, the copy's mode "checked".
+    assert_eq!(
+        std::fs::read_to_string(records.join("protected.json")).unwrap(),
+        "[]"
+    );
+    assert_eq!(
+        std::fs::read_to_string(records.join("original.mode")).unwrap(),
+        "-\n"
+    );
+    let spares = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp") || n == ".fix_plan.attempt")
+            .collect()
+    };
+    assert!(spares(&records).is_empty(), "{:?}", spares(&records));
+    assert!(
+        spares(&t.wiggum("")).is_empty(),
+        "{:?}",
+        spares(&t.wiggum(""))
+    );
+    // A start after it finds nothing to put back, and the original as the user left it.
+    let before = std::fs::read(t.art().join("artifact.md")).unwrap();
+    let (again, log) = own_pids(&t, "{script}", "4");
+    assert!(again.len() > seen.len(), "one iteration more: {log}");
+    assert!(!log.contains("put back as it was"), "{log}");
+    assert_eq!(std::fs::read(t.art().join("artifact.md")).unwrap(), before);
+}

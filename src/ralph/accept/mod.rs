@@ -204,7 +204,7 @@ fn reject(
     rec.ended_at = Utc::now();
     super::claim::check(lp, &mut rec)?;
     super::progress::record_and_say(&layout, &rec, None)?;
-    fsutil::remove_file_opt(&layout.plan_backup())
+    crate::ralph::attempt_plan::forget(&layout)
 }
 
 /// Add `what` to the run record's note.
@@ -517,7 +517,7 @@ pub async fn accept(
         u64::try_from((rec.ended_at - rec.started_at).num_milliseconds()).unwrap_or(0);
     super::claim::check(lp, &mut rec)?;
     super::progress::record_and_say(&layout, &rec, what.as_deref())?;
-    fsutil::remove_file_opt(&layout.plan_backup())?;
+    crate::ralph::attempt_plan::forget(&layout)?;
     Ok(None)
 }
 

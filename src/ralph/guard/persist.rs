@@ -5,6 +5,8 @@
 //!
 //! `protected.json` lists each path and what it held; small files' bytes live beside it in
 //! `protected/<md5>`, written once per content (after the first run nothing new is written).
+//! A run checked leaves the list empty (`[]`), not removed: the list is saved through its spare
+//! (`sys::spare`), so a run makes and frees no file here.
 
 use std::path::{Path, PathBuf};
 
@@ -81,17 +83,29 @@ pub fn save(dir: &Path, entries: &[(String, PathBuf, Held)]) -> Result<()> {
     }
     let json = serde_json::to_vec(&out)
         .map_err(|e| crate::error::Error::runtime(format!("record the protected files: {e}")))?;
-    fsutil::atomic_write(&dir.join("protected.json"), &json)
+    crate::sys::spare::replace(&dir.join(LIST), &json, "atomic-after-temp-write")
 }
 
-/// The run was checked: nothing to do at the next start.
+/// The list's name in the records.
+const LIST: &str = "protected.json";
+
+/// The run was checked: nothing to do at the next start (the list is left empty).
 pub fn clear(dir: &Path) -> Result<()> {
-    fsutil::remove_file_opt(&dir.join("protected.json"))
+    let list = dir.join(LIST);
+    if std::fs::symlink_metadata(&list).is_err() {
+        return Ok(());
+    }
+    crate::sys::spare::replace(&list, b"[]", "atomic-after-temp-write")
+}
+
+/// The loop is done: the list's spare goes.
+pub fn discard(dir: &Path) {
+    crate::sys::spare::discard(&dir.join(LIST));
 }
 
 /// After a crash: put back what changed since the kept list was written; returns the names.
 pub fn restore_after_crash(dir: &Path) -> Result<Vec<String>> {
-    let Some(text) = fsutil::read_opt(&dir.join("protected.json"))? else {
+    let Some(text) = fsutil::read_opt(&dir.join(LIST))? else {
         return Ok(Vec::new());
     };
     let entries: Vec<Entry> = serde_json::from_str(&text).unwrap_or_default();
