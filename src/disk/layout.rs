@@ -97,6 +97,13 @@ impl Layout {
         self.records.join("question.json")
     }
 
+    /// What the loop has spent, as the supervisor keeps it out of the agent's reach
+    /// (`disk::ledger`).
+    #[must_use]
+    pub fn spend(&self) -> PathBuf {
+        self.records.join("spend.json")
+    }
+
     /// The effective settings the running loop was started with, pinned out of the agent's
     /// reach (what `status` and the other readers take).
     #[must_use]

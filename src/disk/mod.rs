@@ -9,6 +9,7 @@ pub mod delegation;
 pub mod handle;
 pub mod kept;
 pub mod layout;
+pub mod ledger;
 pub mod lock;
 pub mod phase;
 pub mod questions;

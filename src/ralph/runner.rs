@@ -54,6 +54,8 @@ pub struct Runner {
     pub last_accepted: Option<String>,
     /// The questions last written out of the agents' reach (`None`: not yet this run).
     pub kept_questions: Option<crate::disk::questions::Kept>,
+    /// The spend as last written out of the agents' reach (`disk::ledger`).
+    pub kept_spend: Option<crate::disk::ledger::Ledger>,
 }
 
 /// Where and how one run happens.
@@ -273,7 +275,21 @@ impl Runner {
     pub fn save(&mut self) -> Result<()> {
         let _t = crate::sys::timing::step("records.state");
         state::save(&self.layout.state(), &mut self.state)?;
+        self.keep_spend()?;
         self.keep_questions()
+    }
+
+    /// The spend written out of the agents' reach, when it changed since last written.
+    fn keep_spend(&mut self) -> Result<()> {
+        let now = crate::disk::ledger::Ledger {
+            cost_usd: self.state.cost_usd,
+            spend: self.state.spend.clone(),
+        };
+        if self.kept_spend.as_ref() != Some(&now) {
+            now.write(&self.layout.spend())?;
+            self.kept_spend = Some(now);
+        }
+        Ok(())
     }
 
     /// The questions written out of the agents' reach, when they changed since last written.

@@ -273,11 +273,12 @@ async fn serve(p: Prepared, early: Option<(lock::Guard, lock::Guard)>) -> Result
     })
 }
 
-/// The loop is done saving: the spares beside its state and its run records go
+/// The loop is done saving: the spares beside its state, its spend and its run records go
 /// (`sys::spare`), and the plan's copy when no attempt holds it.
 fn discard_spares(layout: &crate::disk::layout::Layout) {
     crate::sys::spare::discard(&layout.state());
     crate::ralph::original::discard(layout);
     crate::ralph::guard::persist::discard(layout.records());
     crate::ralph::attempt_plan::discard(layout);
+    crate::sys::spare::discard(&layout.spend());
 }

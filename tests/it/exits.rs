@@ -18,6 +18,50 @@ fn costly_agent(t: &TestHome, cost: f64) -> String {
     format!("sh {}", script.display())
 }
 
+/// The spend a start goes on from is never less than the supervisor kept out of the agents'
+/// reach: a state whose spend an agent lowered (and a supervisor killed before it could put
+/// the state back) does not reopen the budget.
+#[test]
+fn a_state_whose_spend_was_lowered_does_not_reopen_the_budget() {
+    let t = TestHome::new();
+    let cmd = costly_agent(&t, 4.0);
+    t.write_home_config(&format!(
+        "[safety]\nmax_cost_per_loop = 10.0\n\n[agents.paid]\ncommand = \"{cmd}\"\noutput_format = \"claude-json\"\n"
+    ));
+    let art = t.art().display().to_string();
+    let start = [
+        "wiggum",
+        "start",
+        "paid",
+        "--artifact-path",
+        &art,
+        "--agent",
+        "paid",
+        "--foreground",
+    ];
+    t.run(&start).code(0);
+    assert_eq!(t.state()["cost_usd"], 8.0);
+    let spawned = || {
+        std::fs::read_to_string(t.pids_file())
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("agent "))
+            .count()
+    };
+    assert_eq!(spawned(), 2);
+    // What an agent writes into the state: nothing spent.
+    let mut st = t.state();
+    st["cost_usd"] = 0.0.into();
+    st["spend"]["cost_usd"] = 0.0.into();
+    st["spend"]["recent"] = serde_json::json!([]);
+    std::fs::write(t.wiggum("state.json"), st.to_string()).unwrap();
+    t.run(&start).code(0);
+    let st = t.state();
+    assert_eq!(st["stop_reason"], "budget", "{st}");
+    assert_eq!(st["cost_usd"], 8.0, "{st}");
+    assert_eq!(spawned(), 2, "no run past the budget");
+}
+
 #[test]
 fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
     let t = TestHome::new();

@@ -151,8 +151,9 @@ fn fresh_state(p: &Prepared, prev: Option<LoopState>, completed: u32) -> LoopSta
     state.planning_agent = p.planning.as_ref().map(|a| a.name.clone());
     state.last_scores = prev.last_scores;
     state.last_gate_score = prev.last_gate_score;
-    state.cost_usd = prev.cost_usd;
-    state.spend = prev.spend;
+    // What the state says was spent, never less than the supervisor kept out of reach.
+    let kept = crate::disk::ledger::Ledger::read(&p.layout.spend()).unwrap_or_default();
+    (state.cost_usd, state.spend) = kept.merged(prev.cost_usd, prev.spend);
     state.trends = if p.reset_breaker {
         crate::disk::state::Trends::default()
     } else {
@@ -188,6 +189,7 @@ fn runner_of(
             .map(|h| (repo.git().path().to_path_buf(), h)),
         last_accepted: repo.head().map(|o| o.to_string()),
         kept_questions: None,
+        kept_spend: None,
         repo_wide: p.artifact_type.writes_repository(),
         stops: control_rx,
         state,
