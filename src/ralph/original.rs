@@ -246,11 +246,16 @@ fn forget(layout: &Layout) -> Result<()> {
     )
 }
 
-/// The loop is done: the spares of the copy and its mode go.
+/// The loop is done: the spares of the copy and its mode go, and the two with them when no
+/// run holds them (no copy of the user's document stays in the records).
 pub fn discard(layout: &Layout) {
     let (copy, mode_file) = kept(layout);
     spare::discard(&copy);
     spare::discard(&mode_file);
+    if !held(layout) {
+        let _gone = fsutil::remove_file_opt(&copy);
+        let _gone = fsutil::remove_file_opt(&mode_file);
+    }
 }
 
 /// At a start after a supervisor died during a run: the original as it was before that run, its

@@ -98,9 +98,17 @@ pub fn clear(dir: &Path) -> Result<()> {
     crate::sys::spare::replace(&list, b"[]", "atomic-after-temp-write")
 }
 
-/// The loop is done: the list's spare goes.
+/// The loop is done: the list's spare goes, and the list with it when it is empty.
 pub fn discard(dir: &Path) {
-    crate::sys::spare::discard(&dir.join(LIST));
+    let list = dir.join(LIST);
+    crate::sys::spare::discard(&list);
+    if fsutil::read_opt(&list)
+        .ok()
+        .flatten()
+        .is_some_and(|t| t.trim() == "[]")
+    {
+        let _gone = fsutil::remove_file_opt(&list);
+    }
 }
 
 /// After a crash: put back what changed since the kept list was written; returns the names.
