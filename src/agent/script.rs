@@ -34,15 +34,21 @@ pub fn simple(command: &str) -> bool {
             return false;
         }
     }
-    let first = command.split_whitespace().next().unwrap_or("");
-    !quoted && !first.is_empty() && !first.contains('=') && !RESERVED.contains(&first)
+    let first = command
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .replace('\'', "");
+    !quoted && !first.is_empty() && !first.contains('=') && !RESERVED.contains(&first.as_str())
 }
 
-/// Words the shell reads as its own at the start of a command.
+/// Words the shell reads as its own at the start of a command: its reserved words and the
+/// builtins with no program of the same name (quoted or not, the shell runs those itself).
 const RESERVED: &[&str] = &[
     "!", "{", "}", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then",
-    "until", "while", "exec", "exit", "return", "break", "continue", ".", "eval", "set", "shift",
-    "trap", "unset", "export", "readonly", "local", "cd", "wait", "umask", "ulimit",
+    "until", "while", ":", ".", "break", "continue", "eval", "exec", "exit", "export", "readonly",
+    "return", "set", "shift", "times", "trap", "unset", "alias", "unalias", "cd", "command",
+    "getopts", "hash", "jobs", "fg", "bg", "local", "read", "type", "ulimit", "umask", "wait",
 ];
 
 #[cfg(test)]
@@ -69,6 +75,9 @@ mod tests {
             ("if true", false),
             ("cd sub", false),
             ("exit 3", false),
+            (":", false),
+            ("'exit' 0", false),
+            ("'/opt/my agent/run' --yes", true),
             ("", false),
             ("   ", false),
             ("agent *.md", false),

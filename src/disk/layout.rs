@@ -189,9 +189,18 @@ impl Layout {
         dir
     }
     /// `fix_plan.md` as it was when the current attempt began: restored when the attempt is
-    /// discarded, so a retried iteration does not skip items the discarded one had ticked.
+    /// discarded, so a retried iteration does not skip items the discarded one had ticked. In
+    /// the loop's records, out of the agent's reach (an agent could make a discarded attempt
+    /// restore a plan of its choosing).
     #[must_use]
     pub fn plan_backup(&self) -> PathBuf {
+        self.records.join("fix_plan.attempt")
+    }
+
+    /// Where an earlier version kept [`Layout::plan_backup`], in the agent's reach: removed at a
+    /// start, never read.
+    #[must_use]
+    pub fn old_plan_backup(&self) -> PathBuf {
         self.wiggum().join(".fix_plan.attempt")
     }
 

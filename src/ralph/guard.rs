@@ -171,6 +171,38 @@ impl Protected {
     }
 }
 
+/// The hooks git runs (githooks(5)), by name.
+const GIT_HOOKS: &[&str] = &[
+    "applypatch-msg",
+    "pre-applypatch",
+    "post-applypatch",
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "commit-msg",
+    "post-commit",
+    "pre-rebase",
+    "post-checkout",
+    "post-merge",
+    "pre-push",
+    "pre-receive",
+    "update",
+    "proc-receive",
+    "post-receive",
+    "post-update",
+    "reference-transaction",
+    "push-to-checkout",
+    "pre-auto-gc",
+    "post-rewrite",
+    "sendemail-validate",
+    "fsmonitor-watchman",
+    "p4-changelist",
+    "p4-prepare-changelist",
+    "p4-post-changelist",
+    "p4-pre-submit",
+    "post-index-change",
+];
+
 impl Before {
     /// Keep the list of what the protected files held in `dir` (the loop's records), for a
     /// start after a crash ([`persist::restore_after_crash`]).
@@ -184,6 +216,10 @@ impl Before {
         if let Some((dir, _, hooks)) = &self.hooks {
             for (name, held) in hooks {
                 entries.push((format!("hooks/{name}"), dir.join(name), held.clone()));
+            }
+            // A hook git runs that was not there: one planted before a crash is removed.
+            for name in GIT_HOOKS.iter().filter(|n| !hooks.contains_key(**n)) {
+                entries.push((format!("hooks/{name}"), dir.join(name), Held::Absent));
             }
         }
         persist::save(dir, &entries)

@@ -269,6 +269,9 @@ pub fn restore_after_crash(layout: &Layout) -> Result<bool> {
     let now = file_mode(&original);
     let mode = fsutil::read_opt(&mode_file)?
         .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
+        // A document's permission bits, never set-id or sticky ones (with the sandbox off an
+        // agent reaches the records).
+        .map(|m| m & 0o777)
         .or(now)
         .unwrap_or(0o644);
     if now.is_some_and(|m| m != mode) {

@@ -53,8 +53,15 @@ pub async fn recover(layout: &Layout) -> Result<(Option<LoopState>, u32)> {
     Ok((prev, completed))
 }
 
-/// Temp files of writes a crash interrupted: their content never became the file's.
+/// Temp files of writes a crash interrupted: their content never became the file's. And the
+/// attempt's plan where an earlier version kept it, in the agent's reach: never read.
 fn remove_interrupted_writes(layout: &Layout) -> Result<()> {
+    let old = layout.old_plan_backup();
+    if std::fs::symlink_metadata(&old).is_ok()
+        && let Err(e) = fsutil::remove_dir_all_opt(&old)
+    {
+        tracing::warn!("{e}");
+    }
     for dir in [layout.wiggum(), layout.final_dir()] {
         let n = fsutil::remove_stale_temps(&dir)?;
         if n > 0 {

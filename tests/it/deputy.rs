@@ -970,10 +970,18 @@ fn what_a_run_planted_before_its_supervisor_was_killed_is_put_back_at_the_next_s
     );
     assert!(
         r.stderr()
-            .contains("the run a dead supervisor left changed .git/config.worktree; restored"),
+            .contains("the run a dead supervisor left changed .git/config.worktree"),
         "{}",
         r.stderr()
     );
+    // A hook that was not there before the run (git's own samples only) goes too.
+    let hook = t.art().join(".git/hooks/pre-commit");
+    assert!(
+        !hook.exists(),
+        "the planted hook is still there:\n{}",
+        r.stderr()
+    );
+    assert!(r.stderr().contains("hooks/pre-commit"), "{}", r.stderr());
     crate::support::procs::kill_all(&t.token);
 }
 

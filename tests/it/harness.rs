@@ -560,7 +560,7 @@ fn the_loop_leaves_no_crash_record_spare_or_copy_of_the_users_document() {
             .unwrap()
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".tmp") || n == ".fix_plan.attempt")
+            .filter(|n| n.ends_with(".tmp") || n.contains("fix_plan.attempt"))
             .collect()
     };
     assert!(spares(&records).is_empty(), "{:?}", spares(&records));
@@ -575,4 +575,50 @@ fn the_loop_leaves_no_crash_record_spare_or_copy_of_the_users_document() {
     assert!(again.len() > seen.len(), "one iteration more: {log}");
     assert!(!log.contains("put back as it was"), "{log}");
     assert_eq!(std::fs::read(t.art().join("artifact.md")).unwrap(), before);
+}
+
+/// What an agent puts where an earlier version kept the attempt's plan (in its reach) neither
+/// ends the loop nor is written through nor sets the plan a discarded attempt puts back.
+#[test]
+fn a_plant_at_the_attempts_old_plan_file_neither_fails_the_loop_nor_sets_the_plan() {
+    let t = TestHome::new();
+    let victim = t.root().join("victim.md");
+    std::fs::write(
+        &victim,
+        "# fix_plan.md as the attempt found it\n- [x] theirs\n",
+    )
+    .unwrap();
+    let script = t.root().join("plant.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncat > /dev/null\nif [ ! -e \"$ARTIFACT_PATH/planted\" ]; then\n  touch \"$ARTIFACT_PATH/planted\"\n  ln -s {} \"$ARTIFACT_PATH/wiggum/.fix_plan.attempt\"\n  exit 1\nfi\necho \"- step\" >> \"$ARTIFACT_PATH/notes.md\"\n",
+            victim.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(t.wiggum("")).unwrap();
+    let plan = "# Plan\n\n- [ ] one\n- [ ] two\n";
+    std::fs::write(t.wiggum("fix_plan.md"), plan).unwrap();
+    let args = t.start_args(
+        "plant",
+        &t.art(),
+        &script.display().to_string(),
+        &["--foreground", "--max-iterations", "2"],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    t.run(&args).code(0);
+    let st = t.state();
+    assert_ne!(st["status"], "failed", "{st}");
+    assert!(
+        std::fs::read_to_string(t.wiggum("fix_plan.md"))
+            .unwrap()
+            .contains("- [ ] two"),
+        "the plan is the loop's, not the plant's"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "# fix_plan.md as the attempt found it\n- [x] theirs\n"
+    );
 }
