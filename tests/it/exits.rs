@@ -18,6 +18,15 @@ fn costly_agent(t: &TestHome, cost: f64) -> String {
     format!("sh {}", script.display())
 }
 
+/// How many agent runs the fake agent recorded.
+fn agents_spawned(t: &TestHome) -> usize {
+    std::fs::read_to_string(t.pids_file())
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("agent "))
+        .count()
+}
+
 /// The spend a start goes on from is never less than the supervisor kept out of the agents'
 /// reach: a state whose spend an agent lowered (and a supervisor killed before it could put
 /// the state back) does not reopen the budget.
@@ -41,13 +50,7 @@ fn a_state_whose_spend_was_lowered_does_not_reopen_the_budget() {
     ];
     t.run(&start).code(0);
     assert_eq!(t.state()["cost_usd"], 8.0);
-    let spawned = || {
-        std::fs::read_to_string(t.pids_file())
-            .unwrap()
-            .lines()
-            .filter(|l| l.starts_with("agent "))
-            .count()
-    };
+    let spawned = || agents_spawned(&t);
     assert_eq!(spawned(), 2);
     // What an agent writes into the state: nothing spent.
     let mut st = t.state();
@@ -95,12 +98,7 @@ fn the_cost_budget_stops_the_loop_before_it_is_overspent() {
             .contains("$8.0000 spent of $10.00, and the next run would cost about $4.0000"),
         "{st}"
     );
-    let spawned = std::fs::read_to_string(t.pids_file())
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("agent "))
-        .count();
-    assert_eq!(spawned, 2);
+    assert_eq!(agents_spawned(&t), 2);
     let told = std::fs::read_to_string(&told).unwrap();
     assert!(
         told.starts_with("budget: cost budget: $8.0000 spent of $10.00"),
